@@ -1,0 +1,70 @@
+# foldnorm: CPU targets always; CUDA targets only where nvcc is found.
+CC ?= gcc
+CFLAGS ?= -O3 -march=native
+CFLAGS += -std=c11 -Wall -Wextra -fopenmp -D_DEFAULT_SOURCE -Illmc
+LDLIBS += -lm -fopenmp
+PYTHON ?= /usr/bin/python3
+
+# OpenBLAS for the matmuls when present (make NO_BLAS=1 for the portable loops)
+ifneq ($(NO_BLAS),1)
+  BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+  BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
+  ifneq ($(BLAS_LIBS),)
+    CFLAGS += -DFOLDNORM_BLAS $(BLAS_CFLAGS)
+    LDLIBS += $(BLAS_LIBS)
+  endif
+endif
+
+# sanitizer build of everything: make SAN=1 test
+ifeq ($(SAN),1)
+  CFLAGS := $(filter-out -O3,$(CFLAGS)) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+  LDLIBS += -fsanitize=address,undefined
+endif
+
+BUILD := build
+LLMC_SRCS := $(wildcard llmc/*.c)
+LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
+
+CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms text_to_shard
+NVCC := $(shell command -v nvcc 2>/dev/null)
+CUDA_PROGRAMS :=
+
+.PHONY: all cpu cuda test demo bench deps clean
+all: cpu cuda
+cpu: $(CPU_PROGRAMS)
+cuda: $(if $(NVCC),$(CUDA_PROGRAMS),)
+
+$(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) | $(BUILD)/llmc
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/%.o: %.c $(wildcard llmc/*.h) | $(BUILD)/llmc
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(BUILD)/llmc:
+	mkdir -p $@
+
+train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+text_to_shard: $(BUILD)/dev/data/text_to_shard.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+
+# installs the Debian packages the demo and the tests need (quick no-op when present)
+deps:
+	@scripts/install_deps.sh
+
+test: deps cpu
+	@test/run_tests.sh
+
+demo: deps cpu
+	@scripts/demo.sh
+
+bench: deps cpu
+	@dev/bench/bench.sh
+
+clean:
+	rm -rf $(BUILD) $(CPU_PROGRAMS) $(CUDA_PROGRAMS)

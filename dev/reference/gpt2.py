@@ -1,0 +1,429 @@
+#!/usr/bin/python3
+"""Independent PyTorch reference for foldnorm's GPT-2 trainer.
+
+Builds (or loads) a GPT-2 in llm.c's parameter layout, runs it in one of three
+norm modes, and writes two files that the C tests check against:
+
+  --model  the model file (magic 20240326, docs/formats.md) holding the INITIAL
+           weights, with the norm mode in header slot 8;
+  --state  the debug-state file (magic 20240327): the batch x, y, the initial
+           logits and loss, every parameter gradient at the initial weights,
+           and the losses of N AdamW steps on that same batch.
+
+Norm modes (eps = 1e-5 everywhere):
+  ln    every norm is LayerNorm                 y = g (x - mu) / sqrt(var + eps) + b
+  rms   every norm is RMSNorm with a bias        y = g x / sqrt(mean(x^2) + eps) + b
+  cbwc  RMSNorm, plus centred effective weights on the layers that feed the
+        residual stream: the token-embedding read (rows of wte centred over C;
+        the tied LM head still reads the raw wte), wpe (rows centred over C),
+        and every attention / MLP output projection (each input column centred
+        over the outputs, bias centred).  The centring happens inside the
+        forward, so autograd yields the centred gradient dW = P dV.
+  ln and cbwc are the same function of the stored weights (docs: cbwc-math.md).
+
+Only the standard library, numpy and torch are used; everything is fp32.
+Run with Debian's interpreter:  /usr/bin/python3 dev/reference/gpt2.py -h
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MODEL_MAGIC = 20240326
+MODEL_VERSION = 3
+STATE_MAGIC = 20240327
+STATE_VERSION = 2
+HEADER_INTS = 256
+NORM_EPS = 1e-5
+
+MODES = ("ln", "rms", "cbwc")          # header slot 8: 0, 1, 2
+
+# Parameter names in the model file's order (llm.c's order).
+PARAM_NAMES = ("wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
+               "attprojb", "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb",
+               "lnfw", "lnfb")
+# Matrices that get weight decay (as in llm.c's train_gpt2.cu).
+DECAYED = ("wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw")
+NORM_GAINS = ("ln1w", "ln2w", "lnfw")
+NORM_BIASES = ("ln1b", "ln2b", "lnfb")
+LINEAR_BIASES = ("qkvb", "attprojb", "fcb", "fcprojb")
+RESIDUAL_PROJECTIONS = ("attprojw", "fcprojw")   # N(0, 0.02/sqrt(2L)) at init
+
+
+def param_shapes(Vp, maxT, L, C):
+    """Shapes of the parameters, in file order."""
+    return {
+        "wte": (Vp, C), "wpe": (maxT, C),
+        "ln1w": (L, C), "ln1b": (L, C),
+        "qkvw": (L, 3 * C, C), "qkvb": (L, 3 * C),
+        "attprojw": (L, C, C), "attprojb": (L, C),
+        "ln2w": (L, C), "ln2b": (L, C),
+        "fcw": (L, 4 * C, C), "fcb": (L, 4 * C),
+        "fcprojw": (L, C, 4 * C), "fcprojb": (L, C),
+        "lnfw": (C,), "lnfb": (C,),
+    }
+
+
+# ----------------------------------------------------------------------------
+# norms, centred weights, attention
+
+def layernorm(x, g, b):
+    mu = x.mean(dim=-1, keepdim=True)
+    xc = x - mu
+    var = (xc * xc).mean(dim=-1, keepdim=True)          # biased variance
+    return xc * torch.rsqrt(var + NORM_EPS) * g + b
+
+
+def rmsnorm(x, g, b):
+    ms = (x * x).mean(dim=-1, keepdim=True)
+    return x * torch.rsqrt(ms + NORM_EPS) * g + b
+
+
+def center_rows(t):
+    """Each row (last axis) minus its mean: used for embedding tables,
+    whose rows are the vectors added to the residual stream."""
+    return t - t.mean(dim=-1, keepdim=True)
+
+
+def center_linear(w, b):
+    """CBWC effective weights of a linear layer y = x W^T + b, W (out, in):
+    each input column of W centred over the output dimension, and the bias
+    centred, so that the outputs of the layer sum to zero for every input."""
+    v = w - w.mean(dim=0, keepdim=True)
+    bt = b - b.mean()
+    return v, bt
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                       * (x + 0.044715 * x * x * x)))
+
+
+def causal_self_attention(qkv, NH):
+    """qkv (B, T, 3C) -> (B, T, C): q, k, v in that order, NH heads."""
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    hs = C // NH
+    q, k, v = qkv.split(C, dim=2)
+    q = q.view(B, T, NH, hs).transpose(1, 2)              # (B, NH, T, hs)
+    k = k.view(B, T, NH, hs).transpose(1, 2)
+    v = v.view(B, T, NH, hs).transpose(1, 2)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))   # (B, NH, T, T)
+    future = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+    scores = scores.masked_fill(future, float("-inf"))
+    att = F.softmax(scores, dim=-1)
+    out = att @ v                                          # (B, NH, T, hs)
+    return out.transpose(1, 2).contiguous().view(B, T, C)
+
+
+# ----------------------------------------------------------------------------
+# the model
+
+class GPT(nn.Module):
+    def __init__(self, V, Vp, maxT, L, NH, C, mode):
+        super().__init__()
+        self.V, self.Vp, self.maxT, self.L, self.NH, self.C = V, Vp, maxT, L, NH, C
+        self.mode = mode
+        for name, shape in param_shapes(Vp, maxT, L, C).items():
+            setattr(self, name, nn.Parameter(torch.zeros(shape, dtype=torch.float32)))
+
+    def params(self):
+        """(name, parameter) in the model file's order."""
+        return [(n, getattr(self, n)) for n in PARAM_NAMES]
+
+    def norm(self, x, g, b):
+        return layernorm(x, g, b) if self.mode == "ln" else rmsnorm(x, g, b)
+
+    def linear(self, x, w, b):
+        return x @ w.t() + b
+
+    def residual_projection(self, x, w, b):
+        """Output projection of a branch; centred in cbwc mode."""
+        if self.mode == "cbwc":
+            w, b = center_linear(w, b)
+        return self.linear(x, w, b)
+
+    def embed(self, x):
+        B, T = x.shape
+        tok = self.wte[x]                                  # (B, T, C), proxy rows
+        pos = self.wpe[:T]                                 # (T, C)
+        if self.mode == "cbwc":
+            # Centring a gathered row equals gathering the centred row, so
+            # this is Vwte[x] with Vwte = wte - wte.mean(dim=1, keepdim=True).
+            tok = center_rows(tok)
+            pos = center_rows(pos)
+        return tok + pos
+
+    def forward(self, x, y):
+        h = self.embed(x)
+        for l in range(self.L):
+            a = self.norm(h, self.ln1w[l], self.ln1b[l])
+            qkv = self.linear(a, self.qkvw[l], self.qkvb[l])
+            att = causal_self_attention(qkv, self.NH)
+            h = h + self.residual_projection(att, self.attprojw[l], self.attprojb[l])
+            m = self.norm(h, self.ln2w[l], self.ln2b[l])
+            m = gelu_tanh(self.linear(m, self.fcw[l], self.fcb[l]))
+            h = h + self.residual_projection(m, self.fcprojw[l], self.fcprojb[l])
+        h = self.norm(h, self.lnfw, self.lnfb)
+        logits = h @ self.wte[:self.V].t()                # tied head, raw proxy wte
+        loss = F.cross_entropy(logits.view(-1, self.V), y.reshape(-1))
+        return logits, loss
+
+    @torch.no_grad()
+    def init_weights(self, scheme, gen):
+        """Draw every parameter in file order from `gen`."""
+        std = 0.02
+        for name, p in self.params():
+            shape = p.shape
+            if name in NORM_GAINS:
+                if scheme == "test":
+                    p.copy_(1.0 + 0.1 * torch.randn(shape, generator=gen))
+                else:
+                    p.fill_(1.0)
+            elif name in NORM_BIASES:
+                if scheme == "test":
+                    p.copy_(0.05 * torch.randn(shape, generator=gen))
+                else:
+                    p.zero_()
+            elif name in LINEAR_BIASES:
+                if scheme == "test":
+                    p.copy_(std * torch.randn(shape, generator=gen))
+                else:
+                    p.zero_()
+            else:
+                s = std / math.sqrt(2 * self.L) if name in RESIDUAL_PROJECTIONS else std
+                p.copy_(s * torch.randn(shape, generator=gen))
+        self.wte[self.V:].zero_()                          # padded vocab rows
+
+
+# ----------------------------------------------------------------------------
+# files
+
+def header(values):
+    h = np.zeros(HEADER_INTS, dtype=np.int32)
+    h[:len(values)] = values
+    return h
+
+
+def f32_bits(v):
+    """The int32 whose bits are the fp32 value v."""
+    return int(np.array([v], dtype=np.float32).view(np.int32)[0])
+
+
+def write_model(path, model):
+    h = header([MODEL_MAGIC, MODEL_VERSION, model.maxT, model.V, model.L,
+                model.NH, model.C, model.Vp, MODES.index(model.mode)])
+    with open(path, "wb") as f:
+        f.write(h.tobytes())
+        for _, p in model.params():
+            f.write(p.detach().cpu().numpy().astype("<f4").tobytes())
+
+
+def read_model(path):
+    """Returns (config dict, mode name, {name: float32 array})."""
+    def fail(msg):
+        sys.exit(f"gpt2.py: {path}: {msg}")
+    try:
+        data = open(path, "rb").read()
+    except OSError as e:
+        fail(f"cannot open: {e.strerror}")
+    if len(data) < 4 * HEADER_INTS:
+        fail("file shorter than the 1024-byte header")
+    h = np.frombuffer(data[:4 * HEADER_INTS], dtype="<i4")
+    if h[0] != MODEL_MAGIC:
+        fail(f"bad magic {h[0]} (want {MODEL_MAGIC})")
+    if h[1] != MODEL_VERSION:
+        fail(f"version {h[1]} not supported (only {MODEL_VERSION}, fp32)")
+    maxT, V, L, NH, C, Vp, mode = (int(v) for v in h[2:9])
+    if min(maxT, V, L, NH, C, Vp) <= 0:
+        fail("non-positive dimension in header")
+    if C % NH != 0:
+        fail(f"C={C} not divisible by NH={NH}")
+    if V > Vp:
+        fail(f"V={V} > Vp={Vp}")
+    if not 0 <= mode < len(MODES):
+        fail(f"norm mode {mode} not in 0..2")
+    shapes = param_shapes(Vp, maxT, L, C)
+    n = sum(int(np.prod(s)) for s in shapes.values())
+    if len(data) != 4 * HEADER_INTS + 4 * n:
+        fail(f"size {len(data)} != {4 * HEADER_INTS + 4 * n} (header + {n} fp32)")
+    flat = np.frombuffer(data, dtype="<f4", offset=4 * HEADER_INTS)
+    if not np.all(np.isfinite(flat)):
+        fail("non-finite parameter")
+    params, off = {}, 0
+    for name in PARAM_NAMES:
+        k = int(np.prod(shapes[name]))
+        params[name] = flat[off:off + k].reshape(shapes[name]).astype(np.float32)
+        off += k
+    cfg = dict(V=V, Vp=Vp, maxT=maxT, L=L, NH=NH, C=C)
+    return cfg, MODES[mode], params
+
+
+def write_state(path, x, y, logits, loss, grads, losses, hp):
+    h = header([STATE_MAGIC, STATE_VERSION, x.shape[0], x.shape[1], len(losses),
+                f32_bits(hp["lr"]), f32_bits(hp["beta1"]), f32_bits(hp["beta2"]),
+                f32_bits(hp["eps"]), f32_bits(hp["wd"]), f32_bits(hp["clip"])])
+    with open(path, "wb") as f:
+        f.write(h.tobytes())
+        f.write(x.numpy().astype("<i4").tobytes())
+        f.write(y.numpy().astype("<i4").tobytes())
+        f.write(logits.astype("<f4").tobytes())
+        f.write(np.array([loss], dtype="<f4").tobytes())
+        for g in grads:                                    # file order; wte is (Vp, C)
+            f.write(g.astype("<f4").tobytes())
+        f.write(np.array(losses, dtype="<f4").tobytes())
+
+
+# ----------------------------------------------------------------------------
+# command line
+
+SMALL = dict(V=500, Vp=512, maxT=32, L=2, NH=4, C=64)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Independent PyTorch GPT-2 reference for foldnorm: writes a "
+                    "model file (initial weights) and a debug-state file (batch, "
+                    "logits, loss, gradients, and the losses of N AdamW steps).")
+    p.add_argument("--mode", choices=MODES,
+                   help="norm mode; required unless --load (then it defaults to the file's mode)")
+    g = p.add_argument_group("config (ignored with --load, which takes it from the file; "
+                             "given values must then agree with it)")
+    for k, v in SMALL.items():
+        g.add_argument(f"--{k}", type=int, default=None, help=f"default {v}")
+    p.add_argument("--B", type=int, default=4, help="batch size (default 4)")
+    p.add_argument("--T", type=int, default=32, help="sequence length (default 32)")
+    p.add_argument("--seed", type=int, default=0, help="drives init and the batch (default 0)")
+    p.add_argument("--init", choices=("test", "gpt2"), default="test",
+                   help="test: random biases and norm affines too (default); gpt2: llm.c's init")
+    p.add_argument("--load", metavar="FILE.bin",
+                   help="take the weights and config from this model file (--init is then unused)")
+    p.add_argument("--model", metavar="OUT.bin", help="write the initial weights here")
+    p.add_argument("--state", metavar="OUT.bin", help="write the debug state here")
+    p.add_argument("--steps", type=int, default=0,
+                   help="N: number of losses recorded, loss k after k AdamW steps (default 0)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--wd", type=float, default=0.1, help="weight decay on the matrices")
+    p.add_argument("--clip", type=float, default=1.0, help="global grad-norm clip, 0 = none")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    a = p.parse_args(argv)
+
+    if a.load is None:
+        if a.mode is None:
+            p.error("--mode is required unless --load is given")
+        for k, v in SMALL.items():
+            if getattr(a, k) is None:
+                setattr(a, k, v)
+    if a.B < 1 or a.T < 1:
+        p.error("B and T must be >= 1")
+    if a.steps < 0:
+        p.error("--steps must be >= 0")
+    if a.clip < 0 or a.wd < 0 or a.lr < 0 or a.eps <= 0:
+        p.error("need lr >= 0, eps > 0, wd >= 0, clip >= 0")
+    if not (0 <= a.beta1 < 1 and 0 <= a.beta2 < 1):
+        p.error("betas must be in [0, 1)")
+    if a.threads < 1:
+        p.error("--threads must be >= 1")
+    return p, a
+
+
+def check_config(p, cfg, T):
+    if min(cfg.values()) <= 0:
+        p.error(f"every dimension must be positive: {cfg}")
+    if cfg["C"] % cfg["NH"] != 0:
+        p.error(f"C={cfg['C']} is not divisible by NH={cfg['NH']}")
+    if cfg["V"] > cfg["Vp"]:
+        p.error(f"V={cfg['V']} > Vp={cfg['Vp']}")
+    if T > cfg["maxT"]:
+        p.error(f"T={T} > maxT={cfg['maxT']}")
+
+
+def main(argv=None):
+    p, a = parse_args(argv)
+    torch.set_num_threads(a.threads)
+    torch.use_deterministic_algorithms(True)
+    gen = torch.Generator().manual_seed(a.seed)
+
+    if a.load is not None:
+        cfg, file_mode, weights = read_model(a.load)
+        for k in SMALL:
+            given = getattr(a, k)
+            if given is not None and given != cfg[k]:
+                p.error(f"--{k} {given} disagrees with {a.load} ({k}={cfg[k]})")
+        mode = a.mode or file_mode
+    else:
+        cfg = {k: getattr(a, k) for k in SMALL}
+        mode, weights = a.mode, None
+    check_config(p, cfg, a.T)
+
+    # The batch is drawn first, so a --load run with the same seed sees the
+    # same batch as the run that wrote the loaded file.
+    x = torch.randint(0, cfg["V"], (a.B, a.T), generator=gen)
+    y = torch.randint(0, cfg["V"], (a.B, a.T), generator=gen)
+    model = GPT(mode=mode, **cfg)
+    if weights is not None:
+        with torch.no_grad():
+            for name, prm in model.params():
+                prm.copy_(torch.from_numpy(weights[name]))
+    else:
+        model.init_weights(a.init, gen)
+
+    if a.model:
+        write_model(a.model, model)                        # initial weights
+
+    named = model.params()
+    groups = [
+        {"params": [q for n, q in named if n in DECAYED], "weight_decay": a.wd},
+        {"params": [q for n, q in named if n not in DECAYED], "weight_decay": 0.0},
+    ]
+    opt = torch.optim.AdamW(groups, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
+    all_params = [q for _, q in named]
+
+    def forward_backward():
+        opt.zero_grad(set_to_none=True)
+        logits, loss = model(x, y)
+        loss.backward()
+        return logits, loss
+
+    logits, loss = forward_backward()
+    logits0 = logits.detach().numpy().copy()
+    loss0 = loss.item()
+    grads0 = [q.grad.detach().numpy().copy() for q in all_params]   # before clipping
+
+    # losses[k] is measured after k updates; the update after the last
+    # recorded loss would change nothing that is written, so it is skipped.
+    losses = []
+    for k in range(a.steps):
+        if k > 0:
+            _, loss = forward_backward()
+        losses.append(loss.item())
+        print(f"step {k} loss {loss.item():.6f}", flush=True)
+        if k < a.steps - 1:
+            if a.clip > 0:
+                torch.nn.utils.clip_grad_norm_(all_params, a.clip)
+            opt.step()
+    if a.steps == 0:
+        print(f"initial loss {loss0:.6f}")
+
+    if a.state:
+        hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip)
+        write_state(a.state, x, y, logits0, loss0, grads0, losses, hp)
+    written = [f"model {a.model} ({os.path.getsize(a.model)} B)" if a.model else None,
+               f"state {a.state} ({os.path.getsize(a.state)} B)" if a.state else None]
+    written = [w for w in written if w] or ["nothing (no --model / --state)"]
+    print(f"mode {mode} V {cfg['V']} Vp {cfg['Vp']} maxT {cfg['maxT']} L {cfg['L']} "
+          f"NH {cfg['NH']} C {cfg['C']} B {a.B} T {a.T} seed {a.seed} loss0 {loss0:.6f} "
+          f"steps {a.steps}; wrote " + ", ".join(written))
+
+
+if __name__ == "__main__":
+    main()

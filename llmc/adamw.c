@@ -1,0 +1,41 @@
+#include "adamw.h"
+
+#include <math.h>
+
+void adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
+                  const AdamWConfig *cfg, int weight_decay_on, int t, float grad_scale) {
+    const float lr = cfg->learning_rate;
+    const float b1 = cfg->beta1;
+    const float b2 = cfg->beta2;
+    const float decay = weight_decay_on ? 1.0f - lr * cfg->weight_decay : 1.0f;
+    const float bias_correction1 = 1.0f - powf(b1, (float)t);
+    const float bias_correction2_sqrt = sqrtf(1.0f - powf(b2, (float)t));
+    const float step_size = lr / bias_correction1;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float g = grads[i] * grad_scale;
+        float p = params[i] * decay;
+        float mi = b1 * m[i] + (1.0f - b1) * g;
+        float vi = b2 * v[i] + (1.0f - b2) * g * g;
+        m[i] = mi;
+        v[i] = vi;
+        params[i] = p - step_size * mi / (sqrtf(vi) / bias_correction2_sqrt + cfg->eps);
+    }
+}
+
+double sum_of_squares(const float *x, size_t n) {
+    double sum = 0.0;
+#pragma omp parallel for reduction(+ : sum) schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        sum += (double)x[i] * (double)x[i];
+    }
+    return sum;
+}
+
+float clip_grad_scale(double grad_norm, float clip) {
+    if (clip <= 0.0f) {
+        return 1.0f;
+    }
+    double coef = (double)clip / (grad_norm + 1e-6);
+    return coef < 1.0 ? (float)coef : 1.0f;
+}

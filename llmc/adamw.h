@@ -1,0 +1,27 @@
+// AdamW as torch.optim.AdamW: decoupled weight decay p *= 1 - lr*wd, then
+// p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+#ifndef FOLDNORM_ADAMW_H
+#define FOLDNORM_ADAMW_H
+
+#include <stddef.h>
+
+typedef struct {
+    float learning_rate;
+    float beta1;
+    float beta2;
+    float eps;
+    float weight_decay;
+} AdamWConfig;
+
+// One step t (1-based) over n parameters; grads are multiplied by grad_scale
+// first (global-norm clipping). weight_decay_on selects decay for this tensor.
+void adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
+                  const AdamWConfig *cfg, int weight_decay_on, int t, float grad_scale);
+
+// sum of squares of n values, accumulated in double.
+double sum_of_squares(const float *x, size_t n);
+
+// torch.nn.utils.clip_grad_norm_: scale = min(1, clip / (norm + 1e-6)); clip <= 0 disables.
+float clip_grad_scale(double grad_norm, float clip);
+
+#endif

@@ -1,0 +1,33 @@
+// Training checkpoints: OUTDIR/model_STEP.bin (llm.c's model format) and
+// OUTDIR/state_STEP.bin (AdamW moments and step, data position, RNG), each
+// written atomically; the state file is written last, so a state file whose
+// model file exists marks a complete checkpoint. Format in docs/formats.md.
+#ifndef FOLDNORM_CHECKPOINT_H
+#define FOLDNORM_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpt2.h"
+
+#define TRAIN_STATE_MAGIC 20241129
+#define TRAIN_STATE_VERSION 1
+
+typedef struct {
+    int step;             // completed training steps
+    int shard_index;      // train loader position
+    uint64_t position;
+    uint64_t rng_state;
+} TrainProgress;
+
+void checkpoint_paths(char *model_path, char *state_path, size_t cap, const char *dir, int step);
+void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const char *dir);
+// Newest step with a complete checkpoint in dir, or -1 if none.
+int checkpoint_find_latest(const char *dir);
+// Loads model_STEP.bin into model (mode from the file) and the state into
+// progress, the AdamW moments into model.
+void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step);
+// Removes checkpoints older than the newest keep (keep <= 0: keep all).
+void checkpoint_prune(const char *dir, int keep);
+
+#endif

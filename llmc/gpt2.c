@@ -1,0 +1,488 @@
+#include "gpt2.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention.h"
+#include "cbwc.h"
+#include "crossentropy.h"
+#include "encoder.h"
+#include "gelu.h"
+#include "matmul.h"
+#include "norm.h"
+#include "rand.h"
+#include "utils.h"
+
+static const char *const NORM_MODE_NAMES[] = {"ln", "rms", "cbwc"};
+
+const char *norm_mode_name(NormMode mode) {
+    return (mode >= MODE_LN && mode <= MODE_CBWC) ? NORM_MODE_NAMES[mode] : "?";
+}
+
+int norm_mode_parse(const char *name, NormMode *mode) {
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(name, NORM_MODE_NAMES[i]) == 0) {
+            *mode = (NormMode)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cfg) {
+    size_t Vp = (size_t)cfg->padded_vocab_size, C = (size_t)cfg->channels;
+    size_t L = (size_t)cfg->num_layers, maxT = (size_t)cfg->max_seq_len;
+    sizes[0] = Vp * C;         // wte
+    sizes[1] = maxT * C;       // wpe
+    sizes[2] = L * C;          // ln1w
+    sizes[3] = L * C;          // ln1b
+    sizes[4] = L * 3 * C * C;  // qkvw
+    sizes[5] = L * 3 * C;      // qkvb
+    sizes[6] = L * C * C;      // attprojw
+    sizes[7] = L * C;          // attprojb
+    sizes[8] = L * C;          // ln2w
+    sizes[9] = L * C;          // ln2b
+    sizes[10] = L * 4 * C * C; // fcw
+    sizes[11] = L * 4 * C;     // fcb
+    sizes[12] = L * C * 4 * C; // fcprojw
+    sizes[13] = L * C;         // fcprojb
+    sizes[14] = C;             // lnfw
+    sizes[15] = C;             // lnfb
+}
+
+// Points the fields of a struct of float* (in declaration order) into one buffer.
+static void point_tensors(float **fields, const size_t *sizes, int count, float *memory) {
+    for (int i = 0; i < count; i++) {
+        fields[i] = memory;
+        memory += sizes[i];
+    }
+}
+
+const char *gpt2_config_error(const GPT2Config *c) {
+    if (c->max_seq_len <= 0 || c->vocab_size <= 0 || c->padded_vocab_size <= 0 ||
+        c->num_layers <= 0 || c->num_heads <= 0 || c->channels <= 0) {
+        return "every dimension must be positive";
+    }
+    if (c->channels % c->num_heads != 0) {
+        return "channels must be a multiple of the number of heads";
+    }
+    if (c->vocab_size > c->padded_vocab_size) {
+        return "vocab size exceeds the padded vocab size";
+    }
+    // keep every tensor and every (B, T, C) product well inside size_t and int indexing
+    if (c->channels > (1 << 16) || c->max_seq_len > (1 << 20) || c->num_layers > 4096 ||
+        c->padded_vocab_size > (1 << 24)) {
+        return "a dimension is implausibly large";
+    }
+    return NULL;
+}
+
+static void gpt2_allocate_params(GPT2 *model) {
+    gpt2_param_sizes(model->param_sizes, &model->config);
+    size_t total = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        total += model->param_sizes[i];
+    }
+    model->num_parameters = total;
+    model->params_memory = malloc_check(mul_size_check(total, sizeof(float), "parameters"), "parameters");
+    model->grads_memory = calloc_check(total, sizeof(float), "gradients");
+    point_tensors((float **)&model->params, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
+                  model->params_memory);
+    point_tensors((float **)&model->grads, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
+                  model->grads_memory);
+    size_t C = (size_t)model->config.channels;
+    model->cbwc_weight = malloc_check(4 * C * C * sizeof(float), "cbwc weight scratch");
+    model->cbwc_bias = malloc_check(C * sizeof(float), "cbwc bias scratch");
+}
+
+static void gpt2_reset_state(GPT2 *model) {
+    memset(model, 0, sizeof(*model));
+    model->mean_loss = -1.0f;
+}
+
+void gpt2_load(GPT2 *model, const char *path) {
+    gpt2_reset_state(model);
+    FILE *f = fopen_check(path, "rb");
+    long file_bytes = file_size_bytes(f, path);
+    int32_t header[256];
+    fread_check(header, sizeof(int32_t), 256, f, path, "the model header");
+    if (header[0] != GPT2_MODEL_MAGIC) {
+        fatal("%s: not a GPT-2 model file (magic %d, expected %d)", path, header[0],
+              GPT2_MODEL_MAGIC);
+    }
+    if (header[1] != GPT2_MODEL_VERSION_FP32) {
+        fatal("%s: model file version %d is not supported (expected %d, fp32)", path, header[1],
+              GPT2_MODEL_VERSION_FP32);
+    }
+    GPT2Config cfg = {.max_seq_len = header[2], .vocab_size = header[3], .num_layers = header[4],
+                      .num_heads = header[5], .channels = header[6],
+                      .padded_vocab_size = header[7]};
+    const char *why = gpt2_config_error(&cfg);
+    if (why != NULL) {
+        fatal("%s: bad model header (maxT=%d V=%d Vp=%d L=%d NH=%d C=%d): %s", path,
+              cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, cfg.num_layers,
+              cfg.num_heads, cfg.channels, why);
+    }
+    int mode = header[GPT2_HEADER_SLOT_NORM_MODE];
+    if (mode < MODE_LN || mode > MODE_CBWC) {
+        fatal("%s: unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc)", path, mode,
+              GPT2_HEADER_SLOT_NORM_MODE);
+    }
+    model->config = cfg;
+    model->mode = (NormMode)mode;
+    size_t sizes[GPT2_NUM_PARAM_TENSORS];
+    gpt2_param_sizes(sizes, &cfg);
+    size_t total = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        total += sizes[i];
+    }
+    size_t expected = 256 * sizeof(int32_t) + total * sizeof(float);
+    if ((size_t)file_bytes != expected) {
+        fatal("%s: file is %ld bytes but its header describes %zu bytes (%zu parameters)%s", path,
+              file_bytes, expected, total,
+              (size_t)file_bytes < expected ? ": truncated" : ": trailing data");
+    }
+    gpt2_allocate_params(model);
+    fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path,
+                "the parameters");
+    fclose(f);
+    for (size_t i = 0; i < model->num_parameters; i++) {
+        if (!isfinite(model->params_memory[i])) {
+            fatal("%s: parameter %zu is not finite", path, i);
+        }
+    }
+}
+
+void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode,
+                      unsigned long long seed) {
+    gpt2_reset_state(model);
+    const char *why = gpt2_config_error(config);
+    if (why != NULL) {
+        fatal("bad model config: %s", why);
+    }
+    model->config = *config;
+    model->mode = mode;
+    gpt2_allocate_params(model);
+    Rng rng;
+    rng_seed(&rng, seed);
+    const float std = 0.02f;
+    const float residual_std = 0.02f / sqrtf(2.0f * (float)config->num_layers);
+    ParameterTensors *p = &model->params;
+    float *matrices[] = {p->wte, p->wpe, p->qkvw, p->attprojw, p->fcw, p->fcprojw};
+    int matrix_index[] = {0, 1, 4, 6, 10, 12};
+    for (int i = 0; i < 6; i++) {
+        int residual = matrix_index[i] == 6 || matrix_index[i] == 12;
+        rng_normal_fill(&rng, matrices[i], model->param_sizes[matrix_index[i]], 0.0f,
+                        residual ? residual_std : std);
+    }
+    size_t C = (size_t)config->channels;
+    memset(p->wte + (size_t)config->vocab_size * C, 0,
+           (size_t)(config->padded_vocab_size - config->vocab_size) * C * sizeof(float));
+    float *biases[] = {p->ln1b, p->qkvb, p->attprojb, p->ln2b, p->fcb, p->fcprojb, p->lnfb};
+    int bias_index[] = {3, 5, 7, 9, 11, 13, 15};
+    for (int i = 0; i < 7; i++) {
+        memset(biases[i], 0, model->param_sizes[bias_index[i]] * sizeof(float));
+    }
+    float *gains[] = {p->ln1w, p->ln2w, p->lnfw};
+    int gain_index[] = {2, 8, 14};
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < model->param_sizes[gain_index[i]]; j++) {
+            gains[i][j] = 1.0f;
+        }
+    }
+}
+
+// Reads an unsigned decimal after a one-letter key; -1 if none.
+static long parse_field(const char **s) {
+    if (!isdigit((unsigned char)**s)) {
+        return -1;
+    }
+    char *end;
+    long v = strtol(*s, &end, 10);
+    *s = end;
+    return v;
+}
+
+int gpt2_parse_descriptor(const char *d, GPT2Config *cfg) {
+    if (d[0] != 'd') {
+        return -1;
+    }
+    const char *s = d + 1;
+    long L = parse_field(&s);
+    if (L <= 0) {
+        return -1;
+    }
+    // GPT-2 family widths by depth (as in llm.c); other depths need c and h
+    long C = L == 6 ? 384 : L == 12 ? 768 : L == 24 ? 1024 : L == 36 ? 1280 : L == 48 ? 1600 : 0;
+    long NH = C / 64, V = 50257, maxT = 1024;
+    while (*s != '\0') {
+        char key = *s++;
+        long v = parse_field(&s);
+        if (v <= 0 || v > (1L << 24)) {
+            return -1;
+        }
+        switch (key) {
+        case 'c': C = v; break;
+        case 'h': NH = v; break;
+        case 'v': V = v; break;
+        case 't': maxT = v; break;
+        default: return -1;
+        }
+    }
+    if (C <= 0 || NH <= 0) {
+        return -1;
+    }
+    cfg->num_layers = (int)L;
+    cfg->channels = (int)C;
+    cfg->num_heads = (int)NH;
+    cfg->vocab_size = (int)V;
+    cfg->padded_vocab_size = (int)((V + 127) / 128 * 128);
+    cfg->max_seq_len = (int)maxT;
+    return 0;
+}
+
+static void write_model(FILE *f, const char *path, const void *ctx) {
+    const GPT2 *model = ctx;
+    int32_t header[256] = {0};
+    header[0] = GPT2_MODEL_MAGIC;
+    header[1] = GPT2_MODEL_VERSION_FP32;
+    header[2] = model->config.max_seq_len;
+    header[3] = model->config.vocab_size;
+    header[4] = model->config.num_layers;
+    header[5] = model->config.num_heads;
+    header[6] = model->config.channels;
+    header[7] = model->config.padded_vocab_size;
+    header[GPT2_HEADER_SLOT_NORM_MODE] = (int32_t)model->mode;
+    fwrite_check(header, sizeof(int32_t), 256, f, path);
+    fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, path);
+}
+
+void gpt2_save(const GPT2 *model, const char *path) {
+    write_file_atomic(path, write_model, model);
+}
+
+static void gpt2_allocate_activations(GPT2 *model, int B, int T) {
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->inputs);
+    free(model->targets);
+    const GPT2Config *c = &model->config;
+    size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads;
+    size_t BT = (size_t)B * (size_t)T, Vp = (size_t)c->padded_vocab_size;
+    size_t act[GPT2_NUM_ACT_TENSORS] = {
+        BT * C,                                  // encoded
+        L * BT * C, L * BT, L * BT,              // ln1, mean, rstd
+        L * BT * 3 * C,                          // qkv
+        L * BT * C,                              // atty
+        L * (size_t)B * NH * (size_t)T * (size_t)T, // att
+        L * BT * C,                              // residual2
+        L * BT * C, L * BT, L * BT,              // ln2, mean, rstd
+        L * BT * 4 * C, L * BT * 4 * C,          // fch, fch_gelu
+        L * BT * C,                              // residual3
+        BT * C, BT, BT,                          // lnf, mean, rstd
+        BT * Vp,                                 // logits
+        BT,                                      // losses
+    };
+    size_t scratch[GPT2_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C,
+                                                BT * 3 * C, BT * 4 * C, BT * 4 * C};
+    size_t total = 0;
+    for (int i = 0; i < GPT2_NUM_ACT_TENSORS; i++) {
+        total += act[i];
+    }
+    model->acts_memory = malloc_check(mul_size_check(total, sizeof(float), "activations"), "activations");
+    point_tensors((float **)&model->acts, act, GPT2_NUM_ACT_TENSORS, model->acts_memory);
+    total = 0;
+    for (int i = 0; i < GPT2_NUM_SCRATCH_TENSORS; i++) {
+        total += scratch[i];
+    }
+    model->scratch_memory = malloc_check(total * sizeof(float), "backward scratch");
+    point_tensors((float **)&model->scratch, scratch, GPT2_NUM_SCRATCH_TENSORS,
+                  model->scratch_memory);
+    model->inputs = malloc_check(BT * sizeof(int), "inputs");
+    model->targets = malloc_check(BT * sizeof(int), "targets");
+    model->batch_size = B;
+    model->seq_len = T;
+}
+
+static void residual_add(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        out[i] = a[i] + b[i];
+    }
+}
+
+// out = residual + (inp W^T + b), with V = P W and P b in place of W, b in cbwc.
+static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
+                                         const float *inp, const float *W, const float *bias,
+                                         int N, int IC, int OC) {
+    float *branch = model->scratch.dbranch; // free during the forward pass
+    if (model->mode == MODE_CBWC) {
+        cbwc_project_weights(model->cbwc_weight, model->cbwc_bias, W, bias, OC, IC);
+        W = model->cbwc_weight;
+        bias = model->cbwc_bias;
+    }
+    matmul_forward(branch, inp, W, bias, N, IC, OC);
+    residual_add(out, residual, branch, (size_t)N * OC);
+}
+
+// Backward of the projection for the stream gradient dout: in cbwc the
+// output gradient is centred first, which yields dx = dy V and dW = P dV.
+static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, float *dbias,
+                                          const float *dout, const float *inp, const float *W,
+                                          int N, int IC, int OC) {
+    if (model->mode == MODE_CBWC) {
+        cbwc_center_rows(model->scratch.dbranch, dout, N, OC);
+        dout = model->scratch.dbranch;
+    }
+    matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+}
+
+void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
+    if (model->acts_memory == NULL || B != model->batch_size || T != model->seq_len) {
+        gpt2_allocate_activations(model, B, T);
+    }
+    const GPT2Config *cfg = &model->config;
+    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const int centered = model->mode == MODE_CBWC;
+    ParameterTensors p = model->params;
+    ActivationTensors a = model->acts;
+    memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
+
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centered);
+    for (int l = 0; l < L; l++) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
+        norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
+                     p.ln1w + lc, p.ln1b + lc, BT, C);
+        matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
+                       C, 3 * C);
+        attention_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T, a.qkv + 3 * lbtc, B,
+                          T, C, NH);
+        projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
+                                     p.attprojw + lc * C, p.attprojb + lc, BT, C, C);
+        norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
+                     p.ln2w + lc, p.ln2b + lc, BT, C);
+        matmul_forward(a.fch + 4 * lbtc, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
+                       4 * C);
+        gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
+        projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
+                                     a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
+                                     p.fcprojb + lc, BT, 4 * C, C);
+    }
+    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
+    // tied head reads the proxy wte in every mode (cbwc-math.md section 4)
+    matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
+
+    if (targets == NULL) {
+        model->mean_loss = -1.0f;
+        return;
+    }
+    memcpy(model->targets, targets, (size_t)BT * sizeof(int));
+    crossentropy_forward(a.losses, a.logits, targets, BT, V, Vp);
+    double sum = 0.0;
+    for (int i = 0; i < BT; i++) {
+        sum += a.losses[i];
+    }
+    model->mean_loss = (float)(sum / BT);
+}
+
+void gpt2_zero_grad(GPT2 *model) {
+    memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
+}
+
+void gpt2_backward(GPT2 *model, float loss_scale) {
+    if (model->mean_loss < 0.0f) {
+        fatal("gpt2_backward: needs a forward pass with targets first");
+    }
+    const GPT2Config *cfg = &model->config;
+    const int B = model->batch_size, T = model->seq_len, BT = B * T;
+    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const size_t btc = (size_t)BT * C;
+    ParameterTensors p = model->params;
+    ParameterTensors g = model->grads;
+    ActivationTensors a = model->acts;
+    BackwardScratch s = model->scratch;
+
+    crossentropy_backward_inplace(a.logits, model->targets, loss_scale, BT, V, Vp);
+    memset(s.dln, 0, btc * sizeof(float));
+    matmul_backward(s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
+    memset(s.dresidual, 0, btc * sizeof(float));
+    const float *last = a.residual3 + (size_t)(L - 1) * btc;
+    norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
+                  BT, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
+        memset(s.dfch_gelu, 0, 4 * btc * sizeof(float));
+        projection_to_stream_backward(model, s.dfch_gelu, g.fcprojw + 4 * lc * C, g.fcprojb + lc,
+                                      s.dresidual, a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
+                                      BT, 4 * C, C);
+        gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
+        memset(s.dln, 0, btc * sizeof(float));
+        matmul_backward(s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
+                        p.fcw + 4 * lc * C, BT, C, 4 * C);
+        norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
+                      p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
+        // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
+        memset(s.datty, 0, btc * sizeof(float));
+        projection_to_stream_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
+                                      s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C);
+        memset(s.dqkv, 0, 3 * btc * sizeof(float));
+        attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.att + (size_t)l * B * NH * T * T,
+                           B, T, C, NH);
+        memset(s.dln, 0, btc * sizeof(float));
+        matmul_backward(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
+                        p.qkvw + 3 * lc * C, BT, C, 3 * C);
+        norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
+                      a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
+    }
+    encoder_backward(g.wte, g.wpe, s.dresidual, model->inputs, B, T, C,
+                     model->mode == MODE_CBWC);
+    model->mean_loss = -1.0f; // the logits now hold their gradient
+}
+
+double gpt2_grad_norm(const GPT2 *model) {
+    return sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
+}
+
+void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
+    if (model->m_memory == NULL) {
+        model->m_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW m");
+        model->v_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW v");
+    }
+    float scale = clip_grad_scale(gpt2_grad_norm(model), grad_clip);
+    model->adamw_step += 1;
+    size_t offset = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
+        int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
+        adamw_update(model->params_memory + offset, model->grads_memory + offset,
+                     model->m_memory + offset, model->v_memory + offset, model->param_sizes[i],
+                     cfg, decay, model->adamw_step, scale);
+        offset += model->param_sizes[i];
+    }
+}
+
+void gpt2_free(GPT2 *model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->m_memory);
+    free(model->v_memory);
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->cbwc_weight);
+    free(model->cbwc_bias);
+    free(model->inputs);
+    free(model->targets);
+    gpt2_reset_state(model);
+}

@@ -1,0 +1,128 @@
+// GPT-2 (pre-LN, learned positions, tied embedding/LM head, GELU-tanh MLP,
+// causal attention) in fp32 with three norm modes over shared kernels:
+//   ln   every norm is LayerNorm
+//   rms  every norm is RMSNorm (gain and bias), nothing centred
+//   cbwc every norm is RMSNorm and the layers feeding the residual stream
+//        (wte as embedding, wpe, attn c_proj, mlp c_proj) use CBWC; the LM
+//        head reads the proxy wte (cbwc-math.md sections 2-4).
+#ifndef FOLDNORM_GPT2_H
+#define FOLDNORM_GPT2_H
+
+#include <stddef.h>
+
+#include "adamw.h"
+
+#define GPT2_MODEL_MAGIC 20240326
+#define GPT2_MODEL_VERSION_FP32 3
+#define GPT2_HEADER_SLOT_NORM_MODE 8
+
+typedef enum { MODE_LN = 0, MODE_RMS = 1, MODE_CBWC = 2 } NormMode;
+
+const char *norm_mode_name(NormMode mode);
+// Returns 0 and sets *mode for "ln", "rms", "cbwc"; -1 otherwise.
+int norm_mode_parse(const char *name, NormMode *mode);
+
+typedef struct {
+    int max_seq_len;       // maxT
+    int vocab_size;        // V
+    int padded_vocab_size; // Vp >= V, rows of wte
+    int num_layers;        // L
+    int num_heads;         // NH
+    int channels;          // C
+} GPT2Config;
+
+#define GPT2_NUM_PARAM_TENSORS 16
+typedef struct {
+    float *wte, *wpe, *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
+    float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb, *lnfw, *lnfb;
+} ParameterTensors;
+
+// Forward activations kept for the backward pass.
+#define GPT2_NUM_ACT_TENSORS 19
+typedef struct {
+    float *encoded;                    // (B, T, C)
+    float *ln1, *ln1_mean, *ln1_rstd;  // (L, B, T, C), (L, B, T) x2
+    float *qkv;                        // (L, B, T, 3C)
+    float *atty;                       // (L, B, T, C)
+    float *att;                        // (L, B, NH, T, T)
+    float *residual2;                  // (L, B, T, C)
+    float *ln2, *ln2_mean, *ln2_rstd;  // like ln1
+    float *fch, *fch_gelu;             // (L, B, T, 4C)
+    float *residual3;                  // (L, B, T, C)
+    float *lnf, *lnf_mean, *lnf_rstd;  // (B, T, C), (B, T) x2
+    float *logits;                     // (B, T, Vp); dlogits in place after backward
+    float *losses;                     // (B, T)
+} ActivationTensors;
+
+// Backward scratch, one layer's worth, reused layer after layer.
+#define GPT2_NUM_SCRATCH_TENSORS 7
+typedef struct {
+    float *dresidual;   // (B, T, C) gradient of the residual stream
+    float *dbranch;     // (B, T, C) centred output gradient (cbwc) / branch output
+    float *dln;         // (B, T, C)
+    float *datty;       // (B, T, C)
+    float *dqkv;        // (B, T, 3C)
+    float *dfch;        // (B, T, 4C)
+    float *dfch_gelu;   // (B, T, 4C)
+} BackwardScratch;
+
+typedef struct {
+    GPT2Config config;
+    NormMode mode;
+    ParameterTensors params;
+    size_t param_sizes[GPT2_NUM_PARAM_TENSORS];
+    float *params_memory;
+    size_t num_parameters;
+    ParameterTensors grads;
+    float *grads_memory;
+    float *m_memory; // AdamW moments, allocated on the first update
+    float *v_memory;
+    int adamw_step;
+    // activations for the (B, T) of the last forward
+    int batch_size;
+    int seq_len;
+    ActivationTensors acts;
+    float *acts_memory;
+    BackwardScratch scratch;
+    float *scratch_memory;
+    float *cbwc_weight; // V of one layer (4C x C at most), rebuilt per use
+    float *cbwc_bias;   // centred bias of one layer (C)
+    int *inputs;        // (B, T) copy of the last forward's tokens
+    int *targets;       // (B, T) or unused when the forward had none
+    float mean_loss;    // -1 when the forward had no targets
+} GPT2;
+
+// Sizes of the 16 parameter tensors in llm.c's order.
+void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *config);
+
+// Loads an llm.c model file (magic 20240326, version 3); the norm mode comes
+// from header slot 8. Dies with a message naming the file on any defect.
+void gpt2_load(GPT2 *model, const char *path);
+// Random init in llm.c's style: N(0, 0.02), residual projections
+// N(0, 0.02/sqrt(2L)), biases 0, gains 1.
+void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode, unsigned long long seed);
+// Parses "d12" style descriptors: d<L>, optionally followed by c<C> h<NH>
+// v<V> t<maxT> overrides (e.g. d4c128h4v256t256); GPT-2 defaults otherwise.
+// Returns 0 on success, -1 if the string is not a descriptor.
+int gpt2_parse_descriptor(const char *descriptor, GPT2Config *config);
+// Checks a config (positive sizes, C % NH, V <= Vp); returns NULL or a reason.
+const char *gpt2_config_error(const GPT2Config *config);
+// Writes the model file atomically (header with the mode in slot 8, params).
+void gpt2_save(const GPT2 *model, const char *path);
+
+// Forward over tokens (B, T); targets may be NULL (no loss). T <= maxT and
+// every token < V are the caller's to check.
+void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T);
+void gpt2_zero_grad(GPT2 *model);
+// Accumulates parameter gradients of loss_scale * sum of per-token losses
+// (loss_scale = 1/(B*T) for the mean loss of one micro-batch). Needs a
+// forward with targets first; consumes the logits.
+void gpt2_backward(GPT2 *model, float loss_scale);
+// L2 norm of all gradients.
+double gpt2_grad_norm(const GPT2 *model);
+// One AdamW step with gradient clipping (clip <= 0: none); decay on the
+// matrices only (wte, wpe, qkvw, attprojw, fcw, fcprojw).
+void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip);
+void gpt2_free(GPT2 *model);
+
+#endif

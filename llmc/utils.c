@@ -1,0 +1,124 @@
+#define _POSIX_C_SOURCE 200809L
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void fatal(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "error: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(EXIT_FAILURE);
+}
+
+FILE *fopen_check(const char *path, const char *mode) {
+    FILE *f = fopen(path, mode);
+    if (f == NULL) {
+        fatal("%s: cannot open (mode %s): %s", path, mode, strerror(errno));
+    }
+    return f;
+}
+
+void fread_check(void *dst, size_t size, size_t n, FILE *f, const char *path, const char *what) {
+    size_t got = fread(dst, size, n, f);
+    if (got != n) {
+        if (ferror(f)) {
+            fatal("%s: read error while reading %s: %s", path, what, strerror(errno));
+        }
+        fatal("%s: truncated file: expected %zu items of %zu bytes for %s, got %zu", path, n, size,
+              what, got);
+    }
+}
+
+void fwrite_check(const void *src, size_t size, size_t n, FILE *f, const char *path) {
+    if (fwrite(src, size, n, f) != n) {
+        fatal("%s: write failed: %s", path, strerror(errno));
+    }
+}
+
+void fclose_check(FILE *f, const char *path) {
+    if (fclose(f) != 0) {
+        fatal("%s: close failed: %s", path, strerror(errno));
+    }
+}
+
+long file_size_bytes(FILE *f, const char *path) {
+    long here = ftell(f);
+    if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
+        fatal("%s: cannot seek: %s", path, strerror(errno));
+    }
+    long size = ftell(f);
+    if (size < 0 || fseek(f, here, SEEK_SET) != 0) {
+        fatal("%s: cannot seek: %s", path, strerror(errno));
+    }
+    return size;
+}
+
+void *malloc_check(size_t bytes, const char *what) {
+    void *p = malloc(bytes == 0 ? 1 : bytes);
+    if (p == NULL) {
+        fatal("out of memory allocating %zu bytes for %s", bytes, what);
+    }
+    return p;
+}
+
+void *calloc_check(size_t n, size_t size, const char *what) {
+    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
+    if (p == NULL) {
+        fatal("out of memory allocating %zu x %zu bytes for %s", n, size, what);
+    }
+    return p;
+}
+
+size_t mul_size_check(size_t n, size_t m, const char *what) {
+    if (m != 0 && n > SIZE_MAX / m) {
+        fatal("size overflow computing %s (%zu x %zu)", what, n, m);
+    }
+    return n * m;
+}
+
+static void fsync_directory_of(const char *path) {
+    char *copy = strdup(path);
+    if (copy == NULL) {
+        fatal("out of memory");
+    }
+    int fd = open(dirname(copy), O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd); // best effort: some filesystems refuse fsync on directories
+        close(fd);
+    }
+    free(copy);
+}
+
+void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx) {
+    size_t n = strlen(path) + 8;
+    char *tmp = malloc_check(n, "temporary file name");
+    snprintf(tmp, n, "%s.tmp", path);
+    FILE *f = fopen_check(tmp, "wb");
+    writer(f, tmp, ctx);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        fatal("%s: flush/fsync failed: %s", tmp, strerror(errno));
+    }
+    fclose_check(f, tmp);
+    if (rename(tmp, path) != 0) {
+        fatal("cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    }
+    fsync_directory_of(path);
+    free(tmp);
+}
+
+double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}

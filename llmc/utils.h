@@ -1,0 +1,41 @@
+// Checked I/O and allocation: every call reports the file, the call and the
+// reason, then exits non-zero. Used everywhere instead of bare libc calls.
+#ifndef FOLDNORM_UTILS_H
+#define FOLDNORM_UTILS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#define FN_NORETURN __attribute__((noreturn))
+#define FN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define FN_NORETURN
+#define FN_PRINTF(a, b)
+#endif
+
+// Prints "error: <message>" to stderr and exits with status 1.
+FN_NORETURN void fatal(const char *fmt, ...) FN_PRINTF(1, 2);
+
+FILE *fopen_check(const char *path, const char *mode);
+// Reads exactly n items or dies naming the file and what was being read.
+void fread_check(void *dst, size_t size, size_t n, FILE *f, const char *path, const char *what);
+void fwrite_check(const void *src, size_t size, size_t n, FILE *f, const char *path);
+void fclose_check(FILE *f, const char *path);
+long file_size_bytes(FILE *f, const char *path);
+
+void *malloc_check(size_t bytes, const char *what);
+void *calloc_check(size_t n, size_t size, const char *what);
+
+// n * m as size_t, dying on overflow (sizes computed from untrusted headers).
+size_t mul_size_check(size_t n, size_t m, const char *what);
+
+// Writes the buffer to path atomically: PATH.tmp, fflush, fsync, rename,
+// fsync of the directory. A reader never sees a half-written file.
+typedef void (*file_writer_fn)(FILE *f, const char *path, const void *ctx);
+void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx);
+
+// Wall-clock seconds from a monotonic clock.
+double now_seconds(void);
+
+#endif

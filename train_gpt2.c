@@ -1,0 +1,377 @@
+// GPT-2 training on the CPU in fp32 with three norm modes (ln, rms, cbwc).
+// Flags follow llm.c's train_gpt2.cu; -N picks the norm mode. The model,
+// kernels and data loader live in llmc/; this file is the training loop.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "checkpoint.h"
+#include "dataloader.h"
+#include "gpt2.h"
+#include "logger.h"
+#include "matmul.h"
+#include "rand.h"
+#include "schedule.h"
+#include "utils.h"
+
+typedef struct {
+    const char *train_pattern;
+    const char *val_pattern;
+    const char *model;      // model file or descriptor (d12, d4c128h4v256t256, ...)
+    const char *output_dir; // NULL: no log, no checkpoints
+    const char *norm_mode;  // NULL: the model file's mode (ln for descriptors)
+    int batch_size;
+    int seq_len;
+    int total_batch_tokens; // -1: one micro-batch per step
+    float learning_rate;
+    int warmup_steps;
+    float final_lr_fraction;
+    float weight_decay;
+    float grad_clip;
+    int max_steps;          // -1: one epoch
+    int val_every;
+    int val_max_steps;
+    int sample_every;
+    int gen_tokens;
+    int checkpoint_every;
+    int checkpoint_keep;
+    int resume;
+    int overfit_single_batch;
+    unsigned long long seed;
+} TrainArgs;
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: train_gpt2 [options]\n"
+            "  -N <mode>   norm mode: ln | rms | cbwc (default: the model file's, ln for descriptors)\n"
+            "  -e <model>  model file (llm.c format) or descriptor d<L>[c<C>h<NH>v<V>t<maxT>]\n"
+            "              e.g. d12, d4c128h4v256t256 (default d4c128h4v256t256)\n"
+            "  -i <glob>   train token shards (default data/kjv/kjv_bytes_train_*.bin)\n"
+            "  -j <glob>   val token shards (default data/kjv/kjv_bytes_val_*.bin)\n"
+            "  -o <dir>    output dir for main.log and checkpoints (default: none)\n"
+            "  -b <int>    micro-batch size B (default 4)\n"
+            "  -t <int>    sequence length T <= maxT (default 64)\n"
+            "  -d <int>    total batch size in tokens, a multiple of B*T (default B*T)\n"
+            "  -l <float>  learning rate (default 3e-4)\n"
+            "  -u <int>    warmup steps (default 0)\n"
+            "  -q <float>  final learning rate as a fraction of -l, cosine decay (default 1.0)\n"
+            "  -c <float>  weight decay on matrices (default 0.0)\n"
+            "  -gc <float> gradient clipping by global norm, 0 = off (default 1.0)\n"
+            "  -x <int>    max steps (default: one epoch of the train shards)\n"
+            "  -v <int>    evaluate every this many steps, 0 = never (default 20)\n"
+            "  -m <int>    max val batches per evaluation (default 20)\n"
+            "  -s <int>    sample every this many steps, 0 = never (default 0)\n"
+            "  -g <int>    tokens to generate when sampling (default 64)\n"
+            "  -n <int>    checkpoint every this many steps, 0 = only at the end (default 0)\n"
+            "  -nk <int>   keep only the newest this many checkpoints, 0 = all (default 0)\n"
+            "  -y <0|1>    resume from the newest checkpoint in -o (default 0)\n"
+            "  -a <0|1>    overfit a single batch (default 0)\n"
+            "  -sd <int>   seed for init and sampling (default 1337)\n"
+            "  -h          this help\n");
+}
+
+static int parse_int_flag(const char *flag, const char *value) {
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno != 0 || *end != '\0' || v < -2147483647L || v > 2147483647L) {
+        fatal("%s: expected an integer, got '%s'", flag, value);
+    }
+    return (int)v;
+}
+
+static float parse_float_flag(const char *flag, const char *value) {
+    char *end;
+    errno = 0;
+    float v = strtof(value, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v)) {
+        fatal("%s: expected a number, got '%s'", flag, value);
+    }
+    return v;
+}
+
+static TrainArgs parse_args(int argc, char **argv) {
+    TrainArgs a = {
+        .train_pattern = "data/kjv/kjv_bytes_train_*.bin",
+        .val_pattern = "data/kjv/kjv_bytes_val_*.bin",
+        .model = "d4c128h4v256t256",
+        .batch_size = 4,
+        .seq_len = 64,
+        .total_batch_tokens = -1,
+        .learning_rate = 3e-4f,
+        .final_lr_fraction = 1.0f,
+        .grad_clip = 1.0f,
+        .max_steps = -1,
+        .val_every = 20,
+        .val_max_steps = 20,
+        .gen_tokens = 64,
+        .seed = 1337,
+    };
+    for (int i = 1; i < argc; i += 2) {
+        const char *f = argv[i];
+        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
+            usage();
+            exit(EXIT_SUCCESS);
+        }
+        if (f[0] != '-' || f[1] == '\0') {
+            usage();
+            fatal("unexpected argument '%s'", f);
+        }
+        if (i + 1 >= argc) {
+            fatal("%s: missing value", f);
+        }
+        const char *v = argv[i + 1];
+        if (strcmp(f, "-N") == 0) a.norm_mode = v;
+        else if (strcmp(f, "-e") == 0) a.model = v;
+        else if (strcmp(f, "-i") == 0) a.train_pattern = v;
+        else if (strcmp(f, "-j") == 0) a.val_pattern = v;
+        else if (strcmp(f, "-o") == 0) a.output_dir = v;
+        else if (strcmp(f, "-b") == 0) a.batch_size = parse_int_flag(f, v);
+        else if (strcmp(f, "-t") == 0) a.seq_len = parse_int_flag(f, v);
+        else if (strcmp(f, "-d") == 0) a.total_batch_tokens = parse_int_flag(f, v);
+        else if (strcmp(f, "-l") == 0) a.learning_rate = parse_float_flag(f, v);
+        else if (strcmp(f, "-u") == 0) a.warmup_steps = parse_int_flag(f, v);
+        else if (strcmp(f, "-q") == 0) a.final_lr_fraction = parse_float_flag(f, v);
+        else if (strcmp(f, "-c") == 0) a.weight_decay = parse_float_flag(f, v);
+        else if (strcmp(f, "-gc") == 0) a.grad_clip = parse_float_flag(f, v);
+        else if (strcmp(f, "-x") == 0) a.max_steps = parse_int_flag(f, v);
+        else if (strcmp(f, "-v") == 0) a.val_every = parse_int_flag(f, v);
+        else if (strcmp(f, "-m") == 0) a.val_max_steps = parse_int_flag(f, v);
+        else if (strcmp(f, "-s") == 0) a.sample_every = parse_int_flag(f, v);
+        else if (strcmp(f, "-g") == 0) a.gen_tokens = parse_int_flag(f, v);
+        else if (strcmp(f, "-n") == 0) a.checkpoint_every = parse_int_flag(f, v);
+        else if (strcmp(f, "-nk") == 0) a.checkpoint_keep = parse_int_flag(f, v);
+        else if (strcmp(f, "-y") == 0) a.resume = parse_int_flag(f, v);
+        else if (strcmp(f, "-a") == 0) a.overfit_single_batch = parse_int_flag(f, v);
+        else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_int_flag(f, v);
+        else {
+            usage();
+            fatal("unknown flag '%s'", f);
+        }
+    }
+    if (a.batch_size <= 0) fatal("-b: batch size must be positive, got %d", a.batch_size);
+    if (a.seq_len <= 0) fatal("-t: sequence length must be positive, got %d", a.seq_len);
+    if (a.val_every < 0 || a.val_max_steps < 0 || a.sample_every < 0 || a.gen_tokens < 0 ||
+        a.checkpoint_every < 0 || a.checkpoint_keep < 0 || a.warmup_steps < 0) {
+        fatal("-v, -m, -s, -g, -n, -nk and -u take values >= 0");
+    }
+    if (a.learning_rate <= 0.0f) fatal("-l: learning rate must be positive");
+    if (a.resume && a.output_dir == NULL) fatal("-y 1 needs -o, the directory to resume from");
+    return a;
+}
+
+static void setup_model(GPT2 *model, const TrainArgs *args) {
+    NormMode mode = MODE_LN;
+    if (args->norm_mode != NULL && norm_mode_parse(args->norm_mode, &mode) != 0) {
+        fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", args->norm_mode);
+    }
+    GPT2Config cfg;
+    if (gpt2_parse_descriptor(args->model, &cfg) == 0) {
+        gpt2_init_random(model, &cfg, mode, args->seed);
+    } else {
+        gpt2_load(model, args->model);
+        if (args->norm_mode != NULL) {
+            model->mode = mode;
+        }
+    }
+}
+
+// Mean loss over up to max_batches batches of the val loader.
+static float evaluate(GPT2 *model, DataLoader *val, int max_batches) {
+    dataloader_reset(val);
+    size_t available = dataloader_batches_per_epoch(val);
+    int n = (size_t)max_batches < available ? max_batches : (int)available;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) {
+        dataloader_next_batch(val);
+        gpt2_forward(model, val->inputs, val->targets, val->B, val->T);
+        sum += model->mean_loss;
+    }
+    return n > 0 ? (float)(sum / n) : NAN;
+}
+
+// Samples gen_tokens tokens after token 0 (temperature 1) and prints their ids.
+static void sample_and_print(GPT2 *model, Rng *rng, int gen_tokens) {
+    const GPT2Config *c = &model->config;
+    int T = gen_tokens + 1 < c->max_seq_len ? gen_tokens + 1 : c->max_seq_len;
+    int *tokens = calloc_check((size_t)T, sizeof(int), "sample tokens");
+    printf("sample (token ids):");
+    for (int t = 1; t < T; t++) {
+        gpt2_forward(model, tokens, NULL, 1, t);
+        const float *logits = model->acts.logits + (size_t)(t - 1) * c->padded_vocab_size;
+        float maxv = -INFINITY;
+        for (int v = 0; v < c->vocab_size; v++) {
+            maxv = logits[v] > maxv ? logits[v] : maxv;
+        }
+        double sum = 0.0;
+        for (int v = 0; v < c->vocab_size; v++) {
+            sum += exp(logits[v] - maxv);
+        }
+        double r = rng_uniform(rng) * sum, acc = 0.0;
+        int next = c->vocab_size - 1;
+        for (int v = 0; v < c->vocab_size; v++) {
+            acc += exp(logits[v] - maxv);
+            if (acc > r) {
+                next = v;
+                break;
+            }
+        }
+        tokens[t] = next;
+        printf(" %d", next);
+    }
+    printf("\n");
+    free(tokens);
+}
+
+int main(int argc, char **argv) {
+    TrainArgs args = parse_args(argc, argv);
+    GPT2 model;
+    TrainProgress progress = {0};
+    Rng rng;
+    rng_seed(&rng, args.seed);
+    int resumed_from = -1;
+    if (args.resume) {
+        resumed_from = checkpoint_find_latest(args.output_dir);
+    }
+    if (resumed_from >= 0) {
+        checkpoint_load(&model, &progress, args.output_dir, resumed_from);
+        if (args.norm_mode != NULL) {
+            NormMode mode;
+            if (norm_mode_parse(args.norm_mode, &mode) != 0) {
+                fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", args.norm_mode);
+            }
+            if (mode != model.mode) {
+                fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
+                      args.output_dir, norm_mode_name(model.mode));
+            }
+        }
+        rng.state = progress.rng_state;
+    } else {
+        setup_model(&model, &args);
+    }
+    const GPT2Config *cfg = &model.config;
+    const int B = args.batch_size, T = args.seq_len;
+    if (T > cfg->max_seq_len) {
+        fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
+    }
+    int tokens_per_micro = B * T;
+    int total_tokens = args.total_batch_tokens < 0 ? tokens_per_micro : args.total_batch_tokens;
+    if (total_tokens <= 0 || total_tokens % tokens_per_micro != 0) {
+        fatal("-d %d: total batch size must be a positive multiple of B*T = %d", total_tokens,
+              tokens_per_micro);
+    }
+    int grad_accum = total_tokens / tokens_per_micro;
+
+    DataLoader train, val;
+    dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size);
+    int have_val = args.val_every > 0;
+    if (have_val) {
+        dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size);
+    }
+    int max_steps = args.max_steps;
+    if (max_steps < 0) {
+        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
+        max_steps = max_steps > 0 ? max_steps : 1;
+    }
+    if (args.output_dir != NULL && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
+        fatal("-o %s: cannot create directory: %s", args.output_dir, strerror(errno));
+    }
+    if (resumed_from >= 0) {
+        dataloader_seek(&train, progress.shard_index, (size_t)progress.position);
+    }
+    Logger logger;
+    logger_init(&logger, args.output_dir, resumed_from >= 0);
+
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    printf("train_gpt2 | mode %s | L=%d C=%d NH=%d V=%d (Vp %d) maxT=%d | %.2fM parameters\n",
+           norm_mode_name(model.mode), cfg->num_layers, cfg->channels, cfg->num_heads,
+           cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len,
+           (double)model.num_parameters / 1e6);
+    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s | %d threads\n",
+           B, T, grad_accum, max_steps, args.learning_rate, args.weight_decay, args.grad_clip,
+           matmul_backend_name(), threads);
+    printf("train: %zu tokens in %d shards", train.total_tokens, train.num_shards);
+    if (have_val) {
+        printf(" | val: %zu tokens in %d shards", val.total_tokens, val.num_shards);
+    }
+    printf("\n");
+    if (resumed_from >= 0) {
+        printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+    }
+
+    AdamWConfig adamw = {.learning_rate = args.learning_rate, .beta1 = 0.9f, .beta2 = 0.95f,
+                         .eps = 1e-8f, .weight_decay = args.weight_decay};
+    if (args.overfit_single_batch) {
+        dataloader_next_batch(&train);
+    }
+    for (int step = progress.step; step <= max_steps; step++) {
+        int last = step == max_steps;
+        if (have_val && (step % args.val_every == 0 || last)) {
+            float val_loss = evaluate(&model, &val, args.val_max_steps);
+            printf("val loss %.6f\n", val_loss);
+            logger_log_val(&logger, step, val_loss);
+        }
+        if (args.sample_every > 0 && (step % args.sample_every == 0 || last) && step > 0) {
+            sample_and_print(&model, &rng, args.gen_tokens);
+        }
+        if (args.output_dir != NULL && step > progress.step &&
+            ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last)) {
+            TrainProgress now = {.step = step, .shard_index = train.shard_index,
+                                 .position = train.position, .rng_state = rng.state};
+            checkpoint_save(&model, &now, args.output_dir);
+            checkpoint_prune(args.output_dir, args.checkpoint_keep);
+        }
+        if (last) {
+            break;
+        }
+        double t0 = now_seconds(), forward_s = 0.0, backward_s = 0.0;
+        gpt2_zero_grad(&model);
+        double loss_sum = 0.0;
+        for (int micro = 0; micro < grad_accum; micro++) {
+            if (!args.overfit_single_batch) {
+                dataloader_next_batch(&train);
+            }
+            double ta = now_seconds();
+            gpt2_forward(&model, train.inputs, train.targets, B, T);
+            double tb = now_seconds();
+            loss_sum += model.mean_loss;
+            gpt2_backward(&model, 1.0f / (float)(tokens_per_micro * grad_accum));
+            forward_s += tb - ta;
+            backward_s += now_seconds() - tb;
+        }
+        float loss = (float)(loss_sum / grad_accum);
+        float grad_norm = (float)gpt2_grad_norm(&model);
+        if (!isfinite(loss) || !isfinite(grad_norm)) {
+            fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
+                  step + 1, loss, grad_norm);
+        }
+        adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
+                                                    args.learning_rate, args.final_lr_fraction);
+        double tc = now_seconds();
+        gpt2_update(&model, &adamw, args.grad_clip);
+        double t1 = now_seconds();
+        double ms = (t1 - t0) * 1e3;
+        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms (fwd %.1f bwd %.1f upd %.1f)"
+               " | %.0f tok/s\n",
+               step + 1, max_steps, loss, grad_norm, adamw.learning_rate, ms, forward_s * 1e3,
+               backward_s * 1e3, (t1 - tc) * 1e3, total_tokens / (t1 - t0));
+        fflush(stdout);
+        logger_log_train(&logger, step + 1, loss, adamw.learning_rate, grad_norm);
+    }
+    logger_free(&logger);
+    dataloader_free(&train);
+    if (have_val) {
+        dataloader_free(&val);
+    }
+    gpt2_free(&model);
+    return EXIT_SUCCESS;
+}
