@@ -5,10 +5,19 @@ CFLAGS += -std=c11 -Wall -Wextra -fopenmp -D_DEFAULT_SOURCE -Illmc
 LDLIBS += -lm -fopenmp
 PYTHON ?= /usr/bin/python3
 
-# OpenBLAS for the matmuls when present (make NO_BLAS=1 for the portable loops)
+# OpenBLAS for the matmuls when present (make NO_BLAS=1 for the portable loops).
+# Its OpenMP build shares our OpenMP thread pool; the pthread build would put
+# 2x the threads on the cores and spin against our parallel loops.
+MULTIARCH := $(shell $(CC) -dumpmachine)
+OPENBLAS_OMP_LIB := /usr/lib/$(MULTIARCH)/openblas-openmp
 ifneq ($(NO_BLAS),1)
-  BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
-  BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
+  ifneq ($(wildcard $(OPENBLAS_OMP_LIB)/libopenblas.so),)
+    BLAS_CFLAGS := -I/usr/include/$(MULTIARCH)/openblas-openmp
+    BLAS_LIBS := -L$(OPENBLAS_OMP_LIB) -Wl,-rpath,$(OPENBLAS_OMP_LIB) -lopenblas
+  else
+    BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+    BLAS_LIBS := $(shell pkg-config --libs openblas 2>/dev/null)
+  endif
   ifneq ($(BLAS_LIBS),)
     CFLAGS += -DFOLDNORM_BLAS $(BLAS_CFLAGS)
     LDLIBS += $(BLAS_LIBS)

@@ -22,8 +22,11 @@ enum { DEFAULT_REPEATS = 50, DEFAULT_WARMUPS = 5 };
 // larger than the last-level cache of the test VMs, for -f
 #define FLUSH_BYTES ((size_t)256 << 20)
 
-// the timed operations, in the order they run inside each repeat
 enum { OP_COPY_1T, OP_COPY_OMP, OP_LN_FWD, OP_LN_BWD, OP_RMS_FWD, OP_RMS_BWD, OP_COUNT };
+// the order inside each repeat: each copy follows a backward and each forward
+// a copy, so that no op finds its buffers cached by a twin just before it
+static const int RUN_ORDER[OP_COUNT] = {OP_COPY_1T,  OP_LN_FWD,  OP_LN_BWD,
+                                        OP_COPY_OMP, OP_RMS_FWD, OP_RMS_BWD};
 
 typedef struct {
     int N, C;
@@ -128,8 +131,8 @@ static void run_op(int op, Buffers *b) {
         layernorm_forward(b->y, b->mean, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
         break;
     case OP_LN_BWD:
-        layernorm_backward(b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd,
-                           b->N, b->C);
+        layernorm_backward(b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd, b->N,
+                           b->C);
         break;
     case OP_RMS_FWD:
         rmsnorm_forward(b->y, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
@@ -144,11 +147,11 @@ static void run_op(int op, Buffers *b) {
 
 // writes every line of a buffer larger than the cache (outside the timing)
 static void flush_cache(unsigned char *scratch) {
-    static unsigned char round;
-    round++;
+    static unsigned char flush_round;
+    flush_round++;
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < FLUSH_BYTES; i += 64) {
-        scratch[i] = (unsigned char)(scratch[i] + round);
+        scratch[i] = (unsigned char)(scratch[i] + flush_round);
     }
 }
 
@@ -187,8 +190,7 @@ static double check_kind(NormKind kind, Buffers *b) {
     memset(b->dgain, 0, (size_t)C * sizeof(float));
     memset(b->dbias, 0, (size_t)C * sizeof(float));
     norm_forward(kind, b->y, b->mean, b->rstd, b->x, b->gain, b->bias, N, C);
-    norm_backward(kind, b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd, N,
-                  C);
+    norm_backward(kind, b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd, N, C);
     const char *name = kind == NORM_LAYER ? "layernorm" : "rmsnorm";
     if (!all_finite(b->y, nc) || !all_finite(b->dx, nc) || !all_finite(b->rstd, (size_t)N) ||
         !all_finite(b->dgain, (size_t)C) || !all_finite(b->dbias, (size_t)C)) {
@@ -198,8 +200,9 @@ static double check_kind(NormKind kind, Buffers *b) {
     double *dbias_ref = calloc_check((size_t)C, sizeof(double), "dbias_ref");
     CheckState s = {0.0, "none"};
     for (int n = 0; n < N; n++) {
-        const float *x = b->x + (size_t)n * C;
-        const float *dy = b->dy + (size_t)n * C;
+        size_t row = (size_t)n * (size_t)C;
+        const float *x = b->x + row;
+        const float *dy = b->dy + row;
         double mu = 0.0, var = 0.0;
         if (kind == NORM_LAYER) {
             for (int c = 0; c < C; c++) {
@@ -220,7 +223,7 @@ static double check_kind(NormKind kind, Buffers *b) {
         for (int c = 0; c < C; c++) {
             double xhat = (x[c] - mu) * rs;
             double dxhat = (double)b->gain[c] * dy[c];
-            check_close(&s, b->y[(size_t)n * C + c], b->gain[c] * xhat + b->bias[c], "y");
+            check_close(&s, b->y[row + (size_t)c], b->gain[c] * xhat + b->bias[c], "y");
             m1 += dxhat;
             m2 += dxhat * xhat;
             dgain_ref[c] += xhat * dy[c];
@@ -231,7 +234,7 @@ static double check_kind(NormKind kind, Buffers *b) {
         for (int c = 0; c < C; c++) {
             double xhat = (x[c] - mu) * rs;
             double dxhat = (double)b->gain[c] * dy[c];
-            check_close(&s, b->dx[(size_t)n * C + c], rs * (dxhat - m1 - xhat * m2), "dinp");
+            check_close(&s, b->dx[row + (size_t)c], rs * (dxhat - m1 - xhat * m2), "dinp");
         }
     }
     for (int c = 0; c < C; c++) {
@@ -261,7 +264,7 @@ static double median(double *v, int n) {
 }
 
 typedef struct {
-    double op_s[OP_COUNT]; // median seconds of each op
+    double op_s[OP_COUNT];          // median seconds of each op
     double ln_total_s, rms_total_s; // median over repeats of fwd + bwd
 } Timings;
 
@@ -269,12 +272,14 @@ typedef struct {
 // hits all of them alike and the ratios are measured side by side.
 static Timings time_shape(Buffers *b, const Options *opt, unsigned char *scratch) {
     int R = opt->repeats;
+    size_t nr = (size_t)R;
     double *samples = malloc_check((size_t)(OP_COUNT + 2) * (size_t)R * sizeof(double), "samples");
-    double *ln_total = samples + (size_t)OP_COUNT * R;
+    double *ln_total = samples + (size_t)OP_COUNT * nr;
     double *rms_total = ln_total + R;
     for (int r = -opt->warmups; r < R; r++) {
         double t[OP_COUNT];
-        for (int op = 0; op < OP_COUNT; op++) {
+        for (int k = 0; k < OP_COUNT; k++) {
+            int op = RUN_ORDER[k];
             if (scratch != NULL) {
                 flush_cache(scratch);
             }
@@ -284,20 +289,21 @@ static Timings time_shape(Buffers *b, const Options *opt, unsigned char *scratch
         }
         if (r >= 0) {
             for (int op = 0; op < OP_COUNT; op++) {
-                samples[(size_t)op * R + r] = t[op];
+                samples[(size_t)op * nr + (size_t)r] = t[op];
             }
             ln_total[r] = t[OP_LN_FWD] + t[OP_LN_BWD];
             rms_total[r] = t[OP_RMS_FWD] + t[OP_RMS_BWD];
         }
     }
     // the backward passes accumulated into dx/dgain/dbias all along
-    if (!all_finite(b->y_copy, (size_t)b->N * b->C) || !all_finite(b->dx, (size_t)b->N * b->C) ||
+    size_t nc = (size_t)b->N * (size_t)b->C;
+    if (!all_finite(b->y_copy, nc) || !all_finite(b->dx, nc) ||
         !all_finite(b->dgain, (size_t)b->C)) {
         fatal("non-finite values after the timing loop (N=%d, C=%d)", b->N, b->C);
     }
     Timings tm;
     for (int op = 0; op < OP_COUNT; op++) {
-        tm.op_s[op] = median(samples + (size_t)op * R, R);
+        tm.op_s[op] = median(samples + (size_t)op * nr, R);
     }
     tm.ln_total_s = median(ln_total, R);
     tm.rms_total_s = median(rms_total, R);
@@ -441,8 +447,15 @@ int main(int argc, char **argv) {
                   copy_gbps);
         print_row(N, C, "RMS fwd", t[OP_RMS_FWD], rms_fwd_bytes(N, C), copy_gbps);
         print_row(N, C, "RMS bwd", t[OP_RMS_BWD], rms_bwd_bytes(N, C), copy_gbps);
-        print_row(N, C, "RMS fwd+bwd", tm[s].rms_total_s,
-                  rms_fwd_bytes(N, C) + rms_bwd_bytes(N, C), copy_gbps);
+        print_row(N, C, "RMS fwd+bwd", tm[s].rms_total_s, rms_fwd_bytes(N, C) + rms_bwd_bytes(N, C),
+                  copy_gbps);
+        // a descheduled vCPU stalls every OpenMP op at its barrier
+        if (omp_get_max_threads() > 1 && t[OP_COPY_OMP] > 1.5 * t[OP_COPY_1T]) {
+            fprintf(stderr,
+                    "warning: %d x %d: the OpenMP copy is %.1fx slower than the 1-thread "
+                    "memcpy; the machine was busy, rerun\n",
+                    N, C, t[OP_COPY_OMP] / t[OP_COPY_1T]);
+        }
     }
     printf("\nbytes: minimal traffic (each array once; accumulated gradients read + written); "
            "%% of copy: against the OpenMP copy of N*C floats in the same run.\n\n");
@@ -451,8 +464,8 @@ int main(int argc, char **argv) {
         printf("%d x %d rms vs ln: fwd %.2fx, bwd %.2fx, total %.2fx "
                "(checked against a double reference: max rel err ln %.1e, rms %.1e)\n",
                shapes[s][0], shapes[s][1], t[OP_LN_FWD] / t[OP_RMS_FWD],
-               t[OP_LN_BWD] / t[OP_RMS_BWD], tm[s].ln_total_s / tm[s].rms_total_s,
-               max_err[s][0], max_err[s][1]);
+               t[OP_LN_BWD] / t[OP_RMS_BWD], tm[s].ln_total_s / tm[s].rms_total_s, max_err[s][0],
+               max_err[s][1]);
     }
     free(scratch);
     return 0;

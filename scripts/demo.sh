@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make demo: a small GPT-2 on the King James Bible (byte-level tokens) in each
+# norm mode from the same seed, then a table of final losses and step times,
+# and how far the ln and cbwc loss curves are apart (they should coincide).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+steps=${DEMO_STEPS:-1000}
+scripts/prepare_kjv_bytes.sh
+out=out/demo
+mkdir -p $out
+for mode in ln rms cbwc; do
+    echo "=== mode $mode: d4c128h4v256t256, B=8 T=128, $steps steps ==="
+    rm -rf "$out/$mode"
+    ./train_gpt2 -N $mode -e d4c128h4v256t256 -b 8 -t 128 -x "$steps" -l 1e-3 -u 20 -q 0.1 \
+        -c 0.1 -v 50 -m 20 -sd 1337 -o "$out/$mode" | tee "$out/$mode.out" |
+        awk -v n="$steps" '/^step/ { split($2, a, "/"); if (a[1] % 100 == 0 || a[1] == n) print; next } /val loss/'
+done
+echo
+echo "| mode | final train loss | final val loss | median step ms |"
+echo "|------|-----------------:|---------------:|---------------:|"
+for mode in ln rms cbwc; do
+    trl=$(grep -oE "^s:$steps trl:[0-9.]+" "$out/$mode/main.log" | cut -d: -f3)
+    tel=$(grep -oE "^s:$steps tel:[0-9.]+" "$out/$mode/main.log" | cut -d: -f3)
+    ms=$(grep -oE '\| [0-9.]+ ms' "$out/$mode.out" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    echo "| $mode | $trl | $tel | $ms |"
+done
+diff_ln() { # max |loss_ln - loss_MODE| over the train curve
+    paste <(grep -oE '^s:[0-9]+ trl:[0-9.]+' "$out/ln/main.log" | cut -d: -f3) \
+          <(grep -oE '^s:[0-9]+ trl:[0-9.]+' "$out/$1/main.log" | cut -d: -f3) |
+        awk '{d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d} END {printf "%.3g", m}'
+}
+echo
+echo "max |ln - cbwc| over the train loss curve: $(diff_ln cbwc)   (rms, a different model: $(diff_ln rms))"

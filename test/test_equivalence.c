@@ -1,0 +1,134 @@
+// LN == CBWC+RMS (cbwc-math.md section 2, Proposition): from the same initial
+// weights, modes ln and cbwc give the same logits and gradients, and the same
+// loss at every AdamW step of a run; mode rms (plain RMSNorm, a different
+// model) must not, which shows the test can fail.
+//
+// Tolerances: logits and gradients within 1e-5 of the tensor's max magnitude
+// (fp32 sums in a different order: ~1e-6); the loss at every step within 1e-4
+// absolute (rounding differences grow slowly through the updates; the rms
+// control differs by 1e-2 or more within a few steps).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2.h"
+#include "rand.h"
+#include "utils.h"
+
+static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+
+static double relative_error(const float *a, const float *b, size_t rows, size_t len,
+                             size_t stride) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t i = 0; i < len; i++) {
+            double d = fabs((double)a[r * stride + i] - (double)b[r * stride + i]);
+            double m = fabs((double)b[r * stride + i]);
+            max_diff = d > max_diff ? d : max_diff;
+            max_ref = m > max_ref ? m : max_ref;
+        }
+    }
+    return max_ref > 0.0 ? max_diff / max_ref : max_diff;
+}
+
+static void random_batch(Rng *rng, int *x, int *y, size_t n, int V) {
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (int)(rng_u32(rng) % (unsigned)V);
+        y[i] = (int)(rng_u32(rng) % (unsigned)V);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: test_equivalence MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32]\n"
+                        "  ln vs cbwc from the weights in MODEL.bin (its mode is ignored),\n"
+                        "  with rms as the negative control.\n");
+        return EXIT_FAILURE;
+    }
+    unsigned long long seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
+    int steps = argc > 3 ? atoi(argv[3]) : 50;
+    int B = argc > 4 ? atoi(argv[4]) : 4;
+    int T = argc > 5 ? atoi(argv[5]) : 32;
+    GPT2 models[3];
+    const NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
+    for (int k = 0; k < 3; k++) {
+        gpt2_load(&models[k], argv[1]);
+        models[k].mode = modes[k];
+    }
+    GPT2 *ln = &models[0], *cbwc = &models[1], *rms = &models[2];
+    const GPT2Config *c = &ln->config;
+    if (steps < 1 || B < 1 || T < 1 || T > c->max_seq_len) {
+        fatal("bad arguments: steps=%d B=%d T=%d (model maxT %d)", steps, B, T, c->max_seq_len);
+    }
+    const size_t BT = (size_t)B * T;
+    int *x = malloc_check(BT * sizeof(int), "x");
+    int *y = malloc_check(BT * sizeof(int), "y");
+    Rng rng;
+    rng_seed(&rng, seed);
+    printf("test_equivalence: L=%d C=%d V=%d B=%d T=%d seed %llu, %d steps\n", c->num_layers,
+           c->channels, c->vocab_size, B, T, seed, steps);
+
+    const double rel_tol = 1e-5, loss_tol = 1e-4, control_min = 1e-3;
+    int ok = 1;
+    AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f};
+    double worst_loss = 0.0, control_loss = 0.0, control_logits = 0.0;
+    for (int step = 0; step < steps; step++) {
+        random_batch(&rng, x, y, BT, c->vocab_size);
+        for (int k = 0; k < 3; k++) {
+            gpt2_forward(&models[k], x, y, B, T);
+        }
+        double d = fabs((double)ln->mean_loss - cbwc->mean_loss);
+        worst_loss = d > worst_loss ? d : worst_loss;
+        double dc = fabs((double)ln->mean_loss - rms->mean_loss);
+        control_loss = dc > control_loss ? dc : control_loss;
+        if (step == 0) {
+            double e = relative_error(cbwc->acts.logits, ln->acts.logits, BT, c->vocab_size,
+                                      c->padded_vocab_size);
+            control_logits = relative_error(rms->acts.logits, ln->acts.logits, BT,
+                                            c->vocab_size, c->padded_vocab_size);
+            printf("  step 0 logits: cbwc vs ln %.3e (tol %.0e), rms vs ln %.3e\n", e, rel_tol,
+                   control_logits);
+            ok &= e <= rel_tol;
+        }
+        for (int k = 0; k < 3; k++) {
+            gpt2_zero_grad(&models[k]);
+            gpt2_backward(&models[k], 1.0f / (float)BT);
+        }
+        if (step == 0) {
+            size_t offset = 0;
+            for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+                size_t n = ln->param_sizes[i];
+                double e = relative_error(cbwc->grads_memory + offset, ln->grads_memory + offset,
+                                          1, n, n);
+                if (e > rel_tol || !isfinite(e)) {
+                    printf("  step 0 gradient %s: cbwc vs ln %.3e > %.0e FAIL\n", PARAM_NAMES[i],
+                           e, rel_tol);
+                    ok = 0;
+                }
+                offset += n;
+            }
+            printf("  step 0 gradients of all %d tensors checked\n", GPT2_NUM_PARAM_TENSORS);
+        }
+        for (int k = 0; k < 3; k++) {
+            gpt2_update(&models[k], &adamw, 1.0f);
+        }
+    }
+    printf("  loss over %d steps: max |ln - cbwc| %.3e (tol %.0e), max |ln - rms| %.3e\n", steps,
+           worst_loss, loss_tol, control_loss);
+    ok &= worst_loss <= loss_tol;
+    if (control_loss < control_min || control_logits < control_min) {
+        printf("  negative control failed: rms should differ from ln by > %.0e\n", control_min);
+        ok = 0;
+    }
+    printf("%s\n", ok ? "OK" : "FAILED");
+    for (int k = 0; k < 3; k++) {
+        gpt2_free(&models[k]);
+    }
+    free(x);
+    free(y);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
