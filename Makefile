@@ -34,7 +34,7 @@ BUILD := build
 LLMC_SRCS := $(wildcard llmc/*.c)
 LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
 
-CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms text_to_shard
+CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms bench_gpt2 text_to_shard
 NVCC := $(shell command -v nvcc 2>/dev/null)
 CUDA_PROGRAMS :=
 
@@ -58,6 +58,8 @@ test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_OBJS)
 test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_OBJS)
 	$(CC) $^ $(LDLIBS) -o $@
 bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_OBJS)
+	$(CC) $^ $(LDLIBS) -o $@
+bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_OBJS)
 	$(CC) $^ $(LDLIBS) -o $@
 text_to_shard: $(BUILD)/dev/data/text_to_shard.o $(LLMC_OBJS)
 	$(CC) $^ $(LDLIBS) -o $@

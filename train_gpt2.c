@@ -323,8 +323,8 @@ int main(int argc, char **argv) {
         if (args.sample_every > 0 && (step % args.sample_every == 0 || last) && step > 0) {
             sample_and_print(&model, &rng, args.gen_tokens);
         }
-        if (args.output_dir != NULL && step > progress.step &&
-            ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || last)) {
+        int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
+        if (args.output_dir != NULL && (last || (periodic && step > progress.step))) {
             TrainProgress now = {.step = step, .shard_index = train.shard_index,
                                  .position = train.position, .rng_state = rng.state};
             checkpoint_save(&model, &now, args.output_dir);

@@ -93,14 +93,12 @@ static void gpt2_allocate_params(GPT2 *model) {
                   model->params_memory);
     point_tensors((float **)&model->grads, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
                   model->grads_memory);
-    size_t C = (size_t)model->config.channels;
-    model->cbwc_weight = malloc_check(4 * C * C * sizeof(float), "cbwc weight scratch");
-    model->cbwc_bias = malloc_check(C * sizeof(float), "cbwc bias scratch");
 }
 
 static void gpt2_reset_state(GPT2 *model) {
     memset(model, 0, sizeof(*model));
     model->mean_loss = -1.0f;
+    model->cbwc_stale = 1;
 }
 
 void gpt2_load(GPT2 *model, const char *path) {
@@ -314,16 +312,37 @@ static void residual_add(float *out, const float *a, const float *b, size_t n) {
     }
 }
 
-// out = residual + (inp W^T + b), with V = P W and P b in place of W, b in cbwc.
+// V = P W and P b for every attn c_proj and mlp c_proj (cbwc-math.md
+// section 2), recomputed from the proxy weights after each update.
+static void cbwc_refresh(GPT2 *model) {
+    const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
+    if (model->cbwc_memory == NULL) {
+        size_t sizes[4] = {L * C * C, L * C, L * C * 4 * C, L * C};
+        model->cbwc_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
+                                          "cbwc effective weights");
+        float **fields[4] = {&model->cbwc_attprojw, &model->cbwc_attprojb, &model->cbwc_fcprojw,
+                             &model->cbwc_fcprojb};
+        float *p = model->cbwc_memory;
+        for (int i = 0; i < 4; i++) {
+            *fields[i] = p;
+            p += sizes[i];
+        }
+    }
+    const ParameterTensors *w = &model->params;
+    for (size_t l = 0; l < L; l++) {
+        cbwc_project_weights(model->cbwc_attprojw + l * C * C, model->cbwc_attprojb + l * C,
+                             w->attprojw + l * C * C, w->attprojb + l * C, (int)C, (int)C);
+        cbwc_project_weights(model->cbwc_fcprojw + l * 4 * C * C, model->cbwc_fcprojb + l * C,
+                             w->fcprojw + l * 4 * C * C, w->fcprojb + l * C, (int)C, 4 * (int)C);
+    }
+    model->cbwc_stale = 0;
+}
+
+// out = residual + (inp W^T + b); in cbwc the caller passes V and P b.
 static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
                                          const float *inp, const float *W, const float *bias,
                                          int N, int IC, int OC) {
     float *branch = model->scratch.dbranch; // free during the forward pass
-    if (model->mode == MODE_CBWC) {
-        cbwc_project_weights(model->cbwc_weight, model->cbwc_bias, W, bias, OC, IC);
-        W = model->cbwc_weight;
-        bias = model->cbwc_bias;
-    }
     matmul_forward(branch, inp, W, bias, N, IC, OC);
     residual_add(out, residual, branch, (size_t)N * OC);
 }
@@ -352,6 +371,14 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
+    if (centered && model->cbwc_stale) {
+        cbwc_refresh(model);
+    }
+    // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
+    const float *attprojw = centered ? model->cbwc_attprojw : p.attprojw;
+    const float *attprojb = centered ? model->cbwc_attprojb : p.attprojb;
+    const float *fcprojw = centered ? model->cbwc_fcprojw : p.fcprojw;
+    const float *fcprojb = centered ? model->cbwc_fcprojb : p.fcprojb;
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centered);
     for (int l = 0; l < L; l++) {
@@ -364,15 +391,15 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
         attention_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T, a.qkv + 3 * lbtc, B,
                           T, C, NH);
         projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
-                                     p.attprojw + lc * C, p.attprojb + lc, BT, C, C);
+                                     attprojw + lc * C, attprojb + lc, BT, C, C);
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
         matmul_forward(a.fch + 4 * lbtc, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
                        4 * C);
         gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
         projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
-                                     a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
-                                     p.fcprojb + lc, BT, 4 * C, C);
+                                     a.fch_gelu + 4 * lbtc, fcprojw + 4 * lc * C,
+                                     fcprojb + lc, BT, 4 * C, C);
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
@@ -462,6 +489,7 @@ void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
     }
     float scale = clip_grad_scale(gpt2_grad_norm(model), grad_clip);
     model->adamw_step += 1;
+    model->cbwc_stale = 1;
     size_t offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
@@ -480,8 +508,7 @@ void gpt2_free(GPT2 *model) {
     free(model->v_memory);
     free(model->acts_memory);
     free(model->scratch_memory);
-    free(model->cbwc_weight);
-    free(model->cbwc_bias);
+    free(model->cbwc_memory);
     free(model->inputs);
     free(model->targets);
     gpt2_reset_state(model);

@@ -85,8 +85,11 @@ typedef struct {
     float *acts_memory;
     BackwardScratch scratch;
     float *scratch_memory;
-    float *cbwc_weight; // V of one layer (4C x C at most), rebuilt per use
-    float *cbwc_bias;   // centred bias of one layer (C)
+    // cbwc: the effective V and centred biases of attn c_proj and mlp c_proj,
+    // projected from the proxy weights once per step (after each update)
+    float *cbwc_memory;
+    float *cbwc_attprojw, *cbwc_attprojb, *cbwc_fcprojw, *cbwc_fcprojb;
+    int cbwc_stale;
     int *inputs;        // (B, T) copy of the last forward's tokens
     int *targets;       // (B, T) or unused when the forward had none
     float mean_loss;    // -1 when the forward had no targets

@@ -1,26 +1,40 @@
 #include "norm.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
-enum { CHANNEL_BLOCK = 64 };
+#include "utils.h"
 
-void norm_param_grads(float *dgain, float *dbias, const float *dout, const float *inp,
-                      const float *mean, const float *rstd, int N, int C) {
-    // parallel over channel blocks so that no two threads write the same gain
+// The gain and bias gradients are sums over all N rows. Each row chunk sums
+// its rows into its own partials, then the chunks are added in order: one
+// pass over x and dy, and the same result for any number of threads.
+enum { MAX_CHUNKS = 32 };
+
+int norm_num_chunks(int N) {
+    return N < MAX_CHUNKS ? N : MAX_CHUNKS;
+}
+
+void norm_chunk_rows(int chunk, int num_chunks, int N, int *row_begin, int *row_end) {
+    *row_begin = (int)((long)N * chunk / num_chunks);
+    *row_end = (int)((long)N * (chunk + 1) / num_chunks);
+}
+
+float *norm_partials_alloc(int num_chunks, int C) {
+    return calloc_check((size_t)num_chunks * 2 * (size_t)C, sizeof(float), "norm gradient partials");
+}
+
+void norm_partials_reduce(float *dgain, float *dbias, float *partials, int num_chunks, int C) {
 #pragma omp parallel for schedule(static)
-    for (int c0 = 0; c0 < C; c0 += CHANNEL_BLOCK) {
-        int c1 = c0 + CHANNEL_BLOCK < C ? c0 + CHANNEL_BLOCK : C;
-        for (int n = 0; n < N; n++) {
-            const float *x = inp + (size_t)n * C;
-            const float *dy = dout + (size_t)n * C;
-            float mu = mean != NULL ? mean[n] : 0.0f;
-            float rs = rstd[n];
-            for (int c = c0; c < c1; c++) {
-                dgain[c] += (x[c] - mu) * rs * dy[c];
-                dbias[c] += dy[c];
-            }
+    for (int c = 0; c < C; c++) {
+        float g = 0.0f, b = 0.0f;
+        for (int k = 0; k < num_chunks; k++) {
+            g += partials[((size_t)k * 2) * C + c];
+            b += partials[((size_t)k * 2 + 1) * C + c];
         }
+        dgain[c] += g;
+        dbias[c] += b;
     }
+    free(partials);
 }
 
 void norm_forward(NormKind kind, float *out, float *mean, float *rstd, const float *inp,

@@ -21,10 +21,13 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *gai
 void rmsnorm_backward(float *dinp, float *dgain, float *dbias, const float *dout,
                       const float *inp, const float *gain, const float *rstd, int N, int C);
 
-// dgain += sum_n xhat[n] * dout[n], dbias += sum_n dout[n], with
-// xhat = (x - mean) * rstd; mean == NULL means 0 (RMSNorm).
-void norm_param_grads(float *dgain, float *dbias, const float *dout, const float *inp,
-                      const float *mean, const float *rstd, int N, int C);
+// Deterministic row chunks for the gain/bias gradient sums (norm.c): a
+// backward kernel sums chunk k's rows into partials [k][0..1][C], then
+// norm_partials_reduce adds the chunks in order into dgain, dbias and frees.
+int norm_num_chunks(int N);
+void norm_chunk_rows(int chunk, int num_chunks, int N, int *row_begin, int *row_end);
+float *norm_partials_alloc(int num_chunks, int C);
+void norm_partials_reduce(float *dgain, float *dbias, float *partials, int num_chunks, int C);
 
 // Dispatch on the kind; mean is ignored for NORM_RMS.
 void norm_forward(NormKind kind, float *out, float *mean, float *rstd, const float *inp,

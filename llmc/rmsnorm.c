@@ -10,10 +10,12 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *gai
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
         float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
         for (int c = 0; c < C; c++) {
             sq += x[c] * x[c];
         }
         float rs = 1.0f / sqrtf(sq / (float)C + NORM_EPS);
+#pragma omp simd
         for (int c = 0; c < C; c++) {
             y[c] = gain[c] * (x[c] * rs) + bias[c];
         }
@@ -21,23 +23,38 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *gai
     }
 }
 
-// dx = rstd * (dxhat - xhat * mean(dxhat * xhat)), xhat = x * rstd, dxhat = g * dy
+// dx = rstd * (dxhat - xhat * mean(dxhat * xhat)), xhat = x * rstd, dxhat = g * dy,
+// dgain += xhat * dy, dbias += dy, all in one pass over x and dy per row.
 void rmsnorm_backward(float *dinp, float *dgain, float *dbias, const float *dout,
                       const float *inp, const float *gain, const float *rstd, int N, int C) {
+    const int num_chunks = norm_num_chunks(N);
+    float *partials = norm_partials_alloc(num_chunks, C);
 #pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; n++) {
-        const float *x = inp + (size_t)n * C;
-        const float *dy = dout + (size_t)n * C;
-        float *dx = dinp + (size_t)n * C;
-        float rs = rstd[n];
-        float dxhat_xhat_mean = 0.0f;
-        for (int c = 0; c < C; c++) {
-            dxhat_xhat_mean += gain[c] * dy[c] * (x[c] * rs);
-        }
-        dxhat_xhat_mean /= (float)C;
-        for (int c = 0; c < C; c++) {
-            dx[c] += rs * (gain[c] * dy[c] - (x[c] * rs) * dxhat_xhat_mean);
+    for (int k = 0; k < num_chunks; k++) {
+        float *pg = partials + (size_t)k * 2 * C;
+        float *pb = pg + C;
+        int n0, n1;
+        norm_chunk_rows(k, num_chunks, N, &n0, &n1);
+        for (int n = n0; n < n1; n++) {
+            const float *x = inp + (size_t)n * C;
+            const float *dy = dout + (size_t)n * C;
+            float *dx = dinp + (size_t)n * C;
+            const float rs = rstd[n];
+            float dxhat_xhat_sum = 0.0f;
+#pragma omp simd reduction(+ : dxhat_xhat_sum)
+            for (int c = 0; c < C; c++) {
+                dxhat_xhat_sum += gain[c] * dy[c] * x[c];
+            }
+            // mean(dxhat * xhat) = rs * mean(g * dy * x)
+            const float dxhat_xhat_mean = rs * dxhat_xhat_sum / (float)C;
+#pragma omp simd
+            for (int c = 0; c < C; c++) {
+                float xhat = x[c] * rs;
+                dx[c] += rs * (gain[c] * dy[c] - xhat * dxhat_xhat_mean);
+                pg[c] += xhat * dy[c];
+                pb[c] += dy[c];
+            }
         }
     }
-    norm_param_grads(dgain, dbias, dout, inp, NULL, rstd, N, C);
+    norm_partials_reduce(dgain, dbias, partials, num_chunks, C);
 }

@@ -1,0 +1,115 @@
+// Training-step time of the three norm modes measured side by side in one
+// process: three copies of the same model (ln, rms, cbwc) take turns, one
+// step each per round, so drift of the shared machine hits all three alike.
+// Prints median forward / backward / update / step ms per mode and the
+// ratios to ln. Usage: bench_gpt2 [-e d12] [-b 4] [-t 64] [-r 10] [-w 2]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "gpt2.h"
+#include "matmul.h"
+#include "rand.h"
+#include "utils.h"
+
+enum { NUM_MODES = 3, NUM_PHASES = 4 };
+static const char *const PHASES[NUM_PHASES] = {"forward", "backward", "update", "step"};
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof(double), compare_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+int main(int argc, char **argv) {
+    const char *descriptor = "d12";
+    int B = 4, T = 64, rounds = 10, warmup = 2;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "-h") == 0 || i + 1 >= argc) {
+            fprintf(stderr, "usage: bench_gpt2 [-e DESCRIPTOR=d12] [-b B=4] [-t T=64] [-r ROUNDS=10] [-w WARMUP=2]\n");
+            return strcmp(argv[i], "-h") == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        }
+        if (strcmp(argv[i], "-e") == 0) descriptor = argv[i + 1];
+        else if (strcmp(argv[i], "-b") == 0) B = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-t") == 0) T = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-w") == 0) warmup = atoi(argv[i + 1]);
+        else fatal("unknown flag '%s' (see -h)", argv[i]);
+    }
+    GPT2Config cfg;
+    if (gpt2_parse_descriptor(descriptor, &cfg) != 0) {
+        fatal("-e: '%s' is not a model descriptor (e.g. d12)", descriptor);
+    }
+    if (B < 1 || T < 1 || T > cfg.max_seq_len || rounds < 1 || warmup < 0) {
+        fatal("bad sizes: B=%d T=%d (maxT %d) rounds=%d warmup=%d", B, T, cfg.max_seq_len, rounds,
+              warmup);
+    }
+    const NormMode modes[NUM_MODES] = {MODE_LN, MODE_RMS, MODE_CBWC};
+    GPT2 models[NUM_MODES];
+    for (int m = 0; m < NUM_MODES; m++) {
+        gpt2_init_random(&models[m], &cfg, modes[m], 1337);
+    }
+    int *tokens = malloc_check((size_t)B * T * 2 * sizeof(int), "tokens");
+    Rng rng;
+    rng_seed(&rng, 42);
+    double *times = calloc_check((size_t)NUM_MODES * NUM_PHASES * rounds, sizeof(double), "times");
+    AdamWConfig adamw = {.learning_rate = 1e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
+                         .weight_decay = 0.1f};
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    printf("bench_gpt2: %s (%.1fM parameters), B=%d T=%d, %d threads, matmul %s, %d rounds after %d warmup\n",
+           descriptor, (double)models[0].num_parameters / 1e6, B, T, threads,
+           matmul_backend_name(), rounds, warmup);
+    for (int r = -warmup; r < rounds; r++) {
+        for (size_t i = 0; i < (size_t)B * T * 2; i++) {
+            tokens[i] = (int)(rng_u32(&rng) % (unsigned)cfg.vocab_size);
+        }
+        for (int m = 0; m < NUM_MODES; m++) {
+            GPT2 *model = &models[m];
+            double t0 = now_seconds();
+            gpt2_forward(model, tokens, tokens + (size_t)B * T, B, T);
+            double t1 = now_seconds();
+            gpt2_zero_grad(model);
+            gpt2_backward(model, 1.0f / (float)(B * T));
+            double t2 = now_seconds();
+            gpt2_update(model, &adamw, 1.0f);
+            double t3 = now_seconds();
+            if (r >= 0) {
+                double *t = times + ((size_t)m * NUM_PHASES) * rounds + r;
+                t[0 * rounds] = (t1 - t0) * 1e3;
+                t[1 * rounds] = (t2 - t1) * 1e3;
+                t[2 * rounds] = (t3 - t2) * 1e3;
+                t[3 * rounds] = (t3 - t0) * 1e3;
+            }
+        }
+    }
+    double med[NUM_MODES][NUM_PHASES];
+    for (int m = 0; m < NUM_MODES; m++) {
+        for (int p = 0; p < NUM_PHASES; p++) {
+            med[m][p] = median(times + ((size_t)m * NUM_PHASES + p) * rounds, rounds);
+        }
+    }
+    printf("\n| mode | forward ms | backward ms | update ms | step ms | step vs ln |\n");
+    printf("|------|-----------:|------------:|----------:|--------:|-----------:|\n");
+    for (int m = 0; m < NUM_MODES; m++) {
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.3f |\n", norm_mode_name(modes[m]), med[m][0],
+               med[m][1], med[m][2], med[m][3], med[m][3] / med[0][3]);
+    }
+    printf("\n(phases: %s, %s (incl. zeroing grads), %s (grad norm + AdamW), %s)\n", PHASES[0],
+           PHASES[1], PHASES[2], PHASES[3]);
+    for (int m = 0; m < NUM_MODES; m++) {
+        gpt2_free(&models[m]);
+    }
+    free(tokens);
+    free(times);
+    return EXIT_SUCCESS;
+}
