@@ -33,10 +33,18 @@ endif
 BUILD := build
 LLMC_SRCS := $(wildcard llmc/*.c)
 LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
+# an archive, so each program links only the llmc/ objects it uses
+LLMC_LIB := $(BUILD)/libllmc.a
 
 CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms bench_gpt2 text_to_shard
 NVCC := $(shell command -v nvcc 2>/dev/null)
 CUDA_PROGRAMS :=
+
+# Each feature adds its programs and rules in a fragment mk/NAME.mk:
+#   CPU_PROGRAMS += prog;  prog: $(BUILD)/prog.o $(LLMC_LIB) ; $(LINK)
+include $(wildcard mk/*.mk)
+
+LINK = $(CC) $(filter %.o,$^) $(LLMC_LIB) $(LDLIBS) -o $@
 
 .PHONY: all cpu cuda test demo bench deps clean
 all: cpu cuda
@@ -50,19 +58,22 @@ $(BUILD)/%.o: %.c $(wildcard llmc/*.h) | $(BUILD)/llmc
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/llmc:
 	mkdir -p $@
+$(LLMC_LIB): $(LLMC_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
 
-train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
-test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
-test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
-bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
-bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
-text_to_shard: $(BUILD)/dev/data/text_to_shard.o $(LLMC_OBJS)
-	$(CC) $^ $(LDLIBS) -o $@
+train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_LIB)
+	$(LINK)
+test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_LIB)
+	$(LINK)
+test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_LIB)
+	$(LINK)
+bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
+	$(LINK)
+bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_LIB)
+	$(LINK)
+text_to_shard: $(BUILD)/dev/data/text_to_shard.o $(LLMC_LIB)
+	$(LINK)
 
 # installs the Debian packages the demo and the tests need (quick no-op when present)
 deps:

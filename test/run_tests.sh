@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+export FOLDNORM_TEST_SEED=$seed  # suites derive their seeds from it
 work=$(mktemp -d /tmp/foldnorm_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 passed=0; failed=0; failures=()
@@ -51,6 +52,12 @@ run_test bad_input test/test_bad_input.sh "$work"
 
 # 4. training loop: log lines, checkpoints, resume reproduces the loss lines
 run_test train_resume test/test_train_resume.sh "$work"
+
+# 5. feature suites: every test/suites/*.sh, called with the work dir, exit 0 = pass
+for suite in test/suites/*.sh; do
+    [ -e "$suite" ] || continue
+    run_test "$(basename "$suite" .sh)" "$suite" "$work"
+done
 
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]} (seed $seed)"

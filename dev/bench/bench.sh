@@ -63,9 +63,11 @@ for mode in ln rms cbwc; do
     ratio=$([ -n "$llmc_ms" ] && awk -v a="$llmc_ms" -v b="$t" 'BEGIN { printf "%.2fx faster", a / b }' || echo "-")
     echo "| foldnorm $mode | $t | $(ours_field $mode fwd) | $(ours_field $mode bwd) | $(ours_field $mode upd) | $(rss_mb "$out/ours_${mode}_1.time") | $ratio |"
 done
-ln_ms=$(ours_field ln total)
 echo
-echo "cbwc / ln step time: $(awk -v a="$(ours_field cbwc total)" -v b="$ln_ms" 'BEGIN { printf "%.3f", a / b }')," \
-     "rms / ln: $(awk -v a="$(ours_field rms total)" -v b="$ln_ms" 'BEGIN { printf "%.3f", a / b }')"
+echo "## The three modes side by side in one process (bench_gpt2: one step of each mode per round)"
+echo
+./bench_gpt2 -e d12 -b 4 -t 64 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
+echo
+echo "## LayerNorm vs RMSNorm kernels"
 echo
 ./bench_norms
