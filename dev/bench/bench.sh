@@ -33,9 +33,9 @@ run_ours() { # MODE ROUND
         > "$out/ours_$1_$2.log"
 }
 run_llmc() { # ROUND: llm.c runs 40 steps with eval and sampling; stop it after ours' count
+    # grep exits after n step lines; tee and then llm.c die of SIGPIPE on their next line
     (cd "$llmc_run" && /usr/bin/time -v -o "../llmc_$1.time" stdbuf -oL "$LLMC_DIR/train_gpt2" 2>&1 |
-        awk -v n=$((steps + 2)) '{print; fflush()} /^step [0-9]+: train loss/ {if (++k >= n) exit}') \
-        > "$out/llmc_$1.log" || true
+        tee "../llmc_$1.log" | grep --line-buffered -m $((steps + 2)) '^step [0-9]*: train loss' > /dev/null) || true
 }
 for r in $(seq 1 "$rounds"); do
     [ -n "${LLMC_DIR:-}" ] && { echo "round $r: llm.c"; run_llmc "$r"; }
