@@ -1,0 +1,121 @@
+#include "comm.h"
+
+#include <stdlib.h>
+
+#include "utils.h"
+
+#ifdef FOLDNORM_MPI
+#include <mpi.h>
+
+// Every MPI call goes through this: errors return (MPI_ERRORS_RETURN) and
+// are reported with the call that failed.
+static void mpi_check(int rc, const char *call) {
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        fatal("%s failed: %s", call, msg);
+    }
+}
+
+// Started by mpirun (Open MPI or another launcher that sets these)?
+static int launched_by_mpirun(void) {
+    return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL ||
+           getenv("PMIX_RANK") != NULL;
+}
+
+const char *comm_backend_name(void) {
+    return "mpi";
+}
+
+void comm_init(Comm *comm, int *argc, char ***argv) {
+    comm->rank = 0;
+    comm->world_size = 1;
+    comm->mpi_active = 0;
+    if (!launched_by_mpirun()) {
+        return;
+    }
+    mpi_check(MPI_Init(argc, argv), "MPI_Init");
+    mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &comm->rank), "MPI_Comm_rank");
+    mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &comm->world_size), "MPI_Comm_size");
+    comm->mpi_active = 1;
+}
+
+void comm_allreduce_mean(const Comm *comm, float *data, size_t n) {
+    if (comm->world_size == 1) {
+        return;
+    }
+    const size_t chunk = (size_t)1 << 26; // 64M floats a call: counts are int
+    for (size_t i = 0; i < n; i += chunk) {
+        int count = (int)(n - i < chunk ? n - i : chunk);
+        mpi_check(MPI_Allreduce(MPI_IN_PLACE, data + i, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+    }
+    const float inv = 1.0f / (float)comm->world_size;
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        data[i] *= inv;
+    }
+}
+
+void comm_mean_double(const Comm *comm, double *value) {
+    if (comm->world_size == 1) {
+        return;
+    }
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    *value /= comm->world_size;
+}
+
+void comm_barrier(const Comm *comm) {
+    if (comm->world_size > 1) {
+        mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    }
+}
+
+void comm_finalize(Comm *comm) {
+    if (comm->mpi_active) {
+        mpi_check(MPI_Finalize(), "MPI_Finalize");
+        comm->mpi_active = 0;
+    }
+}
+
+#else
+
+const char *comm_backend_name(void) {
+    return "none";
+}
+
+void comm_init(Comm *comm, int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    comm->rank = 0;
+    comm->world_size = 1;
+    comm->mpi_active = 0;
+    if (getenv("OMPI_COMM_WORLD_SIZE") != NULL && atoi(getenv("OMPI_COMM_WORLD_SIZE")) > 1) {
+        fatal("started by mpirun with %s ranks, but this build has no MPI (install "
+              "libopenmpi-dev and rebuild)", getenv("OMPI_COMM_WORLD_SIZE"));
+    }
+}
+
+void comm_allreduce_mean(const Comm *comm, float *data, size_t n) {
+    (void)comm;
+    (void)data;
+    (void)n;
+}
+
+void comm_mean_double(const Comm *comm, double *value) {
+    (void)comm;
+    (void)value;
+}
+
+void comm_barrier(const Comm *comm) {
+    (void)comm;
+}
+
+void comm_finalize(Comm *comm) {
+    (void)comm;
+}
+
+#endif

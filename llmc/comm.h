@@ -1,0 +1,27 @@
+// Data-parallel communication: one small interface, two backends. Built with
+// FOLDNORM_MPI (mk/mpi.mk, Debian's Open MPI) it uses MPI across processes
+// started by mpirun; without it, or when not started by mpirun, it is a
+// single process (rank 0 of 1) and every call is a no-op. The CUDA trainer's
+// NCCL path mirrors these calls.
+#ifndef FOLDNORM_COMM_H
+#define FOLDNORM_COMM_H
+
+#include <stddef.h>
+
+typedef struct {
+    int rank;
+    int world_size;
+    int mpi_active; // MPI_Init was called by comm_init
+} Comm;
+
+void comm_init(Comm *comm, int *argc, char ***argv);
+// In place: data[i] = mean over ranks of data[i] (chunked under INT_MAX).
+void comm_allreduce_mean(const Comm *comm, float *data, size_t n);
+// In place: *value = mean over ranks.
+void comm_mean_double(const Comm *comm, double *value);
+void comm_barrier(const Comm *comm);
+void comm_finalize(Comm *comm);
+// "mpi" or "none".
+const char *comm_backend_name(void);
+
+#endif
