@@ -40,6 +40,9 @@ CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms bench_gpt2 tex
 NVCC := $(shell command -v nvcc 2>/dev/null)
 CUDA_PROGRAMS :=
 
+# the fragments below define rules before `all:`; `make` still means `make all`
+.DEFAULT_GOAL := all
+
 # Each feature adds its programs and rules in a fragment mk/NAME.mk:
 #   CPU_PROGRAMS += prog;  prog: $(BUILD)/prog.o $(LLMC_LIB) ; $(LINK)
 include $(wildcard mk/*.mk)

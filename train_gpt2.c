@@ -12,12 +12,15 @@
 #endif
 
 #include "checkpoint.h"
+#include "comm.h"
 #include "dataloader.h"
 #include "gpt2.h"
 #include "logger.h"
 #include "matmul.h"
 #include "rand.h"
+#include "sampler.h"
 #include "schedule.h"
+#include "tokenizer.h"
 #include "utils.h"
 
 typedef struct {
@@ -43,6 +46,11 @@ typedef struct {
     int checkpoint_keep;
     int resume;
     int overfit_single_batch;
+    int shuffle;            // permute train shards and samples every epoch
+    int sft;                // 1: the train shards must be SFT shards (loss masks)
+    int top_k;              // sampling
+    float temperature;
+    const char *vocab_dir;  // GPT-2 encoder.json + vocab.bpe, to decode samples
     unsigned long long seed;
 } TrainArgs;
 
@@ -51,9 +59,13 @@ static void usage(void) {
             "usage: train_gpt2 [options]\n"
             "  -N <mode>   norm mode: ln | rms | cbwc (default: the model file's, ln for descriptors)\n"
             "  -e <model>  model file (llm.c format) or descriptor d<L>[c<C>h<NH>v<V>t<maxT>]\n"
-            "              e.g. d12, d4c128h4v256t256 (default d4c128h4v256t256)\n"
-            "  -i <glob>   train token shards (default data/kjv/kjv_bytes_train_*.bin)\n"
-            "  -j <glob>   val token shards (default data/kjv/kjv_bytes_val_*.bin)\n"
+            "              e.g. d12, d4c128h4v50257t256 (default d4c128h4v50257t256)\n"
+            "  -i <glob>   train token or SFT shards (default data/kjv/kjv_train_*.bin, GPT-2 BPE\n"
+            "              from scripts/prepare_kjv.sh)\n"
+            "  -j <glob>   val token shards (default data/kjv/kjv_val_*.bin)\n"
+            "  -sh <0|1>   shuffle train shards and samples every epoch, seeded by -sd (default 1)\n"
+            "  -sft <0|1>  supervised fine-tuning: -i must be SFT shards, loss on response\n"
+            "              tokens only (SFT shards are detected anyway) (default 0)\n"
             "  -o <dir>    output dir for main.log and checkpoints (default: none)\n"
             "  -b <int>    micro-batch size B (default 4)\n"
             "  -t <int>    sequence length T <= maxT (default 64)\n"
@@ -68,6 +80,10 @@ static void usage(void) {
             "  -m <int>    max val batches per evaluation (default 20)\n"
             "  -s <int>    sample every this many steps, 0 = never (default 0)\n"
             "  -g <int>    tokens to generate when sampling (default 64)\n"
+            "  -tk <int>   sampling top-k, 0 = all (default 0)\n"
+            "  -tp <float> sampling temperature (default 1.0)\n"
+            "  -vd <dir>   GPT-2 tokenizer files, to print samples as text when V = 50257\n"
+            "              (default data/gpt2)\n"
             "  -n <int>    checkpoint every this many steps, 0 = only at the end (default 0)\n"
             "  -nk <int>   keep only the newest this many checkpoints, 0 = all (default 0)\n"
             "  -y <0|1>    resume from the newest checkpoint in -o (default 0)\n"
@@ -98,9 +114,9 @@ static float parse_float_flag(const char *flag, const char *value) {
 
 static TrainArgs parse_args(int argc, char **argv) {
     TrainArgs a = {
-        .train_pattern = "data/kjv/kjv_bytes_train_*.bin",
-        .val_pattern = "data/kjv/kjv_bytes_val_*.bin",
-        .model = "d4c128h4v256t256",
+        .train_pattern = "data/kjv/kjv_train_*.bin",
+        .val_pattern = "data/kjv/kjv_val_*.bin",
+        .model = "d4c128h4v50257t256",
         .batch_size = 4,
         .seq_len = 64,
         .total_batch_tokens = -1,
@@ -111,6 +127,9 @@ static TrainArgs parse_args(int argc, char **argv) {
         .val_every = 20,
         .val_max_steps = 20,
         .gen_tokens = 64,
+        .shuffle = 1,
+        .temperature = 1.0f,
+        .vocab_dir = "data/gpt2",
         .seed = 1337,
     };
     for (int i = 1; i < argc; i += 2) {
@@ -149,6 +168,11 @@ static TrainArgs parse_args(int argc, char **argv) {
         else if (strcmp(f, "-nk") == 0) a.checkpoint_keep = parse_int_flag(f, v);
         else if (strcmp(f, "-y") == 0) a.resume = parse_int_flag(f, v);
         else if (strcmp(f, "-a") == 0) a.overfit_single_batch = parse_int_flag(f, v);
+        else if (strcmp(f, "-sh") == 0) a.shuffle = parse_int_flag(f, v);
+        else if (strcmp(f, "-sft") == 0) a.sft = parse_int_flag(f, v);
+        else if (strcmp(f, "-tk") == 0) a.top_k = parse_int_flag(f, v);
+        else if (strcmp(f, "-tp") == 0) a.temperature = parse_float_flag(f, v);
+        else if (strcmp(f, "-vd") == 0) a.vocab_dir = v;
         else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_int_flag(f, v);
         else {
             usage();
@@ -196,40 +220,40 @@ static float evaluate(GPT2 *model, DataLoader *val, int max_batches) {
     return n > 0 ? (float)(sum / n) : NAN;
 }
 
-// Samples gen_tokens tokens after token 0 (temperature 1) and prints their ids.
-static void sample_and_print(GPT2 *model, Rng *rng, int gen_tokens) {
+// Samples gen_tokens tokens after <|endoftext|> (GPT-2 vocabulary) or token
+// 0, and prints them as text when a tokenizer is loaded, else as ids.
+static void sample_and_print(GPT2 *model, Rng *rng, const TrainArgs *args,
+                             const Tokenizer *tok) {
     const GPT2Config *c = &model->config;
-    int T = gen_tokens + 1 < c->max_seq_len ? gen_tokens + 1 : c->max_seq_len;
+    int T = args->gen_tokens + 1 < c->max_seq_len ? args->gen_tokens + 1 : c->max_seq_len;
     int *tokens = calloc_check((size_t)T, sizeof(int), "sample tokens");
-    printf("sample (token ids):");
-    for (int t = 1; t < T; t++) {
-        gpt2_forward(model, tokens, NULL, 1, t);
-        const float *logits = model->acts.logits + (size_t)(t - 1) * c->padded_vocab_size;
-        float maxv = -INFINITY;
-        for (int v = 0; v < c->vocab_size; v++) {
-            maxv = logits[v] > maxv ? logits[v] : maxv;
+    tokens[0] = c->vocab_size == GPT2_EOT_TOKEN + 1 ? GPT2_EOT_TOKEN : 0;
+    generate_tokens(model, tokens, 1, T, args->temperature, args->top_k, rng);
+    if (tok != NULL) {
+        printf("sample: ");
+        fflush(stdout);
+        for (int t = 1; t < T; t++) {
+            int len;
+            const unsigned char *bytes = tokenizer_token(tok, tokens[t], &len);
+            fwrite_check(bytes, 1, (size_t)len, stdout, "stdout");
         }
-        double sum = 0.0;
-        for (int v = 0; v < c->vocab_size; v++) {
-            sum += exp(logits[v] - maxv);
-        }
-        double r = rng_uniform(rng) * sum, acc = 0.0;
-        int next = c->vocab_size - 1;
-        for (int v = 0; v < c->vocab_size; v++) {
-            acc += exp(logits[v] - maxv);
-            if (acc > r) {
-                next = v;
-                break;
-            }
-        }
-        tokens[t] = next;
-        printf(" %d", next);
+        printf("\n---\n");
+    } else {
+        printf("sample (token ids):");
+        for (int t = 1; t < T; t++) printf(" %d", tokens[t]);
+        printf("\n");
     }
-    printf("\n");
     free(tokens);
 }
 
 int main(int argc, char **argv) {
+    // data parallel: under mpirun every rank trains on its slice of each batch
+    // and the gradients are averaged; rank 0 alone prints, logs and checkpoints
+    Comm comm;
+    comm_init(&comm, &argc, &argv);
+    if (comm.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
+        fatal("rank %d: cannot silence stdout", comm.rank);
+    }
     TrainArgs args = parse_args(argc, argv);
     GPT2 model;
     TrainProgress progress = {0};
@@ -260,19 +284,36 @@ int main(int argc, char **argv) {
     if (T > cfg->max_seq_len) {
         fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
     }
-    int tokens_per_micro = B * T;
+    int tokens_per_micro = B * T * comm.world_size; // over all ranks
     int total_tokens = args.total_batch_tokens < 0 ? tokens_per_micro : args.total_batch_tokens;
     if (total_tokens <= 0 || total_tokens % tokens_per_micro != 0) {
-        fatal("-d %d: total batch size must be a positive multiple of B*T = %d", total_tokens,
-              tokens_per_micro);
+        fatal("-d %d: total batch size must be a positive multiple of B*T*ranks = %d",
+              total_tokens, tokens_per_micro);
     }
     int grad_accum = total_tokens / tokens_per_micro;
 
     DataLoader train, val;
-    dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size);
+    dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size, comm.rank,
+                    comm.world_size, args.shuffle, args.seed);
+    if (args.sft && !train.is_sft) {
+        fatal("-sft 1: %s holds plain token shards, not SFT shards (dev/data/alpaca_to_sft)",
+              args.train_pattern);
+    }
     int have_val = args.val_every > 0;
     if (have_val) {
-        dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size);
+        dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, comm.rank,
+                        comm.world_size, 0, 0);
+    }
+    Tokenizer tokenizer;
+    const Tokenizer *sample_tokenizer = NULL;
+    char encoder_path[4096];
+    snprintf(encoder_path, sizeof(encoder_path), "%s/encoder.json", args.vocab_dir);
+    FILE *probe = args.sample_every > 0 && cfg->vocab_size == GPT2_EOT_TOKEN + 1
+                      ? fopen(encoder_path, "rb") : NULL;
+    if (probe != NULL) {
+        fclose(probe);
+        tokenizer_load(&tokenizer, args.vocab_dir);
+        sample_tokenizer = &tokenizer;
     }
     int max_steps = args.max_steps;
     if (max_steps < 0) {
@@ -283,10 +324,10 @@ int main(int argc, char **argv) {
         fatal("-o %s: cannot create directory: %s", args.output_dir, strerror(errno));
     }
     if (resumed_from >= 0) {
-        dataloader_seek(&train, progress.shard_index, (size_t)progress.position);
+        dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
     }
     Logger logger;
-    logger_init(&logger, args.output_dir, resumed_from >= 0);
+    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from >= 0);
 
     int threads = 1;
 #ifdef _OPENMP
@@ -296,10 +337,13 @@ int main(int argc, char **argv) {
            norm_mode_name(model.mode), cfg->num_layers, cfg->channels, cfg->num_heads,
            cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len,
            (double)model.num_parameters / 1e6);
-    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s | %d threads\n",
+    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s | %d threads"
+           " x %d ranks (%s)\n",
            B, T, grad_accum, max_steps, args.learning_rate, args.weight_decay, args.grad_clip,
-           matmul_backend_name(), threads);
-    printf("train: %zu tokens in %d shards", train.total_tokens, train.num_shards);
+           matmul_backend_name(), threads, comm.world_size, comm_backend_name());
+    printf("train: %zu tokens in %d shards%s%s", train.total_tokens, train.num_shards,
+           train.shuffle ? ", shuffled" : "",
+           train.is_sft ? ", SFT: loss on response tokens only" : "");
     if (have_val) {
         printf(" | val: %zu tokens in %d shards", val.total_tokens, val.num_shards);
     }
@@ -316,17 +360,22 @@ int main(int argc, char **argv) {
     for (int step = progress.step; step <= max_steps; step++) {
         int last = step == max_steps;
         if (have_val && (step % args.val_every == 0 || last)) {
-            float val_loss = evaluate(&model, &val, args.val_max_steps);
+            double val_loss_mean = evaluate(&model, &val, args.val_max_steps);
+            comm_mean_double(&comm, &val_loss_mean);
+            float val_loss = (float)val_loss_mean;
             printf("val loss %.6f\n", val_loss);
             logger_log_val(&logger, step, val_loss);
         }
-        if (args.sample_every > 0 && (step % args.sample_every == 0 || last) && step > 0) {
-            sample_and_print(&model, &rng, args.gen_tokens);
+        if (comm.rank == 0 && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
+            step > 0) {
+            sample_and_print(&model, &rng, &args, sample_tokenizer);
         }
         int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        if (args.output_dir != NULL && (last || (periodic && step > progress.step))) {
-            TrainProgress now = {.step = step, .shard_index = train.shard_index,
-                                 .position = train.position, .rng_state = rng.state};
+        if (comm.rank == 0 && args.output_dir != NULL &&
+            (last || (periodic && step > progress.step))) {
+            TrainProgress now = {.step = step, .shard_index = train.shard_cursor,
+                                 .position = train.batch_cursor, .rng_state = rng.state,
+                                 .epoch = train.epoch};
             checkpoint_save(&model, &now, args.output_dir);
             checkpoint_prune(args.output_dir, args.checkpoint_keep);
         }
@@ -344,11 +393,18 @@ int main(int argc, char **argv) {
             gpt2_forward(&model, train.inputs, train.targets, B, T);
             double tb = now_seconds();
             loss_sum += model.mean_loss;
-            gpt2_backward(&model, 1.0f / (float)(tokens_per_micro * grad_accum));
+            // mean over the targets that count (all but SFT prompt tokens)
+            if (model.loss_tokens > 0) {
+                gpt2_backward(&model, 1.0f / (float)(model.loss_tokens * grad_accum));
+            }
             forward_s += tb - ta;
             backward_s += now_seconds() - tb;
         }
-        float loss = (float)(loss_sum / grad_accum);
+        // the step's gradient and loss are the means over all ranks
+        comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
+        double loss_mean = loss_sum / grad_accum;
+        comm_mean_double(&comm, &loss_mean);
+        float loss = (float)loss_mean;
         float grad_norm = (float)gpt2_grad_norm(&model);
         if (!isfinite(loss) || !isfinite(grad_norm)) {
             fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
@@ -368,10 +424,14 @@ int main(int argc, char **argv) {
         logger_log_train(&logger, step + 1, loss, adamw.learning_rate, grad_norm);
     }
     logger_free(&logger);
+    if (sample_tokenizer != NULL) {
+        tokenizer_free(&tokenizer);
+    }
     dataloader_free(&train);
     if (have_val) {
         dataloader_free(&val);
     }
     gpt2_free(&model);
+    comm_finalize(&comm);
     return EXIT_SUCCESS;
 }

@@ -37,6 +37,7 @@ static void write_state(FILE *f, const char *path, const void *ctx_ptr) {
     uint64_t n = m->num_parameters;
     memcpy(&h[9], &n, sizeof(uint64_t));                        // slots 9-10
     h[11] = m->m_memory != NULL;
+    h[12] = ctx->progress->epoch;
     fwrite_check(h, sizeof(int32_t), 256, f, path);
     if (m->m_memory != NULL) {
         fwrite_check(m->m_memory, sizeof(float), m->num_parameters, f, path);
@@ -111,6 +112,10 @@ void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int 
     progress->shard_index = h[4];
     memcpy(&progress->position, &h[5], sizeof(uint64_t));
     memcpy(&progress->rng_state, &h[7], sizeof(uint64_t));
+    if (h[12] < 0) {
+        fatal("%s: negative data epoch %d in the header", state_path, h[12]);
+    }
+    progress->epoch = h[12];
     model->adamw_step = h[3];
     if (has_moments) {
         model->m_memory = malloc_check(model->num_parameters * sizeof(float), "AdamW m");

@@ -18,6 +18,8 @@ typedef struct {
     int shard_index;      // train loader position
     uint64_t position;
     uint64_t rng_state;
+    int epoch;            // train loader epoch (slot 12; shard_index is its shard cursor,
+                          // position its batch cursor: see dataloader.h)
 } TrainProgress;
 
 void checkpoint_paths(char *model_path, char *state_path, size_t cap, const char *dir, int step);

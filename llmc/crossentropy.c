@@ -15,6 +15,10 @@ void crossentropy_forward(float *losses, const float *logits, const int *targets
                           int Vp) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
+        if (targets[n] < 0) { // masked out (SFT prompt tokens): no loss
+            losses[n] = 0.0f;
+            continue;
+        }
         const float *x = logits + (size_t)n * Vp;
         float m = row_max(x, V);
         double sum = 0.0;
@@ -30,6 +34,12 @@ void crossentropy_backward_inplace(float *logits, const int *targets, float scal
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *x = logits + (size_t)n * Vp;
+        if (targets[n] < 0) { // masked out: no gradient
+            for (int i = 0; i < Vp; i++) {
+                x[i] = 0.0f;
+            }
+            continue;
+        }
         float m = row_max(x, V);
         float sum = 0.0f;
         for (int i = 0; i < V; i++) {

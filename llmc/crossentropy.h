@@ -3,7 +3,8 @@
 #ifndef FOLDNORM_CROSSENTROPY_H
 #define FOLDNORM_CROSSENTROPY_H
 
-// losses[n] = logsumexp(logits[n][:V]) - logits[n][target[n]]
+// losses[n] = logsumexp(logits[n][:V]) - logits[n][target[n]]; a target < 0
+// (-1, as PyTorch's ignore_index) masks the position out: loss 0, gradient 0.
 void crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V,
                           int Vp);
 // Overwrites logits with dlogits = scale * (softmax(logits) - onehot(target)),

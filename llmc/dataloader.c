@@ -4,25 +4,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rand.h"
 #include "utils.h"
 
-uint16_t *shard_read(const char *path, size_t *num_tokens, size_t min_tokens, int vocab_size) {
+uint16_t *shard_read(const char *path, size_t *num_tokens, uint8_t **mask, size_t min_tokens,
+                     int vocab_size) {
     FILE *f = fopen_check(path, "rb");
     long file_bytes = file_size_bytes(f, path);
     int32_t header[256];
     fread_check(header, sizeof(int32_t), 256, f, path, "the shard header");
-    if (header[0] != SHARD_MAGIC) {
-        fatal("%s: not a token shard (magic %d, expected %d)", path, header[0], SHARD_MAGIC);
+    int sft = header[0] == SFT_SHARD_MAGIC;
+    if (header[0] != SHARD_MAGIC && !sft) {
+        fatal("%s: not a token shard (magic %d, expected %d, or %d for an SFT shard)", path,
+              header[0], SHARD_MAGIC, SFT_SHARD_MAGIC);
     }
-    if (header[1] != SHARD_VERSION) {
-        fatal("%s: shard version %d is not supported (expected %d)", path, header[1],
-              SHARD_VERSION);
+    int version = sft ? SFT_SHARD_VERSION : SHARD_VERSION;
+    if (header[1] != version) {
+        fatal("%s: shard version %d is not supported (expected %d)", path, header[1], version);
     }
     if (header[2] < 0) {
         fatal("%s: negative token count %d in the header", path, header[2]);
     }
     size_t n = (size_t)header[2];
-    size_t expected = 256 * sizeof(int32_t) + n * sizeof(uint16_t);
+    size_t per_token = sizeof(uint16_t) + (sft ? sizeof(uint8_t) : 0);
+    size_t expected = 256 * sizeof(int32_t) + n * per_token;
     if ((size_t)file_bytes != expected) {
         fatal("%s: file is %ld bytes but its header announces %zu tokens (%zu bytes)%s", path,
               file_bytes, n, expected, (size_t)file_bytes < expected ? ": truncated" : "");
@@ -33,30 +38,98 @@ uint16_t *shard_read(const char *path, size_t *num_tokens, size_t min_tokens, in
     }
     uint16_t *tokens = malloc_check(n * sizeof(uint16_t), path);
     fread_check(tokens, sizeof(uint16_t), n, f, path, "the tokens");
+    *mask = NULL;
+    if (sft) {
+        *mask = malloc_check(n, path);
+        fread_check(*mask, 1, n, f, path, "the loss mask");
+    }
     fclose(f);
     for (size_t i = 0; i < n; i++) {
         if (tokens[i] >= vocab_size) {
             fatal("%s: token %u at position %zu is outside the vocabulary (size %d)", path,
                   tokens[i], i, vocab_size);
         }
+        if (sft && (*mask)[i] > 1) {
+            fatal("%s: loss mask %u at position %zu (expected 0 or 1)", path, (*mask)[i], i);
+        }
     }
     *num_tokens = n;
     return tokens;
 }
 
-static void load_shard(DataLoader *loader, int index) {
-    free(loader->tokens);
-    loader->shard_index = index;
-    loader->position = 0;
-    loader->tokens = shard_read(loader->paths[index], &loader->num_tokens,
-                                (size_t)loader->B * loader->T + 1, loader->vocab_size);
+static uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b) {
+    return seed ^ (a + 1) * 0x9E3779B97F4A7C15ull ^ (b + 1) * 0xC2B2AE3D27D4EB4Full;
 }
 
-void dataloader_init(DataLoader *loader, const char *pattern, int B, int T, int vocab_size) {
+// Fisher-Yates with a generator seeded from (seed, a, b); identity if !shuffle.
+static void fill_order_int(int *order, int n, int shuffle, uint64_t seed) {
+    for (int i = 0; i < n; i++) order[i] = i;
+    if (!shuffle) return;
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rng_u32(&rng) % (uint32_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+static void fill_order_size(size_t *order, size_t n, int shuffle, uint64_t seed) {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    if (!shuffle) return;
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t i = n - 1; i > 0 && n > 1; i--) {
+        uint64_t r = ((uint64_t)rng_u32(&rng) << 32) | rng_u32(&rng);
+        size_t j = (size_t)(r % (uint64_t)(i + 1));
+        size_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+// Batches rank gets from a shard of n tokens: its share of the B-sample batches.
+static size_t rank_batches(const DataLoader *loader, size_t n) {
+    size_t batches = (n - 1) / (size_t)loader->T / (size_t)loader->B;
+    size_t r = (size_t)loader->rank, w = (size_t)loader->world;
+    return batches / w + (r < batches % w ? 1 : 0);
+}
+
+static void load_current_shard(DataLoader *loader) {
+    int index = loader->shard_order[loader->shard_cursor];
+    free(loader->tokens);
+    free(loader->mask);
+    free(loader->sample_order);
+    loader->shard_index = index;
+    loader->tokens = shard_read(loader->paths[index], &loader->num_tokens, &loader->mask,
+                                (size_t)loader->B * loader->T + 1, loader->vocab_size);
+    size_t samples = (loader->num_tokens - 1) / (size_t)loader->T;
+    loader->sample_order = malloc_check(samples * sizeof(size_t), "sample order");
+    fill_order_size(loader->sample_order, samples, loader->shuffle,
+                    mix_seed(loader->seed, (uint64_t)loader->epoch, (uint64_t)index));
+    loader->batches_in_shard = rank_batches(loader, loader->num_tokens);
+}
+
+static void start_epoch(DataLoader *loader, int epoch) {
+    loader->epoch = epoch;
+    fill_order_int(loader->shard_order, loader->num_shards, loader->shuffle,
+                   mix_seed(loader->seed, (uint64_t)epoch, UINT64_MAX - 1));
+}
+
+void dataloader_init(DataLoader *loader, const char *pattern, int B, int T, int vocab_size,
+                     int rank, int world, int shuffle, uint64_t seed) {
     memset(loader, 0, sizeof(*loader));
+    if (world < 1 || rank < 0 || rank >= world) {
+        fatal("data loader: rank %d is not in [0, world size %d)", rank, world);
+    }
     loader->B = B;
     loader->T = T;
     loader->vocab_size = vocab_size;
+    loader->rank = rank;
+    loader->world = world;
+    loader->shuffle = shuffle;
+    loader->seed = seed;
     glob_t g;
     int rc = glob(pattern, 0, NULL, &g);
     if (rc != 0 || g.gl_pathc == 0) {
@@ -69,53 +142,92 @@ void dataloader_init(DataLoader *loader, const char *pattern, int B, int T, int 
         strcpy(loader->paths[i], g.gl_pathv[i]);
     }
     globfree(&g);
+    loader->shard_tokens = malloc_check((size_t)loader->num_shards * sizeof(size_t), "shards");
     // validate every shard up front so a bad one fails at start, not mid-run
     for (int i = 0; i < loader->num_shards; i++) {
-        load_shard(loader, i);
-        loader->total_tokens += loader->num_tokens;
+        size_t n;
+        uint8_t *mask;
+        uint16_t *tokens = shard_read(loader->paths[i], &n, &mask, (size_t)B * T + 1, vocab_size);
+        if (i > 0 && (mask != NULL) != loader->is_sft) {
+            fatal("%s: an %s shard among %s shards ('%s')", loader->paths[i],
+                  mask ? "SFT" : "plain token", loader->is_sft ? "SFT" : "plain token", pattern);
+        }
+        loader->is_sft = mask != NULL;
+        if (rank_batches(loader, n) == 0) {
+            fatal("%s: %zu tokens make %zu batches of B*T = %d, too few for %d ranks",
+                  loader->paths[i], n, (n - 1) / (size_t)T / (size_t)B, B * T, world);
+        }
+        loader->shard_tokens[i] = n;
+        loader->total_tokens += n;
+        free(tokens);
+        free(mask);
     }
+    loader->shard_order = malloc_check((size_t)loader->num_shards * sizeof(int), "shard order");
     loader->inputs = malloc_check((size_t)B * T * sizeof(int), "batch inputs");
     loader->targets = malloc_check((size_t)B * T * sizeof(int), "batch targets");
     dataloader_reset(loader);
 }
 
 void dataloader_reset(DataLoader *loader) {
-    if (loader->shard_index != 0 || loader->tokens == NULL) {
-        load_shard(loader, 0);
-    }
-    loader->position = 0;
+    dataloader_seek(loader, 0, 0, 0);
 }
 
-void dataloader_seek(DataLoader *loader, int shard_index, size_t position) {
-    if (shard_index < 0 || shard_index >= loader->num_shards) {
-        fatal("cannot resume: checkpoint names shard %d but only %d shards match", shard_index,
-              loader->num_shards);
+void dataloader_seek(DataLoader *loader, int epoch, int shard_cursor, size_t batch_cursor) {
+    if (epoch < 0 || shard_cursor < 0 || shard_cursor >= loader->num_shards) {
+        fatal("cannot resume: data position (epoch %d, shard %d) is out of range (%d shards)",
+              epoch, shard_cursor, loader->num_shards);
     }
-    if (shard_index != loader->shard_index) {
-        load_shard(loader, shard_index);
+    int same =
+        loader->tokens != NULL && epoch == loader->epoch && shard_cursor == loader->shard_cursor;
+    if (!same) {
+        start_epoch(loader, epoch);
+        loader->shard_cursor = shard_cursor;
+        load_current_shard(loader);
     }
-    if (position > loader->num_tokens) {
-        fatal("cannot resume: position %zu is past the end of %s (%zu tokens)", position,
-              loader->paths[shard_index], loader->num_tokens);
+    if (batch_cursor > loader->batches_in_shard) {
+        fatal("cannot resume: batch %zu is past the end of %s (%zu batches)", batch_cursor,
+              loader->paths[loader->shard_index], loader->batches_in_shard);
     }
-    loader->position = position;
+    loader->batch_cursor = batch_cursor;
 }
 
 void dataloader_next_batch(DataLoader *loader) {
-    size_t span = (size_t)loader->B * loader->T;
-    if (loader->position + span + 1 > loader->num_tokens) {
-        load_shard(loader, (loader->shard_index + 1) % loader->num_shards);
+    while (loader->batch_cursor >= loader->batches_in_shard) {
+        loader->shard_cursor++;
+        if (loader->shard_cursor == loader->num_shards) {
+            start_epoch(loader, loader->epoch + 1);
+            loader->shard_cursor = 0;
+        }
+        load_current_shard(loader);
+        loader->batch_cursor = 0;
     }
-    const uint16_t *src = loader->tokens + loader->position;
-    for (size_t i = 0; i < span; i++) {
-        loader->inputs[i] = src[i];
-        loader->targets[i] = src[i + 1];
+    const int B = loader->B, T = loader->T;
+    // this rank's batch k of the shard is the shard's batch k * world + rank
+    size_t first = (loader->batch_cursor * (size_t)loader->world + (size_t)loader->rank) * B;
+    for (int b = 0; b < B; b++) {
+        size_t start = loader->sample_order[first + (size_t)b] * (size_t)T;
+        const uint16_t *src = loader->tokens + start;
+        int *in = loader->inputs + (size_t)b * T, *out = loader->targets + (size_t)b * T;
+        for (int t = 0; t < T; t++) {
+            in[t] = src[t];
+            out[t] = src[t + 1];
+        }
+        if (loader->mask != NULL) {
+            const uint8_t *m = loader->mask + start;
+            for (int t = 0; t < T; t++) {
+                out[t] = m[t + 1] ? out[t] : -1; // a prompt token: no loss
+            }
+        }
     }
-    loader->position += span;
+    loader->batch_cursor++;
 }
 
 size_t dataloader_batches_per_epoch(const DataLoader *loader) {
-    return loader->total_tokens / ((size_t)loader->B * loader->T + 1);
+    size_t total = 0;
+    for (int i = 0; i < loader->num_shards; i++) {
+        total += rank_batches(loader, loader->shard_tokens[i]);
+    }
+    return total;
 }
 
 void dataloader_free(DataLoader *loader) {
@@ -123,7 +235,11 @@ void dataloader_free(DataLoader *loader) {
         free(loader->paths[i]);
     }
     free(loader->paths);
+    free(loader->shard_tokens);
+    free(loader->shard_order);
     free(loader->tokens);
+    free(loader->mask);
+    free(loader->sample_order);
     free(loader->inputs);
     free(loader->targets);
     memset(loader, 0, sizeof(*loader));

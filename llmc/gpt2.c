@@ -16,10 +16,10 @@
 #include "rand.h"
 #include "utils.h"
 
-static const char *const NORM_MODE_NAMES[] = {"ln", "rms", "cbwc"};
+static const char *const NORM_MODE_NAMES[] = {"ln", "rms", "cbwc", "folded"};
 
 const char *norm_mode_name(NormMode mode) {
-    return (mode >= MODE_LN && mode <= MODE_CBWC) ? NORM_MODE_NAMES[mode] : "?";
+    return (mode >= MODE_LN && mode <= MODE_FOLDED) ? NORM_MODE_NAMES[mode] : "?";
 }
 
 int norm_mode_parse(const char *name, NormMode *mode) {
@@ -125,9 +125,16 @@ void gpt2_load(GPT2 *model, const char *path) {
               cfg.num_heads, cfg.channels, why);
     }
     int mode = header[GPT2_HEADER_SLOT_NORM_MODE];
-    if (mode < MODE_LN || mode > MODE_CBWC) {
-        fatal("%s: unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc)", path, mode,
-              GPT2_HEADER_SLOT_NORM_MODE);
+    if (mode < MODE_LN || mode > MODE_FOLDED) {
+        fatal("%s: unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)", path,
+              mode, GPT2_HEADER_SLOT_NORM_MODE);
+    }
+    // folded files: all 2L+1 norms RMS and every stream layer centred (the one layout run here)
+    if (mode == MODE_FOLDED && (header[GPT2_HEADER_SLOT_FOLDED_NORMS] != 2 * cfg.num_layers + 1 ||
+                                header[GPT2_HEADER_SLOT_FOLDED_LAYERS] != GPT2_FOLDED_ALL)) {
+        fatal("%s: folded model records %d folded norms and layer flags %d (expected %d and %d)",
+              path, header[GPT2_HEADER_SLOT_FOLDED_NORMS], header[GPT2_HEADER_SLOT_FOLDED_LAYERS],
+              2 * cfg.num_layers + 1, GPT2_FOLDED_ALL);
     }
     model->config = cfg;
     model->mode = (NormMode)mode;
@@ -137,7 +144,9 @@ void gpt2_load(GPT2 *model, const char *path) {
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         total += sizes[i];
     }
-    size_t expected = 256 * sizeof(int32_t) + total * sizeof(float);
+    // folded: the tied head's row means m_t (Vp floats) follow the parameters
+    size_t extra = mode == MODE_FOLDED ? (size_t)cfg.padded_vocab_size : 0;
+    size_t expected = 256 * sizeof(int32_t) + (total + extra) * sizeof(float);
     if ((size_t)file_bytes != expected) {
         fatal("%s: file is %ld bytes but its header describes %zu bytes (%zu parameters)%s", path,
               file_bytes, expected, total,
@@ -146,6 +155,17 @@ void gpt2_load(GPT2 *model, const char *path) {
     gpt2_allocate_params(model);
     fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path,
                 "the parameters");
+    if (mode == MODE_FOLDED) {
+        model->head_row_means = malloc_check(extra * sizeof(float), "head row means");
+        fread_check(model->head_row_means, sizeof(float), extra, f, path, "the head row means");
+        model->folded_norms = header[GPT2_HEADER_SLOT_FOLDED_NORMS];
+        model->folded_layers = header[GPT2_HEADER_SLOT_FOLDED_LAYERS];
+        for (size_t i = 0; i < extra; i++) {
+            if (!isfinite(model->head_row_means[i])) {
+                fatal("%s: head row mean %zu is not finite", path, i);
+            }
+        }
+    }
     fclose(f);
     for (size_t i = 0; i < model->num_parameters; i++) {
         if (!isfinite(model->params_memory[i])) {
@@ -254,8 +274,16 @@ static void write_model(FILE *f, const char *path, const void *ctx) {
     header[6] = model->config.channels;
     header[7] = model->config.padded_vocab_size;
     header[GPT2_HEADER_SLOT_NORM_MODE] = (int32_t)model->mode;
+    if (model->mode == MODE_FOLDED) {
+        header[GPT2_HEADER_SLOT_FOLDED_NORMS] = model->folded_norms;
+        header[GPT2_HEADER_SLOT_FOLDED_LAYERS] = model->folded_layers;
+    }
     fwrite_check(header, sizeof(int32_t), 256, f, path);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, path);
+    if (model->mode == MODE_FOLDED) {
+        fwrite_check(model->head_row_means, sizeof(float), (size_t)model->config.padded_vocab_size,
+                     f, path);
+    }
 }
 
 void gpt2_save(const GPT2 *model, const char *path) {
@@ -359,6 +387,23 @@ static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, f
     matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
+// Folded tied head: wte holds V = W - m 1^T, so h . W_t = h . V_t + m_t sum_c h_c
+// (cbwc-math.md section 4).
+static void tied_head_mean_correction(float *logits, const float *h, const float *row_means,
+                                      int BT, int C, int Vp) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < BT; i++) {
+        float sum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            sum += h[(size_t)i * C + c];
+        }
+        float *row = logits + (size_t)i * Vp;
+        for (int t = 0; t < Vp; t++) {
+            row[t] += row_means[t] * sum;
+        }
+    }
+}
+
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
     if (model->acts_memory == NULL || B != model->batch_size || T != model->seq_len) {
         gpt2_allocate_activations(model, B, T);
@@ -405,6 +450,9 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
     // tied head reads the proxy wte in every mode (cbwc-math.md section 4)
     matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
+    if (model->mode == MODE_FOLDED) {
+        tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
+    }
 
     if (targets == NULL) {
         model->mean_loss = -1.0f;
@@ -413,10 +461,14 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
     memcpy(model->targets, targets, (size_t)BT * sizeof(int));
     crossentropy_forward(a.losses, a.logits, targets, BT, V, Vp);
     double sum = 0.0;
+    int counted = 0;
     for (int i = 0; i < BT; i++) {
         sum += a.losses[i];
+        counted += targets[i] >= 0;
     }
-    model->mean_loss = (float)(sum / BT);
+    // mean over the positions with a target (targets < 0 are masked out)
+    model->loss_tokens = counted;
+    model->mean_loss = counted > 0 ? (float)(sum / counted) : 0.0f;
 }
 
 void gpt2_zero_grad(GPT2 *model) {
@@ -426,6 +478,9 @@ void gpt2_zero_grad(GPT2 *model) {
 void gpt2_backward(GPT2 *model, float loss_scale) {
     if (model->mean_loss < 0.0f) {
         fatal("gpt2_backward: needs a forward pass with targets first");
+    }
+    if (model->mode == MODE_FOLDED) {
+        fatal("gpt2_backward: a folded model is for inference only (train the ln model)");
     }
     const GPT2Config *cfg = &model->config;
     const int B = model->batch_size, T = model->seq_len, BT = B * T;
@@ -509,6 +564,7 @@ void gpt2_free(GPT2 *model) {
     free(model->acts_memory);
     free(model->scratch_memory);
     free(model->cbwc_memory);
+    free(model->head_row_means);
     free(model->inputs);
     free(model->targets);
     gpt2_reset_state(model);

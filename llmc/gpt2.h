@@ -16,7 +16,20 @@
 #define GPT2_MODEL_VERSION_FP32 3
 #define GPT2_HEADER_SLOT_NORM_MODE 8
 
-typedef enum { MODE_LN = 0, MODE_RMS = 1, MODE_CBWC = 2 } NormMode;
+// MODE_FOLDED: inference only, written by ./fold from an ln model: every norm
+// RMSNorm, wte/wpe rows and attn/mlp c_proj already centred (V, P b), and the
+// tied head reads V plus m_t = mean(W_t) stored after the parameters
+// (cbwc-math.md sections 4-5). Not accepted by norm_mode_parse.
+typedef enum { MODE_LN = 0, MODE_RMS = 1, MODE_CBWC = 2, MODE_FOLDED = 3 } NormMode;
+// folded files: slot 9 = number of LNs turned into RMSNorm, slot 10 = which
+// tensors hold centred weights (GPT2_FOLDED_* bits)
+#define GPT2_HEADER_SLOT_FOLDED_NORMS 9
+#define GPT2_HEADER_SLOT_FOLDED_LAYERS 10
+#define GPT2_FOLDED_WTE 1
+#define GPT2_FOLDED_WPE 2
+#define GPT2_FOLDED_ATTPROJ 4
+#define GPT2_FOLDED_FCPROJ 8
+#define GPT2_FOLDED_ALL 15
 
 const char *norm_mode_name(NormMode mode);
 // Returns 0 and sets *mode for "ln", "rms", "cbwc"; -1 otherwise.
@@ -90,9 +103,13 @@ typedef struct {
     float *cbwc_memory;
     float *cbwc_attprojw, *cbwc_attprojb, *cbwc_fcprojw, *cbwc_fcprojb;
     int cbwc_stale;
+    // folded: m_t = mean over C of the original wte row t (Vp), and what was folded
+    float *head_row_means;
+    int folded_norms, folded_layers;
     int *inputs;        // (B, T) copy of the last forward's tokens
     int *targets;       // (B, T) or unused when the forward had none
     float mean_loss;    // -1 when the forward had no targets
+    int loss_tokens;    // targets >= 0 in the last forward (a target of -1 has no loss)
 } GPT2;
 
 // Sizes of the 16 parameter tensors in llm.c's order.
@@ -114,7 +131,9 @@ const char *gpt2_config_error(const GPT2Config *config);
 void gpt2_save(const GPT2 *model, const char *path);
 
 // Forward over tokens (B, T); targets may be NULL (no loss). T <= maxT and
-// every token < V are the caller's to check.
+// every token < V are the caller's to check. A target of -1 masks its
+// position out of the loss (SFT: prompt tokens); mean_loss is the mean over
+// the loss_tokens other positions.
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T);
 void gpt2_zero_grad(GPT2 *model);
 // Accumulates parameter gradients of loss_scale * sum of per-token losses

@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# make demo: a small GPT-2 on the King James Bible (byte-level tokens) in each
+# make demo: a small GPT-2 on the King James Bible (GPT-2 BPE tokens) in each
 # norm mode from the same seed, then a table of final losses and step times,
 # and how far the ln and cbwc loss curves are apart (they should coincide).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-steps=${DEMO_STEPS:-1000}
-scripts/prepare_kjv_bytes.sh
+steps=${DEMO_STEPS:-200}
+scripts/prepare_kjv.sh
 out=out/demo
 mkdir -p $out
 for mode in ln rms cbwc; do
-    echo "=== mode $mode: d4c128h4v256t256, B=8 T=128, $steps steps ==="
+    echo "=== mode $mode: d4c128h4v50257t256 (GPT-2 vocabulary), B=8 T=64, $steps steps ==="
     rm -rf "$out/$mode"
-    ./train_gpt2 -N $mode -e d4c128h4v256t256 -b 8 -t 128 -x "$steps" -l 1e-3 -u 20 -q 0.1 \
-        -c 0.1 -v 50 -m 20 -sd 1337 -o "$out/$mode" | tee "$out/$mode.out" |
-        awk -v n="$steps" '/^step/ { split($2, a, "/"); if (a[1] % 100 == 0 || a[1] == n) print; next } /val loss/'
+    ./train_gpt2 -N $mode -e d4c128h4v50257t256 -b 8 -t 64 -x "$steps" -l 3e-3 -u 20 -q 0.1 \
+        -c 0.1 -v 50 -m 10 -s "$steps" -g 48 -tk 40 -sd 1337 -o "$out/$mode" | tee "$out/$mode.out" |
+        awk -v n="$steps" '/^step/ { split($2, a, "/"); if (a[1] % 50 == 0 || a[1] == n) print; next }
+                           /val loss/ || /^sample/ || /^---/ || s { print } /^sample/ { s = 1 } /^---/ { s = 0 }'
 done
 echo
 echo "| mode | final train loss | final val loss | median step ms |"

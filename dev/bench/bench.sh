@@ -71,3 +71,9 @@ echo
 echo "## LayerNorm vs RMSNorm kernels"
 echo
 ./bench_norms
+echo
+echo "## Inference: folded vs LN (bench_fold: forward only, the two models interleaved)"
+echo
+./bench_fold -e d4c256h4v256t1024 -b "1 8" -t "64 256 1024" -r "${BENCH_FOLD_ROUNDS:-7}"
+./bench_fold -e d4c256h4v256t2048 -b 1 -t 2048 -r 5
+./bench_fold -e d12 -b 1 -t "64 256" -r 5

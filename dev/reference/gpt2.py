@@ -172,7 +172,8 @@ class GPT(nn.Module):
             h = h + self.residual_projection(m, self.fcprojw[l], self.fcprojb[l])
         h = self.norm(h, self.lnfw, self.lnfb)
         logits = h @ self.wte[:self.V].t()                # tied head, raw proxy wte
-        loss = F.cross_entropy(logits.view(-1, self.V), y.reshape(-1))
+        # target -1 = masked out (SFT prompt tokens): mean over the others
+        loss = F.cross_entropy(logits.view(-1, self.V), y.reshape(-1), ignore_index=-1)
         return logits, loss
 
     @torch.no_grad()
@@ -315,6 +316,9 @@ def parse_args(argv):
     p.add_argument("--wd", type=float, default=0.1, help="weight decay on the matrices")
     p.add_argument("--clip", type=float, default=1.0, help="global grad-norm clip, 0 = none")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    p.add_argument("--mask", action="store_true",
+                   help="mask a random prefix of each row's targets (-1), as SFT masks the "
+                        "prompt: the loss is the mean over the other targets")
     a = p.parse_args(argv)
 
     if a.load is None:
@@ -369,6 +373,10 @@ def main(argv=None):
     # same batch as the run that wrote the loaded file.
     x = torch.randint(0, cfg["V"], (a.B, a.T), generator=gen)
     y = torch.randint(0, cfg["V"], (a.B, a.T), generator=gen)
+    if a.mask:  # own generator, so the weights match an unmasked run's
+        mgen = torch.Generator().manual_seed(a.seed + 1)
+        for b in range(a.B):
+            y[b, :int(torch.randint(0, a.T, (1,), generator=mgen))] = -1
     model = GPT(mode=mode, **cfg)
     if weights is not None:
         with torch.no_grad():

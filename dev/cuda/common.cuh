@@ -1,0 +1,108 @@
+// Helpers for the dev/cuda kernel programs (llm.c's dev style): random
+// inputs, checks against a CPU reference, timing with CUDA events and the
+// device-to-device copy bandwidth that the memory-bound kernels are held to.
+#ifndef FOLDNORM_DEV_CUDA_COMMON_CUH
+#define FOLDNORM_DEV_CUDA_COMMON_CUH
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_common.cuh"
+
+// xorshift64*; uniform in [-1, 1)
+typedef struct {
+    uint64_t s;
+} DevRng;
+static inline float dev_uniform(DevRng *r) {
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    uint32_t bits = (uint32_t)((r->s * 2685821657736338717ull) >> 40); // 24 bits
+    return (float)bits / (float)(1u << 23) - 1.0f;
+}
+
+static inline void *host_alloc(size_t bytes) {
+    void *p = malloc(bytes > 0 ? bytes : 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: out of host memory (%zu bytes)\n", bytes);
+        exit(EXIT_FAILURE);
+    }
+    return p;
+}
+
+// x[i] = offset + scale * u, rounded to floatX (the host keeps the rounded value in ref)
+static inline void fill_random(floatX *x, float *ref, size_t n, DevRng *r, float offset,
+                               float scale) {
+    for (size_t i = 0; i < n; i++) {
+        x[i] = from_float<floatX>(offset + scale * dev_uniform(r));
+        ref[i] = to_float(x[i]);
+    }
+}
+
+template <typename T> static inline T *to_device(const T *host, size_t n) {
+    T *d = NULL;
+    CUDA_CHECK(cudaMalloc((void **)&d, n * sizeof(T)));
+    CUDA_CHECK(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+// device floatX/float -> host float
+static inline void floatx_to_host(float *out, const floatX *d, size_t n) {
+    floatX *tmp = (floatX *)host_alloc(n * sizeof(floatX));
+    CUDA_CHECK(cudaMemcpy(tmp, d, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) out[i] = to_float(tmp[i]);
+    free(tmp);
+}
+static inline void float_to_host(float *out, const float *d, size_t n) {
+    CUDA_CHECK(cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+// max|gpu - ref| / max|ref|; prints one line, returns 1 when within tol
+static inline int check_tensor(const char *what, const float *gpu, const double *ref, size_t n,
+                               double tol) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)gpu[i] - ref[i]);
+        if (!(d <= max_diff)) max_diff = d;
+        if (fabs(ref[i]) > max_ref) max_ref = fabs(ref[i]);
+    }
+    double err = max_ref > 0.0 ? max_diff / max_ref : max_diff;
+    int ok = isfinite(err) && err <= tol;
+    printf("  %-16s rel err %.3e (tol %.0e) %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+// milliseconds per call of fn (a lambda launching the kernel), after warmup
+template <typename F> static inline float time_ms(F fn, int repeats) {
+    fn();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventRecord(start));
+    for (int i = 0; i < repeats; i++) fn();
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    return ms / repeats;
+}
+
+// device-to-device copy bandwidth in GB/s (bytes read + written), 1 GiB buffers
+static inline double copy_bandwidth_gbs(void) {
+    const size_t bytes = (size_t)1 << 30;
+    void *a, *b;
+    CUDA_CHECK(cudaMalloc(&a, bytes));
+    CUDA_CHECK(cudaMalloc(&b, bytes));
+    CUDA_CHECK(cudaMemset(a, 1, bytes));
+    float ms = time_ms([&] { CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 10);
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(b));
+    return 2.0 * (double)bytes / (ms * 1e-3) / 1e9;
+}
+
+#endif

@@ -1,0 +1,155 @@
+// The matmul layouts of llmc/matmul_cublaslt.cuh against CPU references in
+// double on random data: y = x W^T + b (bias epilogue), dx = dy W,
+// dW += dy^T x (fp32, accumulated onto a random start), and the row-major
+// strided-batched products with every transpose combination. Then the
+// GPT-2 124M shapes are timed (TFLOP/s). Odd sizes catch leading-dimension
+// mistakes that square ones hide.
+#include "common.cuh"
+#include "matmul_cublaslt.cuh"
+
+static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
+
+static floatX *random_device(size_t n, float *host_ref, DevRng *rng) {
+    floatX *h = (floatX *)host_alloc(n * sizeof(floatX));
+    fill_random(h, host_ref, n, rng, 0.0f, 1.0f);
+    floatX *d = to_device(h, n);
+    free(h);
+    return d;
+}
+
+static int check_linear(const MatmulContext *ctx, int N, int IC, int OC, DevRng *rng) {
+    printf("linear N=%d IC=%d OC=%d (%s):\n", N, IC, OC, FLOATX_NAME);
+    float *x = (float *)host_alloc((size_t)N * IC * 4), *w = (float *)host_alloc((size_t)OC * IC * 4);
+    float *b = (float *)host_alloc((size_t)OC * 4), *dy = (float *)host_alloc((size_t)N * OC * 4);
+    float *dw0 = (float *)host_alloc((size_t)OC * IC * 4);
+    floatX *dx_ = random_device((size_t)N * IC, x, rng), *dw_ = random_device((size_t)OC * IC, w, rng);
+    floatX *db_ = random_device(OC, b, rng), *ddy = random_device((size_t)N * OC, dy, rng);
+    for (size_t i = 0; i < (size_t)OC * IC; i++) dw0[i] = dev_uniform(rng);
+    float *dweight = to_device(dw0, (size_t)OC * IC);
+    floatX *y, *dinp;
+    CUDA_CHECK(cudaMalloc(&y, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&dinp, (size_t)N * IC * sizeof(floatX)));
+    matmul_forward_cuda(ctx, y, dx_, dw_, db_, N, IC, OC);
+    matmul_backward_cuda(ctx, dinp, dweight, ddy, dx_, dw_, N, IC, OC);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    double *ry = (double *)host_alloc((size_t)N * OC * 8), *rdx = (double *)host_alloc((size_t)N * IC * 8);
+    double *rdw = (double *)host_alloc((size_t)OC * IC * 8);
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < OC; o++) {
+            double s = b[o];
+            for (int i = 0; i < IC; i++) s += (double)x[(size_t)n * IC + i] * w[(size_t)o * IC + i];
+            ry[(size_t)n * OC + o] = s;
+        }
+        for (int i = 0; i < IC; i++) {
+            double s = 0.0;
+            for (int o = 0; o < OC; o++) s += (double)dy[(size_t)n * OC + o] * w[(size_t)o * IC + i];
+            rdx[(size_t)n * IC + i] = s;
+        }
+    }
+    for (int o = 0; o < OC; o++) {
+        for (int i = 0; i < IC; i++) {
+            double s = dw0[(size_t)o * IC + i];
+            for (int n = 0; n < N; n++) s += (double)dy[(size_t)n * OC + o] * x[(size_t)n * IC + i];
+            rdw[(size_t)o * IC + i] = s;
+        }
+    }
+    float *got = (float *)host_alloc((size_t)(N > OC ? N : OC) * (IC > OC ? IC : OC) * 4);
+    int ok = 1;
+    floatx_to_host(got, y, (size_t)N * OC);
+    ok &= check_tensor("y = x W^T + b", got, ry, (size_t)N * OC, TOL);
+    floatx_to_host(got, dinp, (size_t)N * IC);
+    ok &= check_tensor("dx = dy W", got, rdx, (size_t)N * IC, TOL);
+    float_to_host(got, dweight, (size_t)OC * IC);
+    ok &= check_tensor("dW += dy^T x", got, rdw, (size_t)OC * IC, TOL);
+    void *device[] = {dx_, dw_, db_, ddy, dweight, y, dinp};
+    for (void *p : device) CUDA_CHECK(cudaFree(p));
+    void *host[] = {x, w, b, dy, dw0, ry, rdx, rdw, got};
+    for (void *p : host) free(p);
+    return ok;
+}
+
+// C (M, N) = op(A) op(B) per batch, row-major, fp32 output
+static int check_batched(const MatmulContext *ctx, int batch, int M, int N, int K, bool ta, bool tb,
+                         DevRng *rng) {
+    const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *a = (float *)host_alloc(batch * na * 4), *b = (float *)host_alloc(batch * nb * 4);
+    floatX *da = random_device(batch * na, a, rng), *db = random_device(batch * nb, b, rng);
+    float *dc;
+    CUDA_CHECK(cudaMalloc(&dc, batch * nc * sizeof(float)));
+    batched_matmul_rowmajor(ctx, dc, CUDA_R_32F, da, db, M, N, K, ta, tb, (long long)na,
+                            (long long)nb, (long long)nc, batch, 1.0f, 0.0f);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    double *ref = (double *)host_alloc(batch * nc * 8);
+    for (int z = 0; z < batch; z++) {
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++) {
+                double s = 0.0;
+                for (int k = 0; k < K; k++) {
+                    // A is (M, K), or stored (K, M); B is (K, N), or stored (N, K)
+                    double av = ta ? a[z * na + (size_t)k * M + i] : a[z * na + (size_t)i * K + k];
+                    double bv = tb ? b[z * nb + (size_t)j * K + k] : b[z * nb + (size_t)k * N + j];
+                    s += av * bv;
+                }
+                ref[z * nc + (size_t)i * N + j] = s;
+            }
+        }
+    }
+    float *got = (float *)host_alloc(batch * nc * 4);
+    float_to_host(got, dc, batch * nc);
+    char name[64];
+    snprintf(name, sizeof(name), "batched %s%s", ta ? "A^T" : "A", tb ? "B^T" : "B");
+    printf("batched %d x (%d, %d, %d) transA=%d transB=%d:\n", batch, M, N, K, ta, tb);
+    int ok = check_tensor(name, got, ref, batch * nc, TOL);
+    CUDA_CHECK(cudaFree(da));
+    CUDA_CHECK(cudaFree(db));
+    CUDA_CHECK(cudaFree(dc));
+    free(a);
+    free(b);
+    free(ref);
+    free(got);
+    return ok;
+}
+
+static void time_linear(const MatmulContext *ctx, int N, int IC, int OC) {
+    floatX *x, *w, *b, *y, *dy, *dx;
+    float *dw;
+    CUDA_CHECK(cudaMalloc(&x, (size_t)N * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&w, (size_t)OC * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&b, (size_t)OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&y, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&dy, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&dx, (size_t)N * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&dw, (size_t)OC * IC * sizeof(float)));
+    CUDA_CHECK(cudaMemset(x, 0, (size_t)N * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMemset(w, 0, (size_t)OC * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMemset(b, 0, (size_t)OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMemset(dy, 0, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMemset(dw, 0, (size_t)OC * IC * sizeof(float)));
+    const double flops = 2.0 * N * IC * OC;
+    float fwd = time_ms([&] { matmul_forward_cuda(ctx, y, x, w, b, N, IC, OC); }, 10);
+    float bwd = time_ms([&] { matmul_backward_cuda(ctx, dx, dw, dy, x, w, N, IC, OC); }, 10);
+    printf("RESULT matmul %s N=%d IC=%d OC=%d fwd %.3f ms %.0f TFLOP/s | bwd %.3f ms %.0f TFLOP/s "
+           "(zeros)\n", FLOATX_NAME, N, IC, OC, fwd, flops / (fwd * 1e-3) / 1e12, bwd,
+           2 * flops / (bwd * 1e-3) / 1e12);
+    void *device[] = {x, w, b, y, dy, dx, dw};
+    for (void *p : device) CUDA_CHECK(cudaFree(p));
+}
+
+int main(void) {
+    if (!cuda_device_present("dev/cuda/matmul")) return EXIT_SUCCESS;
+    MatmulContext ctx;
+    matmul_context_create(&ctx);
+    DevRng rng = {0x2545F4914F6CDD1Dull};
+    int ok = 1;
+    ok &= check_linear(&ctx, 40, 64, 96, &rng);
+    ok &= check_linear(&ctx, 72, 96, 384, &rng);
+    ok &= check_linear(&ctx, 24, 256, 64, &rng);
+    for (int t = 0; t < 4; t++) ok &= check_batched(&ctx, 3, 24, 40, 16, t & 1, t & 2, &rng);
+    for (int t = 0; t < 4; t++) ok &= check_batched(&ctx, 2, 16, 8, 40, t & 1, t & 2, &rng);
+    // GPT-2 124M, B*T = 32768: qkv, attn proj, fc, fc proj, the LM head
+    const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
+    for (int i = 0; i < 5; i++) time_linear(&ctx, 32768, shapes[i][0], shapes[i][1]);
+    matmul_context_destroy(&ctx);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,190 @@
+// Stanford Alpaca-format JSON (a list of {"instruction", "input" (optional),
+// "output"}) into SFT shards (docs/formats.md): each record becomes
+//   <|endoftext|> PROMPT RESPONSE <|endoftext|>
+// with the Alpaca prompt template (with or without input) and a loss mask of
+// 1 on RESPONSE and its closing <|endoftext|> (the tokens the model must
+// predict), 0 on the prompt.
+//   alpaca_to_sft [-v DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]
+// writes OUT_PREFIX_train_000000.bin and, when VAL_RECORDS > 0, the last
+// VAL_RECORDS records to OUT_PREFIX_val_000000.bin. A record longer than
+// MAX_TOKENS (the context it will be trained at, default 1024) is an error.
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataloader.h"
+#include "tokenizer.h"
+#include "utils.h"
+
+static const char PROMPT_WITH_INPUT[] =
+    "Below is an instruction that describes a task, paired with an input that provides further "
+    "context. Write a response that appropriately completes the request.\n\n"
+    "### Instruction:\n%s\n\n### Input:\n%s\n\n### Response:\n";
+static const char PROMPT_NO_INPUT[] =
+    "Below is an instruction that describes a task. Write a response that appropriately "
+    "completes the request.\n\n### Instruction:\n%s\n\n### Response:\n";
+
+typedef struct {
+    TokenList tokens;
+    uint8_t *mask;
+    size_t mask_cap;
+} SftData;
+
+static void push(SftData *d, int32_t id, uint8_t m) {
+    token_list_push(&d->tokens, id);
+    if (d->tokens.len > d->mask_cap) {
+        d->mask_cap = d->tokens.cap;
+        uint8_t *grown = realloc(d->mask, d->mask_cap);
+        if (grown == NULL) fatal("out of memory for the loss mask");
+        d->mask = grown;
+    }
+    d->mask[d->tokens.len - 1] = m;
+}
+
+typedef struct {
+    const SftData *data;
+    size_t start, count;
+} ShardSlice;
+
+static void write_sft_shard(FILE *f, const char *path, const void *ctx) {
+    const ShardSlice *s = ctx;
+    int32_t header[256] = {0};
+    header[0] = SFT_SHARD_MAGIC;
+    header[1] = SFT_SHARD_VERSION;
+    header[2] = (int32_t)s->count;
+    fwrite_check(header, sizeof(int32_t), 256, f, path);
+    for (size_t i = 0; i < s->count; i++) {
+        uint16_t t = (uint16_t)s->data->tokens.ids[s->start + i];
+        fwrite_check(&t, sizeof(uint16_t), 1, f, path);
+    }
+    fwrite_check(s->data->mask + s->start, 1, s->count, f, path);
+}
+
+static void write_split(const char *prefix, const char *split, const SftData *d, size_t start,
+                        size_t count) {
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s_%s_000000.bin", prefix, split);
+    if (n < 0 || (size_t)n >= sizeof(path)) fatal("output prefix too long: %s", prefix);
+    ShardSlice s = {d, start, count};
+    write_file_atomic(path, write_sft_shard, &s);
+    size_t response = 0;
+    for (size_t i = 0; i < count; i++) response += d->mask[start + i];
+    printf("wrote %s: %zu tokens, %zu with loss (response)\n", path, count, response);
+}
+
+static const char *string_field(const cJSON *record, const char *name, int required,
+                                const char *path, int index) {
+    const cJSON *field = cJSON_GetObjectItemCaseSensitive(record, name);
+    if (field == NULL || cJSON_IsNull(field)) {
+        if (required) fatal("%s: record %d has no \"%s\" (a string)", path, index, name);
+        return "";
+    }
+    if (!cJSON_IsString(field)) {
+        fatal("%s: record %d: \"%s\" is not a string", path, index, name);
+    }
+    return field->valuestring;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL;
+    long max_tokens = 1024;
+    int a = 1;
+    while (a + 1 < argc && argv[a][0] == '-' && argv[a][1] != '\0') {
+        if (strcmp(argv[a], "-v") == 0) {
+            dir = argv[a + 1];
+        } else if (strcmp(argv[a], "-t") == 0) {
+            char *end;
+            max_tokens = strtol(argv[a + 1], &end, 10);
+            if (*end != '\0' || max_tokens < 2)
+                fatal("-t: expected a context length >= 2, got '%s'", argv[a + 1]);
+        } else {
+            fatal("unknown flag '%s'", argv[a]);
+        }
+        a += 2;
+    }
+    int rest = argc - a;
+    if (rest < 2 || rest > 3) {
+        fprintf(stderr, "usage: alpaca_to_sft [-v DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX "
+                        "[VAL_RECORDS=1]\n");
+        return EXIT_FAILURE;
+    }
+    const char *path = argv[a], *prefix = argv[a + 1];
+    long val_records = 1;
+    if (rest == 3) {
+        char *end;
+        val_records = strtol(argv[a + 2], &end, 10);
+        if (*end != '\0' || val_records < 0)
+            fatal("VAL_RECORDS: expected a count >= 0, got '%s'", argv[a + 2]);
+    }
+    FILE *f = fopen_check(path, "rb");
+    long size = file_size_bytes(f, path);
+    char *text = malloc_check((size_t)size + 1, path);
+    fread_check(text, 1, (size_t)size, f, path, "the JSON");
+    fclose(f);
+    text[size] = '\0';
+    const char *error_at = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(text, (size_t)size, &error_at, 0);
+    if (json == NULL) {
+        size_t offset = error_at ? (size_t)(error_at - text) : 0;
+        int line = 1;
+        for (size_t i = 0; i < offset && i < (size_t)size; i++) line += text[i] == '\n';
+        fatal("%s: malformed JSON near byte %zu (line %d)", path, offset, line);
+    }
+    if (!cJSON_IsArray(json)) fatal("%s: expected a JSON list of Alpaca records", path);
+    int records = cJSON_GetArraySize(json);
+    if (records == 0) fatal("%s: no records", path);
+    if (val_records >= records) {
+        fatal("VAL_RECORDS %ld leaves no training record (%d records)", val_records, records);
+    }
+    Tokenizer tok;
+    tokenizer_load(&tok, dir);
+    SftData data = {0};
+    size_t val_start = 0;
+    int index = 0;
+    for (const cJSON *r = json->child; r != NULL; r = r->next, index++) {
+        if (!cJSON_IsObject(r)) fatal("%s: record %d is not an object", path, index);
+        const char *instruction = string_field(r, "instruction", 1, path, index);
+        const char *input = string_field(r, "input", 0, path, index);
+        const char *output = string_field(r, "output", 1, path, index);
+        const char *tmpl = input[0] ? PROMPT_WITH_INPUT : PROMPT_NO_INPUT;
+        size_t cap = strlen(tmpl) + strlen(instruction) + strlen(input) + 1;
+        char *prompt = malloc_check(cap, "prompt");
+        if (input[0])
+            snprintf(prompt, cap, PROMPT_WITH_INPUT, instruction, input);
+        else
+            snprintf(prompt, cap, PROMPT_NO_INPUT, instruction);
+        if (index == records - val_records) val_start = data.tokens.len;
+        size_t before = data.tokens.len;
+        TokenList part = {0};
+        push(&data, tok.eot_token, 0);
+        tokenizer_encode(&tok, (const unsigned char *)prompt, strlen(prompt), &part);
+        for (size_t i = 0; i < part.len; i++) push(&data, part.ids[i], 0);
+        part.len = 0;
+        tokenizer_encode(&tok, (const unsigned char *)output, strlen(output), &part);
+        for (size_t i = 0; i < part.len; i++) push(&data, part.ids[i], 1);
+        push(&data, tok.eot_token, 1);
+        token_list_free(&part);
+        free(prompt);
+        size_t length = data.tokens.len - before;
+        if (length > (size_t)max_tokens) {
+            fatal("%s: record %d is %zu tokens, longer than the context of %ld (-t)", path, index,
+                  length, max_tokens);
+        }
+    }
+    size_t train_count = val_records > 0 ? val_start : data.tokens.len;
+    write_split(prefix, "train", &data, 0, train_count);
+    if (val_records > 0) {
+        write_split(prefix, "val", &data, val_start, data.tokens.len - val_start);
+    }
+    printf("%s: %d records (%ld for val), %zu tokens\n", path, records, val_records,
+           data.tokens.len);
+    token_list_free(&data.tokens);
+    free(data.mask);
+    cJSON_Delete(json);
+    free(text);
+    tokenizer_free(&tok);
+    return EXIT_SUCCESS;
+}

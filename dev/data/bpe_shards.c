@@ -1,0 +1,124 @@
+// Tokenizes a text corpus with GPT-2's BPE into llm.c token shards:
+//   bpe_shards [-v DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] [SHARD_TOKENS=1048576]
+// TEXT holds documents separated by the literal "<|endoftext|>"; each
+// document becomes <|endoftext|> (50256) followed by its tokens, as in
+// llm.c's data scripts. The last VAL_FRACTION of the tokens goes to
+// PREFIX_val_NNNNNN.bin, the rest to PREFIX_train_NNNNNN.bin, each shard
+// SHARD_TOKENS tokens (the last of each split may be shorter). A progress
+// line on stderr while it tokenizes.
+#define _GNU_SOURCE // memmem
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dataloader.h"
+#include "tokenizer.h"
+#include "utils.h"
+
+typedef struct {
+    const int32_t *ids;
+    size_t count;
+} ShardContent;
+
+static void write_shard(FILE *f, const char *path, const void *ctx) {
+    const ShardContent *c = ctx;
+    int32_t header[256] = {0};
+    header[0] = SHARD_MAGIC;
+    header[1] = SHARD_VERSION;
+    header[2] = (int32_t)c->count;
+    fwrite_check(header, sizeof(int32_t), 256, f, path);
+    uint16_t buf[4096];
+    for (size_t i = 0; i < c->count; i += 4096) {
+        size_t n = c->count - i < 4096 ? c->count - i : 4096;
+        for (size_t k = 0; k < n; k++) buf[k] = (uint16_t)c->ids[i + k];
+        fwrite_check(buf, sizeof(uint16_t), n, f, path);
+    }
+}
+
+static int write_split(const char *prefix, const char *split, const int32_t *ids, size_t count,
+                       size_t shard_tokens) {
+    int index = 0;
+    for (size_t start = 0; start < count; start += shard_tokens, index++) {
+        char path[4096];
+        int n = snprintf(path, sizeof(path), "%s_%s_%06d.bin", prefix, split, index);
+        if (n < 0 || (size_t)n >= sizeof(path)) fatal("output prefix too long: %s", prefix);
+        ShardContent c = {ids + start, count - start < shard_tokens ? count - start : shard_tokens};
+        write_file_atomic(path, write_shard, &c);
+    }
+    return index;
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL;
+    int a = 1;
+    if (a + 1 < argc && strcmp(argv[a], "-v") == 0) {
+        dir = argv[a + 1];
+        a += 2;
+    }
+    int rest = argc - a;
+    if (rest < 2 || rest > 4) {
+        fprintf(stderr, "usage: bpe_shards [-v DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] "
+                        "[SHARD_TOKENS=1048576]\n");
+        return EXIT_FAILURE;
+    }
+    const char *text_path = argv[a], *prefix = argv[a + 1];
+    char *end;
+    double val_fraction = rest > 2 ? strtod(argv[a + 2], &end) : 0.05;
+    if (rest > 2 && (*end != '\0' || !(val_fraction > 0.0 && val_fraction < 1.0))) {
+        fatal("VAL_FRACTION must be a number in (0, 1), got '%s'", argv[a + 2]);
+    }
+    long shard_tokens = rest > 3 ? strtol(argv[a + 3], &end, 10) : 1048576L;
+    if (rest > 3 && (*end != '\0' || shard_tokens <= 0 || shard_tokens > 2000000000L)) {
+        fatal("SHARD_TOKENS must be an integer in [1, 2e9], got '%s'", argv[a + 3]);
+    }
+    Tokenizer tok;
+    tokenizer_load(&tok, dir);
+    FILE *f = fopen_check(text_path, "rb");
+    long size = file_size_bytes(f, text_path);
+    unsigned char *text = malloc_check((size_t)size + 1, text_path);
+    fread_check(text, 1, (size_t)size, f, text_path, "the text");
+    fclose(f);
+    text[size] = '\0';
+
+    static const char SEP[] = "<|endoftext|>";
+    const size_t sep_len = sizeof(SEP) - 1;
+    TokenList ids = {0};
+    double t0 = now_seconds(), last_report = t0;
+    size_t docs = 0;
+    for (size_t pos = 0; pos < (size_t)size;) {
+        unsigned char *hit = memmem(text + pos, (size_t)size - pos, SEP, sep_len);
+        size_t doc_end = hit ? (size_t)(hit - text) : (size_t)size;
+        if (doc_end > pos) {
+            token_list_push(&ids, tok.eot_token);
+            tokenizer_encode(&tok, text + pos, doc_end - pos, &ids);
+            docs++;
+        }
+        pos = hit ? doc_end + sep_len : (size_t)size;
+        double now = now_seconds();
+        if (now - last_report > 0.5 || pos == (size_t)size) {
+            fprintf(stderr, "\r%s: %.1f / %.1f MB, %zu documents, %zu tokens, %.1f MB/s  ",
+                    text_path, pos / 1e6, size / 1e6, docs, ids.len, pos / 1e6 / (now - t0 + 1e-9));
+            last_report = now;
+        }
+    }
+    fprintf(stderr, "\n");
+    if (ids.len < 2) fatal("%s: no text to tokenize", text_path);
+    for (size_t i = 0; i < ids.len; i++) {
+        if (ids.ids[i] > UINT16_MAX) fatal("token %d does not fit a uint16 shard", ids.ids[i]);
+    }
+    size_t val_count = (size_t)((double)ids.len * val_fraction);
+    if (val_count == 0) val_count = 1;
+    size_t train_count = ids.len - val_count;
+    int train_shards = write_split(prefix, "train", ids.ids, train_count, (size_t)shard_tokens);
+    int val_shards =
+        write_split(prefix, "val", ids.ids + train_count, val_count, (size_t)shard_tokens);
+    printf("%s: %zu documents, %zu tokens -> %s_train_* (%zu tokens, %d shards), %s_val_* "
+           "(%zu tokens, %d shards) in %.2f s\n",
+           text_path, docs, ids.len, prefix, train_count, train_shards, prefix, val_count,
+           val_shards, now_seconds() - t0);
+    token_list_free(&ids);
+    free(text);
+    tokenizer_free(&tok);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,81 @@
+"""File I/O shared by the ViT and Swin references (dev/reference/vit.py,
+swin.py): the vision model file (magic 20261129) and the vision debug state
+(magic 20261130), both described in docs/formats.md."""
+
+import sys
+
+import numpy as np
+
+MODEL_MAGIC = 20261129
+MODEL_VERSION = 1
+STATE_MAGIC = 20261130
+STATE_VERSION = 1
+HEADER_INTS = 256
+MODES = ("ln", "rms", "cbwc")
+FAMILIES = ("vit", "swin")
+
+# header slots (llmc/vision_model.h)
+SLOT = dict(magic=0, version=1, family=2, mode=3, image_size=4, image_channels=5,
+            patch_size=6, num_classes=7, channels=8, num_layers=9, num_heads=10,
+            mlp_ratio=11, window=12, center_patch=13, depths=16, heads=24)
+
+
+def f32_bits(v):
+    return int(np.array([v], dtype=np.float32).view(np.int32)[0])
+
+
+def write_model(path, family, mode, fields, params):
+    """fields: {slot name: int or list}; params: list of arrays in file order."""
+    h = np.zeros(HEADER_INTS, dtype=np.int32)
+    h[SLOT["magic"]] = MODEL_MAGIC
+    h[SLOT["version"]] = MODEL_VERSION
+    h[SLOT["family"]] = FAMILIES.index(family)
+    h[SLOT["mode"]] = MODES.index(mode)
+    for k, v in fields.items():
+        if isinstance(v, (list, tuple)):
+            h[SLOT[k]:SLOT[k] + len(v)] = v
+        else:
+            h[SLOT[k]] = v
+    with open(path, "wb") as f:
+        f.write(h.astype("<i4").tobytes())
+        for p in params:
+            f.write(np.asarray(p, dtype="<f4").tobytes())
+
+
+def read_model(path, family):
+    """Returns (header int array, mode name, flat float32 parameters)."""
+    def fail(msg):
+        sys.exit(f"{path}: {msg}")
+    try:
+        data = open(path, "rb").read()
+    except OSError as e:
+        fail(f"cannot open: {e.strerror}")
+    if len(data) < 4 * HEADER_INTS:
+        fail("file shorter than the 1024-byte header")
+    h = np.frombuffer(data[:4 * HEADER_INTS], dtype="<i4")
+    if h[0] != MODEL_MAGIC or h[1] != MODEL_VERSION:
+        fail(f"not a vision model file (magic {h[0]}, version {h[1]})")
+    if h[2] != FAMILIES.index(family):
+        fail(f"family {h[2]} is not {family}")
+    if not 0 <= h[3] < 3:
+        fail(f"norm mode {h[3]} not in 0..2")
+    flat = np.frombuffer(data, dtype="<f4", offset=4 * HEADER_INTS).astype(np.float32)
+    return h, MODES[h[3]], flat
+
+
+def write_state(path, family, images, labels, logits, loss, grads, losses, hp):
+    h = np.zeros(HEADER_INTS, dtype=np.int32)
+    vals = [STATE_MAGIC, STATE_VERSION, images.shape[0], len(losses),
+            f32_bits(hp["lr"]), f32_bits(hp["beta1"]), f32_bits(hp["beta2"]),
+            f32_bits(hp["eps"]), f32_bits(hp["wd"]), f32_bits(hp["clip"]),
+            f32_bits(hp["smoothing"]), FAMILIES.index(family)]
+    h[:len(vals)] = vals
+    with open(path, "wb") as f:
+        f.write(h.tobytes())
+        f.write(np.asarray(images, dtype="<f4").tobytes())
+        f.write(np.asarray(labels, dtype="<i4").tobytes())
+        f.write(np.asarray(logits, dtype="<f4").tobytes())
+        f.write(np.array([loss], dtype="<f4").tobytes())
+        for g in grads:
+            f.write(np.asarray(g, dtype="<f4").tobytes())
+        f.write(np.array(losses, dtype="<f4").tobytes())

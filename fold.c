@@ -1,0 +1,33 @@
+// fold: turns a GPT-2 model trained in ln mode (or any llm.c GPT-2 file) into
+// an inference model whose foldable LNs are RMSNorm and whose CBWC layers
+// hold V and the centred bias directly (cbwc-math.md sections 3-5). Which
+// norms fold and which layers are centred comes from the zero-mean analysis
+// of the model's graph (llmc/gpt2_fold.c), not from a fixed list.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpt2.h"
+#include "gpt2_fold.h"
+
+static void usage(void) {
+    fprintf(stderr, "usage: fold IN.bin OUT.bin\n"
+                    "  IN.bin   a GPT-2 model file in ln mode (header slot 8 = 0; llm.c's files are)\n"
+                    "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n");
+    exit(EXIT_FAILURE);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
+        usage();
+    }
+    GPT2 model;
+    gpt2_load(&model, argv[1]);
+    gpt2_fold(&model, argv[1]);
+    gpt2_save(&model, argv[2]);
+    const int L = model.config.num_layers;
+    printf("fold: %s -> %s: %d/%d LNs -> RMSNorm, %d layers centred (wte + m_t for the tied "
+           "head, wpe, %d attn c_proj, %d mlp c_proj)\n",
+           argv[1], argv[2], model.folded_norms, 2 * L + 1, 2 * L + 2, L, L);
+    gpt2_free(&model);
+    return EXIT_SUCCESS;
+}

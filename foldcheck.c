@@ -1,0 +1,174 @@
+// foldcheck: which LayerNorms of a network can become RMSNorm once a set of
+// linear layers uses CBWC (cbwc-math.md section 3). Reads a GPT-2 model file,
+// a graph text file (docs/graph-format.md) or a built-in config name.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2.h"
+#include "graph.h"
+#include "utils.h"
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: foldcheck MODEL.bin|GRAPH.txt|NAME [--emit]\n"
+            "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
+            "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
+            "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
+            "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered\n"
+            "  --emit     print the graph text instead of the analysis\n"
+            "Prints each LN's verdict, the CBWC layer set, and ends with\n"
+            "'foldable: N/M LNs, cbwc layers: K'.\n");
+    exit(EXIT_FAILURE);
+}
+
+// The graph of a GPT-2 model file's config (header only; gpt2_load checks the rest).
+static char *model_file_graph(const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    int32_t header[256];
+    fread_check(header, sizeof(int32_t), 256, f, path, "the model header");
+    fclose(f);
+    if (header[1] != GPT2_MODEL_VERSION_FP32) {
+        fatal("%s: model file version %d is not supported (expected %d)", path, header[1],
+              GPT2_MODEL_VERSION_FP32);
+    }
+    GPT2Config cfg = {.max_seq_len = header[2], .vocab_size = header[3], .num_layers = header[4],
+                      .num_heads = header[5], .channels = header[6],
+                      .padded_vocab_size = header[7]};
+    const char *why = gpt2_config_error(&cfg);
+    if (why != NULL) {
+        fatal("%s: bad model header: %s", path, why);
+    }
+    printf("model file %s: L=%d C=%d NH=%d V=%d, norm mode %s\n", path, cfg.num_layers,
+           cfg.channels, cfg.num_heads, cfg.vocab_size,
+           norm_mode_name((NormMode)header[GPT2_HEADER_SLOT_NORM_MODE]));
+    return graph_gpt2_text(cfg.num_layers, cfg.channels, cfg.num_heads, cfg.vocab_size);
+}
+
+static int is_model_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return 0;
+    }
+    int32_t magic = 0;
+    size_t got = fread(&magic, sizeof(magic), 1, f);
+    fclose(f);
+    return got == 1 && magic == GPT2_MODEL_MAGIC;
+}
+
+static int file_exists(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f != NULL) {
+        fclose(f);
+    }
+    return f != NULL;
+}
+
+static void print_report(const Graph *g, const GraphAnalysis *a, double ms) {
+    printf("graph %s: %d nodes, %d LayerNorms (analysis %.3f ms)\n", g->name, g->num_nodes,
+           a->num_layernorms, ms);
+    char reason[1024];
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (g->nodes[i].op != OP_LAYERNORM) {
+            continue;
+        }
+        if (graph_ln_foldable(g, a, i)) {
+            const uint64_t *needs = a->needs + (size_t)g->nodes[i].inputs[0] * a->words;
+            int k = 0;
+            for (int j = 0; j < g->num_nodes; j++) {
+                k += graph_bit(needs, j);
+            }
+            printf("  LN %-36s foldable -> RMSNorm (input zero-mean given CBWC on %d layer%s)\n",
+                   g->nodes[i].name, k, k == 1 ? "" : "s");
+        } else {
+            graph_ln_reason(g, a, i, reason, sizeof(reason));
+            printf("  LN %-36s NOT foldable: %s\n", g->nodes[i].name, reason);
+        }
+    }
+    printf("cbwc layers (%d):", a->num_cbwc);
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (graph_bit(a->cbwc_set, i)) {
+            printf(" %s(%s)", g->nodes[i].name, graph_op_name(g->nodes[i].op));
+        }
+    }
+    printf("\n");
+    // a centred weight also used by a layer outside S needs its uncentred copy there
+    for (int i = 0; i < g->num_nodes; i++) {
+        if (!graph_bit(a->cbwc_set, i) || !graph_is_linear_family(g->nodes[i].op)) {
+            continue;
+        }
+        for (int j = 0; j < g->num_nodes; j++) {
+            if (j != i && graph_is_linear_family(g->nodes[j].op) &&
+                strcmp(g->nodes[i].weight, g->nodes[j].weight) == 0 &&
+                (!graph_bit(a->cbwc_set, j) || g->nodes[j].op != g->nodes[i].op)) {
+                printf("note: weight %s is centred for %s but %s reads it uncentred: keep both "
+                       "(for a tied GPT-2 head: V plus m_t = mean(W_t), cbwc-math.md section 4)\n",
+                       g->nodes[i].weight, g->nodes[i].name, g->nodes[j].name);
+            }
+        }
+    }
+    if (a->leak_layer < 0) {
+        printf("exact fold of a trained LN model: yes (every centred output reaches only LNs)\n");
+    } else if (a->leak_reader == a->leak_layer || g->nodes[a->leak_reader].num_inputs == 0) {
+        printf("exact fold of a trained LN model: no (centring %s changes the graph output %s)\n",
+               g->nodes[a->leak_layer].name, g->nodes[a->leak_reader].name);
+    } else {
+        printf("exact fold of a trained LN model: no (centring %s shifts the input of %s (%s), "
+               "which does not absorb it; CBWC training is still valid)\n",
+               g->nodes[a->leak_layer].name, g->nodes[a->leak_reader].name,
+               graph_op_name(g->nodes[a->leak_reader].op));
+    }
+    printf("foldable: %d/%d LNs, cbwc layers: %d\n", a->num_foldable, a->num_layernorms,
+           a->num_cbwc);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || argc > 3 || argv[1][0] == '-') {
+        usage();
+    }
+    int emit = 0;
+    if (argc == 3) {
+        if (strcmp(argv[2], "--emit") != 0) {
+            usage();
+        }
+        emit = 1;
+    }
+    const char *arg = argv[1];
+    Graph g;
+    char *text = NULL;
+    if (is_model_file(arg)) {
+        text = model_file_graph(arg);
+    } else if (!file_exists(arg)) {
+        text = graph_builtin_text(arg);
+        if (text == NULL) {
+            fatal("%s: neither a file nor a built-in network (gpt2-d12, vit-tiny, swin-tiny, ...)",
+                  arg);
+        }
+    }
+    if (text != NULL) {
+        if (emit) {
+            fputs(text, stdout);
+            free(text);
+            return EXIT_SUCCESS;
+        }
+        char err[768];
+        if (graph_parse(&g, text, arg, err, sizeof(err)) != 0) {
+            fatal("%s", err);
+        }
+        free(text);
+    } else {
+        graph_load_file(&g, arg);
+        if (emit) {
+            fatal("--emit prints built-in networks; %s is already a graph file", arg);
+        }
+    }
+    GraphAnalysis a;
+    double t0 = now_seconds();
+    graph_analyze(&g, &a);
+    double ms = (now_seconds() - t0) * 1e3;
+    print_report(&g, &a, ms);
+    graph_analysis_free(&a);
+    graph_free(&g);
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,63 @@
+// AdamW on the GPU as torch.optim.AdamW (llmc/adamw.c): fp32 master weights,
+// moments and gradients; decoupled decay p *= 1 - lr wd, then
+// p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps). The floatX copy
+// the kernels read is rewritten in the same pass (bf16 builds).
+#ifndef FOLDNORM_ADAMW_CUH
+#define FOLDNORM_ADAMW_CUH
+
+#include <math.h>
+
+#include "cuda_common.cuh"
+
+// the per-step constants of one tensor's update
+typedef struct {
+    float beta1, beta2, eps;
+    float decay;                 // 1 - lr wd, or 1 without decay
+    float step_size;             // lr / (1 - beta1^t)
+    float bias_correction2_sqrt; // sqrt(1 - beta2^t)
+    float grad_scale;            // global-norm clipping
+} AdamWStep;
+
+static inline AdamWStep adamw_step_constants(float lr, float beta1, float beta2, float eps,
+                                             float weight_decay, int decay_on, int t,
+                                             float grad_scale) {
+    AdamWStep a;
+    a.beta1 = beta1;
+    a.beta2 = beta2;
+    a.eps = eps;
+    a.decay = decay_on ? 1.0f - lr * weight_decay : 1.0f;
+    a.step_size = lr / (1.0f - powf(beta1, (float)t));
+    a.bias_correction2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
+    a.grad_scale = grad_scale;
+    return a;
+}
+
+// the update of one parameter; m and v updated in place
+__device__ inline float adamw_apply(float p, float g, float *m, float *v, const AdamWStep &a) {
+    g *= a.grad_scale;
+    p *= a.decay;
+    const float mi = a.beta1 * *m + (1.0f - a.beta1) * g;
+    const float vi = a.beta2 * *v + (1.0f - a.beta2) * g * g;
+    *m = mi;
+    *v = vi;
+    return p - a.step_size * mi / (sqrtf(vi) / a.bias_correction2_sqrt + a.eps);
+}
+
+__global__ void adamw_kernel(float *params, floatX *params_x, const float *grads, float *m,
+                             float *v, size_t n, AdamWStep a) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float updated = adamw_apply(params[i], grads[i], m + i, v + i, a);
+    params[i] = updated;
+    if (params_x != NULL) params_x[i] = from_float<floatX>(updated);
+}
+
+// one step t (1-based) over n parameters; params_x may be NULL (fp32 builds)
+static inline void adamw_update_cuda(float *params, floatX *params_x, const float *grads, float *m,
+                                     float *v, size_t n, const AdamWStep &a, cudaStream_t stream) {
+    adamw_kernel<<<ceil_div((long long)n, 256), 256, 0, stream>>>(params, params_x, grads, m, v, n,
+                                                                  a);
+    CUDA_CHECK_LAUNCH();
+}
+
+#endif

@@ -1,0 +1,51 @@
+// One interface over the image classifiers (ViT, Swin) for the trainer and
+// the tests: load/save/init by family, forward/backward/update, sizes.
+#ifndef FOLDNORM_CLASSIFIER_H
+#define FOLDNORM_CLASSIFIER_H
+
+#include <stddef.h>
+
+#include "adamw.h"
+#include "swin.h"
+#include "vision_model.h"
+#include "vit.h"
+
+typedef struct {
+    VisionFamily family;
+    ViT vit;   // when family == FAMILY_VIT
+    Swin swin; // when family == FAMILY_SWIN
+} Classifier;
+
+// Reads the family from the file's header and loads it; when expected >= 0
+// a file of another family is an error naming the file.
+void classifier_load(Classifier *model, const char *path, int expected_family);
+void classifier_save(const Classifier *model, const char *path);
+void classifier_init_vit(Classifier *model, const ViTConfig *config, NormMode mode,
+                         unsigned long long seed);
+void classifier_init_swin(Classifier *model, const SwinConfig *config, NormMode mode,
+                          unsigned long long seed);
+
+NormMode classifier_mode(const Classifier *model);
+void classifier_set_mode(Classifier *model, NormMode mode);
+int classifier_image_size(const Classifier *model);
+int classifier_image_channels(const Classifier *model);
+int classifier_num_classes(const Classifier *model);
+size_t classifier_num_parameters(const Classifier *model);
+float *classifier_params(Classifier *model);
+float *classifier_grads(Classifier *model);
+// Name and size of parameter tensor i (i < count), in file order.
+int classifier_num_tensors(const Classifier *model);
+const char *classifier_tensor_name(const Classifier *model, int i);
+size_t classifier_tensor_size(const Classifier *model, int i);
+
+void classifier_forward(Classifier *model, const float *images, const int *labels,
+                        float smoothing, int B);
+const float *classifier_logits(const Classifier *model);
+float classifier_mean_loss(const Classifier *model);
+void classifier_zero_grad(Classifier *model);
+void classifier_backward(Classifier *model, float loss_scale);
+double classifier_grad_norm(const Classifier *model);
+void classifier_update(Classifier *model, const AdamWConfig *cfg, float grad_clip);
+void classifier_free(Classifier *model);
+
+#endif

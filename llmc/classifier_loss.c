@@ -1,0 +1,62 @@
+#include "classifier_loss.h"
+
+#include <math.h>
+#include <stddef.h>
+
+static float row_max(const float *z, int K) {
+    float m = z[0];
+    for (int k = 1; k < K; k++) {
+        m = z[k] > m ? z[k] : m;
+    }
+    return m;
+}
+
+void classifier_loss_forward(float *losses, const float *logits, const int *labels, float smoothing,
+                             int N, int K) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * K;
+        float m = row_max(z, K);
+        double sum_exp = 0.0, sum_z = 0.0;
+        for (int k = 0; k < K; k++) {
+            sum_exp += exp((double)(z[k] - m));
+            sum_z += z[k];
+        }
+        double lse = m + log(sum_exp);
+        // -sum_k q_k (z_k - lse) = lse - (1 - s) z_y - (s / K) sum_k z_k
+        losses[n] = (float)(lse - (1.0 - smoothing) * z[labels[n]] - smoothing * sum_z / K);
+    }
+}
+
+void classifier_loss_backward(float *dlogits, const float *logits, const int *labels,
+                              float smoothing, float scale, int N, int K) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * K;
+        float *dz = dlogits + (size_t)n * K;
+        float m = row_max(z, K);
+        double sum_exp = 0.0;
+        for (int k = 0; k < K; k++) {
+            sum_exp += exp((double)(z[k] - m));
+        }
+        int y = labels[n];
+        for (int k = 0; k < K; k++) {
+            double p = exp((double)(z[k] - m)) / sum_exp;
+            double q = smoothing / K + (k == y ? 1.0 - smoothing : 0.0);
+            dz[k] = (float)(scale * (p - q));
+        }
+    }
+}
+
+int classifier_correct_count(const float *logits, const int *labels, int N, int K) {
+    int correct = 0;
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * K;
+        int best = 0;
+        for (int k = 1; k < K; k++) {
+            best = z[k] > z[best] ? k : best;
+        }
+        correct += best == labels[n];
+    }
+    return correct;
+}

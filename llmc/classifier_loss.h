@@ -1,0 +1,16 @@
+// Softmax cross-entropy with label smoothing for image classifiers, as
+// torch's F.cross_entropy(label_smoothing=s): the target distribution is
+// q = (1 - s) onehot(y) + s / K, loss = -sum_k q_k log softmax(z)_k.
+#ifndef FOLDNORM_CLASSIFIER_LOSS_H
+#define FOLDNORM_CLASSIFIER_LOSS_H
+
+// losses[n] for N rows of K logits.
+void classifier_loss_forward(float *losses, const float *logits, const int *labels, float smoothing,
+                             int N, int K);
+// dlogits[n] = scale * (softmax(z_n) - q_n) (dlogits may alias logits).
+void classifier_loss_backward(float *dlogits, const float *logits, const int *labels,
+                              float smoothing, float scale, int N, int K);
+// Number of rows whose largest logit is at the label (ties: the first).
+int classifier_correct_count(const float *logits, const int *labels, int N, int K);
+
+#endif

@@ -1,0 +1,188 @@
+// Built-in networks written in the graph text format: GPT-2 (llm.c's
+// layout), ViT (timm's vit_*_patch16_224) and Swin (v1, as in timm/torchvision).
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2.h"
+#include "graph.h"
+#include "utils.h"
+
+typedef struct {
+    char *text;
+    size_t len, cap;
+} TextBuf;
+
+FN_PRINTF(2, 3) static void emit(TextBuf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->text + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            fatal("graph builder: formatting failed");
+        }
+        if (b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        b->cap = 2 * b->cap + (size_t)n + 1;
+        b->text = realloc(b->text, b->cap);
+        if (b->text == NULL) {
+            fatal("graph builder: out of memory");
+        }
+    }
+}
+
+static void buf_init(TextBuf *b) {
+    b->cap = 4096;
+    b->len = 0;
+    b->text = malloc_check(b->cap, "graph text");
+    b->text[0] = '\0';
+}
+
+char *graph_gpt2_text(int L, int C, int NH, int V) {
+    TextBuf b;
+    buf_init(&b);
+    emit(&b, "# GPT-2 (pre-LN, tied embedding / LM head), L=%d C=%d NH=%d V=%d\n", L, C, NH, V);
+    emit(&b, "graph gpt2\ninput tokens dim=1\n");
+    emit(&b, "embedding wte tokens vocab=%d out=%d\nparam wpe dim=%d\nadd x0 wte wpe\n", V, C, C);
+    for (int l = 0; l < L; l++) {
+        emit(&b, "layernorm h%d.ln_1 x%d\n", l, l);
+        emit(&b, "linear h%d.attn.c_attn h%d.ln_1 out=%d\n", l, l, 3 * C);
+        emit(&b, "attention h%d.attn h%d.attn.c_attn heads=%d\n", l, l, NH);
+        emit(&b, "linear h%d.attn.c_proj h%d.attn out=%d\n", l, l, C);
+        emit(&b, "add h%d.res_attn x%d h%d.attn.c_proj\n", l, l, l);
+        emit(&b, "layernorm h%d.ln_2 h%d.res_attn\n", l, l);
+        emit(&b, "linear h%d.mlp.c_fc h%d.ln_2 out=%d\n", l, l, 4 * C);
+        emit(&b, "gelu h%d.mlp.gelu h%d.mlp.c_fc\n", l, l);
+        emit(&b, "linear h%d.mlp.c_proj h%d.mlp.gelu out=%d\n", l, l, C);
+        emit(&b, "add x%d h%d.res_attn h%d.mlp.c_proj\n", l + 1, l, l);
+    }
+    emit(&b, "layernorm ln_f x%d\n", L);
+    emit(&b, "linear lm_head ln_f out=%d bias=0 weight=wte  # tied: reads wte itself\n", V);
+    return b.text;
+}
+
+// One pre-norm transformer block on stream X; returns nothing, writes PREFIX.out.
+static void vit_text(TextBuf *b, int dim, int depth, int heads) {
+    emit(b, "# ViT (timm vit_*_patch16_224): dim=%d depth=%d heads=%d, 16x16 patches, cls token\n",
+         dim, depth, heads);
+    emit(b, "graph vit\ninput patches dim=768  # 3x16x16 pixels per patch\n");
+    emit(b, "conv patch_embed.proj patches out=%d\n", dim);
+    emit(b, "param cls_token dim=%d\ntoken_concat tokens cls_token patch_embed.proj\n", dim);
+    emit(b, "param pos_embed dim=%d\nadd pos_add tokens pos_embed\ndropout x0 pos_add\n", dim);
+    for (int i = 0; i < depth; i++) {
+        const char *p = "blocks";
+        emit(b, "layernorm %s.%d.norm1 x%d\n", p, i, i);
+        emit(b, "linear %s.%d.attn.qkv %s.%d.norm1 out=%d\n", p, i, p, i, 3 * dim);
+        emit(b, "attention %s.%d.attn %s.%d.attn.qkv heads=%d\n", p, i, p, i, heads);
+        emit(b, "linear %s.%d.attn.proj %s.%d.attn out=%d\n", p, i, p, i, dim);
+        emit(b, "add %s.%d.res1 x%d %s.%d.attn.proj\n", p, i, i, p, i);
+        emit(b, "layernorm %s.%d.norm2 %s.%d.res1\n", p, i, p, i);
+        emit(b, "linear %s.%d.mlp.fc1 %s.%d.norm2 out=%d\n", p, i, p, i, 4 * dim);
+        emit(b, "gelu %s.%d.mlp.act %s.%d.mlp.fc1\n", p, i, p, i);
+        emit(b, "linear %s.%d.mlp.fc2 %s.%d.mlp.act out=%d\n", p, i, p, i, dim);
+        emit(b, "add x%d %s.%d.res1 %s.%d.mlp.fc2\n", i + 1, p, i, p, i);
+    }
+    emit(b, "layernorm norm x%d\nreshape cls_select norm  # the cls token\n", depth);
+    emit(b, "linear head cls_select out=1000\n");
+}
+
+static void swin_text(TextBuf *b, int embed, const int depths[4], const int heads[4],
+                      int centered) {
+    emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
+         embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
+         heads[3], centered ? ", explicit centring after the patch norm" : "");
+    emit(b, "graph swin\ninput patches dim=48  # 3x4x4 pixels per patch\n");
+    emit(b, "conv patch_embed.proj patches out=%d\n", embed);
+    emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
+    char x[GRAPH_MAX_NAME + 16];
+    if (centered) {
+        emit(b, "center patch_embed.center patch_embed.norm\n");
+        snprintf(x, sizeof(x), "patch_embed.center");
+    } else {
+        snprintf(x, sizeof(x), "patch_embed.norm");
+    }
+    int dim = embed;
+    for (int s = 0; s < 4; s++) {
+        for (int k = 0; k < depths[s]; k++) {
+            char p[48];
+            snprintf(p, sizeof(p), "layers.%d.blocks.%d", s, k);
+            int shifted = k % 2 == 1;
+            emit(b, "layernorm %s.norm1 %s\n", p, x);
+            if (shifted) {
+                emit(b, "cyclic_shift %s.shift %s.norm1\n", p, p);
+                emit(b, "window_partition %s.windows %s.shift\n", p, p);
+            } else {
+                emit(b, "window_partition %s.windows %s.norm1\n", p, p);
+            }
+            emit(b, "linear %s.attn.qkv %s.windows out=%d\n", p, p, 3 * dim);
+            emit(b, "attention %s.attn %s.attn.qkv heads=%d\n", p, p, heads[s]);
+            emit(b, "linear %s.attn.proj %s.attn out=%d\n", p, p, dim);
+            emit(b, "window_reverse %s.unwindow %s.attn.proj\n", p, p);
+            if (shifted) {
+                emit(b, "cyclic_shift %s.unshift %s.unwindow\n", p, p);
+            }
+            emit(b, "add %s.res1 %s %s.%s\n", p, x, p, shifted ? "unshift" : "unwindow");
+            emit(b, "layernorm %s.norm2 %s.res1\n", p, p);
+            emit(b, "linear %s.mlp.fc1 %s.norm2 out=%d\n", p, p, 4 * dim);
+            emit(b, "gelu %s.mlp.act %s.mlp.fc1\n", p, p);
+            emit(b, "linear %s.mlp.fc2 %s.mlp.act out=%d\n", p, p, dim);
+            emit(b, "add %s.res2 %s.res1 %s.mlp.fc2\n", p, p, p);
+            snprintf(x, sizeof(x), "%s.res2", p);
+        }
+        if (s == 3) {
+            break;
+        }
+        // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
+        const char *d = "downsample";
+        for (int q = 0; q < 4; q++) {
+            emit(b, "reshape layers.%d.%s.x%d %s  # tokens (2i+%d, 2j+%d)\n", s, d, q, x, q % 2,
+                 q / 2);
+        }
+        emit(b, "concat layers.%d.%s.cat layers.%d.%s.x0 layers.%d.%s.x1 layers.%d.%s.x2 layers.%d.%s.x3\n",
+             s, d, s, d, s, d, s, d, s, d);
+        emit(b, "layernorm layers.%d.%s.norm layers.%d.%s.cat\n", s, d, s, d);
+        emit(b, "linear layers.%d.%s.reduction layers.%d.%s.norm out=%d bias=0\n", s, d, s, d,
+             2 * dim);
+        snprintf(x, sizeof(x), "layers.%d.%s.reduction", s, d);
+        dim *= 2;
+    }
+    emit(b, "layernorm norm %s\navgpool pool norm\nlinear head pool out=1000\n", x);
+}
+
+char *graph_builtin_text(const char *name) {
+    if (strncmp(name, "gpt2-", 5) == 0) {
+        GPT2Config cfg;
+        if (gpt2_parse_descriptor(name + 5, &cfg) != 0 || gpt2_config_error(&cfg) != NULL) {
+            return NULL;
+        }
+        return graph_gpt2_text(cfg.num_layers, cfg.channels, cfg.num_heads, cfg.vocab_size);
+    }
+    static const struct { const char *name; int dim, depth, heads; } vits[] = {
+        {"vit-tiny", 192, 12, 3}, {"vit-small", 384, 12, 6}, {"vit-base", 768, 12, 12}};
+    for (size_t i = 0; i < sizeof(vits) / sizeof(vits[0]); i++) {
+        if (strcmp(name, vits[i].name) == 0) {
+            TextBuf b;
+            buf_init(&b);
+            vit_text(&b, vits[i].dim, vits[i].depth, vits[i].heads);
+            return b.text;
+        }
+    }
+    static const int heads[4] = {3, 6, 12, 24};
+    static const int tiny[4] = {2, 2, 6, 2}, small[4] = {2, 2, 18, 2};
+    static const struct { const char *name; const int *depths; int centered; } swins[] = {
+        {"swin-tiny", tiny, 0}, {"swin-tiny-centered", tiny, 1},
+        {"swin-small", small, 0}, {"swin-small-centered", small, 1}};
+    for (size_t i = 0; i < sizeof(swins) / sizeof(swins[0]); i++) {
+        if (strcmp(name, swins[i].name) == 0) {
+            TextBuf b;
+            buf_init(&b);
+            swin_text(&b, 96, swins[i].depths, heads, swins[i].centered);
+            return b.text;
+        }
+    }
+    return NULL;
+}

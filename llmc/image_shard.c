@@ -1,0 +1,128 @@
+#include "image_shard.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utils.h"
+
+static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f};
+static const float IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
+
+void image_shard_read(ImageShard *s, const char *path) {
+    memset(s, 0, sizeof(*s));
+    FILE *f = fopen_check(path, "rb");
+    long bytes = file_size_bytes(f, path);
+    int32_t h[256];
+    if (bytes < (long)sizeof(h)) {
+        fatal("%s: %ld bytes, shorter than the 1024-byte image shard header", path, bytes);
+    }
+    fread_check(h, sizeof(int32_t), 256, f, path, "the image shard header");
+    if (h[0] != IMAGE_SHARD_MAGIC) {
+        fatal("%s: not an image shard (magic %d, expected %d)", path, h[0], IMAGE_SHARD_MAGIC);
+    }
+    if (h[1] != IMAGE_SHARD_VERSION) {
+        fatal("%s: image shard version %d is not supported (expected %d)", path, h[1],
+              IMAGE_SHARD_VERSION);
+    }
+    s->count = h[2];
+    s->num_classes = h[3];
+    s->side = h[4];
+    s->channels = h[5];
+    s->kind = h[6];
+    s->crop = h[7];
+    if (s->count <= 0 || s->num_classes <= 0 || s->num_classes > (1 << 20) || s->side <= 0 ||
+        s->side > 4096 || s->channels != 3 || (s->kind != IMAGE_SHARD_TRAIN && s->kind != IMAGE_SHARD_EVAL) ||
+        s->crop <= 0 || s->crop > s->side || (s->kind == IMAGE_SHARD_EVAL && s->crop != s->side)) {
+        fatal("%s: bad header: count=%d classes=%d side=%d channels=%d kind=%d crop=%d", path,
+              s->count, s->num_classes, s->side, s->channels, s->kind, s->crop);
+    }
+    size_t per_image = (size_t)s->side * s->side * 3;
+    size_t pixels = mul_size_check((size_t)s->count, per_image, path);
+    size_t expected = sizeof(h) + (size_t)s->count * sizeof(int32_t) + pixels;
+    if ((size_t)bytes != expected) {
+        fatal("%s: file is %ld bytes but its header describes %zu bytes%s", path, bytes, expected,
+              (size_t)bytes < expected ? ": truncated" : ": trailing data");
+    }
+    s->labels = malloc_check((size_t)s->count * sizeof(int32_t), "shard labels");
+    s->pixels = malloc_check(pixels, "shard pixels");
+    fread_check(s->labels, sizeof(int32_t), (size_t)s->count, f, path, "the labels");
+    fread_check(s->pixels, 1, pixels, f, path, "the pixels");
+    fclose(f);
+    for (int i = 0; i < s->count; i++) {
+        if (s->labels[i] < 0 || s->labels[i] >= s->num_classes) {
+            fatal("%s: label %d of image %d is not in [0, %d)", path, s->labels[i], i,
+                  s->num_classes);
+        }
+    }
+}
+
+static void write_shard(FILE *f, const char *path, const void *ctx) {
+    const ImageShard *s = ctx;
+    int32_t h[256] = {IMAGE_SHARD_MAGIC, IMAGE_SHARD_VERSION, s->count, s->num_classes, s->side,
+                      s->channels, s->kind, s->crop};
+    fwrite_check(h, sizeof(int32_t), 256, f, path);
+    fwrite_check(s->labels, sizeof(int32_t), (size_t)s->count, f, path);
+    fwrite_check(s->pixels, 1, (size_t)s->count * s->side * s->side * 3, f, path);
+}
+
+void image_shard_write(const char *path, const ImageShard *shard) {
+    write_file_atomic(path, write_shard, shard);
+}
+
+// Bilinear sample of channel c at (y, x) in pixel-centre coordinates, clamped.
+static float bilinear(const uint8_t *img, int side, int c, float y, float x) {
+    y = fminf(fmaxf(y, 0.0f), (float)(side - 1));
+    x = fminf(fmaxf(x, 0.0f), (float)(side - 1));
+    int y0 = (int)y, x0 = (int)x;
+    int y1 = y0 + 1 < side ? y0 + 1 : y0, x1 = x0 + 1 < side ? x0 + 1 : x0;
+    float fy = y - (float)y0, fx = x - (float)x0;
+    float a = img[((size_t)y0 * side + x0) * 3 + c], b = img[((size_t)y0 * side + x1) * 3 + c];
+    float d = img[((size_t)y1 * side + x0) * 3 + c], e = img[((size_t)y1 * side + x1) * 3 + c];
+    return (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy;
+}
+
+void image_shard_sample(const ImageShard *s, int index, float *out, Rng *rng) {
+    const int side = s->side, crop = s->crop;
+    const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
+    // the source window (y0, x0, h, w) mapped onto crop x crop
+    float y0 = (float)(side - crop) / 2.0f, x0 = y0, h = (float)crop, w = (float)crop;
+    int flip = 0;
+    if (rng != NULL) {
+        // torchvision's RandomResizedCrop: 10 tries of area/aspect, else the whole image
+        float area = (float)side * side;
+        h = w = (float)side;
+        y0 = x0 = 0.0f;
+        for (int attempt = 0; attempt < 10; attempt++) {
+            float target = area * (0.08f + 0.92f * rng_uniform(rng));
+            float log_ratio = logf(3.0f / 4.0f) + (logf(4.0f / 3.0f) - logf(3.0f / 4.0f)) * rng_uniform(rng);
+            float ratio = expf(log_ratio);
+            float cw = sqrtf(target * ratio), ch = sqrtf(target / ratio);
+            if (cw <= side && ch <= side) {
+                w = cw;
+                h = ch;
+                y0 = (side - ch) * rng_uniform(rng);
+                x0 = (side - cw) * rng_uniform(rng);
+                break;
+            }
+        }
+        flip = rng_u32(rng) & 1u;
+    }
+    for (int c = 0; c < 3; c++) {
+        for (int y = 0; y < crop; y++) {
+            float sy = y0 + ((float)y + 0.5f) * h / (float)crop - 0.5f;
+            for (int x = 0; x < crop; x++) {
+                int xs = flip ? crop - 1 - x : x;
+                float sx = x0 + ((float)xs + 0.5f) * w / (float)crop - 0.5f;
+                float v = bilinear(img, side, c, sy, sx) / 255.0f;
+                out[((size_t)c * crop + y) * crop + x] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
+            }
+        }
+    }
+}
+
+void image_shard_free(ImageShard *s) {
+    free(s->labels);
+    free(s->pixels);
+    memset(s, 0, sizeof(*s));
+}

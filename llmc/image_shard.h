@@ -1,0 +1,37 @@
+// Image shards for ImageNet-style data sets, written by dev/data/images_to_shard
+// (docs/formats.md, "Image shard"): a 256-slot int32 header, int32 labels,
+// then uint8 RGB pixels, HWC, one side x side square per image.
+//   train shards (kind 0): the shorter side resized to `side`, centre-cropped
+//     square; random-resized-crop + flip to `crop` happen at load time;
+//   eval shards (kind 1): the shorter side resized to crop * 8 / 7, then
+//     centre-cropped to side == crop: used as stored.
+#ifndef FOLDNORM_IMAGE_SHARD_H
+#define FOLDNORM_IMAGE_SHARD_H
+
+#include <stdint.h>
+
+#include "rand.h"
+
+#define IMAGE_SHARD_MAGIC 20261201
+#define IMAGE_SHARD_VERSION 1
+#define IMAGE_SHARD_TRAIN 0
+#define IMAGE_SHARD_EVAL 1
+
+typedef struct {
+    int count, num_classes, side, channels, kind, crop;
+    int32_t *labels;
+    uint8_t *pixels; // count * side * side * channels
+} ImageShard;
+
+// Dies naming the file on a wrong magic/version, bad sizes, a file size other
+// than header + labels + pixels, or a label outside [0, num_classes).
+void image_shard_read(ImageShard *shard, const char *path);
+void image_shard_write(const char *path, const ImageShard *shard);
+// Image index as floats (3, crop, crop), normalized with the ImageNet mean and
+// std. rng != NULL (training): a random resized crop (area 8%-100%, aspect
+// 3/4-4/3, bilinear) and a random horizontal flip; rng == NULL: the centre
+// crop of size crop.
+void image_shard_sample(const ImageShard *shard, int index, float *out, Rng *rng);
+void image_shard_free(ImageShard *shard);
+
+#endif

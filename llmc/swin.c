@@ -1,0 +1,742 @@
+#include "swin.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention_bidir.h"
+#include "cbwc.h"
+#include "classifier_loss.h"
+#include "gelu.h"
+#include "matmul.h"
+#include "norm.h"
+#include "patch_embed.h"
+#include "rand.h"
+#include "utils.h"
+#include "vision_model.h"
+
+#define SWIN_MASK_VALUE (-100.0f) // the official code's mask for cross-region pairs
+
+static int effective_window(const SwinConfig *c, int res) {
+    return res <= c->window ? res : c->window;
+}
+
+const char *swin_config_error(const SwinConfig *c) {
+    if (c->image_size <= 0 || c->image_channels <= 0 || c->patch_size <= 0 ||
+        c->num_classes <= 1 || c->embed_dim <= 0 || c->num_stages <= 0 || c->window <= 0 ||
+        c->mlp_ratio <= 0) {
+        return "every dimension must be positive (and at least 2 classes)";
+    }
+    if (c->num_stages > SWIN_MAX_STAGES) {
+        return "too many stages";
+    }
+    if (c->image_size > 4096 || c->image_channels > 64 || c->embed_dim > 4096 ||
+        c->num_classes > (1 << 20) || c->mlp_ratio > 64 || c->window > 64 ||
+        (c->center_patch != 0 && c->center_patch != 1)) {
+        return "a value is out of range";
+    }
+    if (c->image_size % c->patch_size != 0) {
+        return "the image size must be a multiple of the patch size";
+    }
+    int res = c->image_size / c->patch_size;
+    for (int s = 0; s < c->num_stages; s++) {
+        if (s > 0) {
+            if (res % 2 != 0) {
+                return "patch merging needs an even resolution before every later stage";
+            }
+            res /= 2;
+        }
+        if (c->depths[s] <= 0 || c->depths[s] > 256 || c->heads[s] <= 0) {
+            return "every stage needs a positive depth and head count";
+        }
+        if (((long)c->embed_dim << s) % c->heads[s] != 0) {
+            return "a stage's channels must be a multiple of its heads";
+        }
+        if (res % effective_window(c, res) != 0) {
+            return "a stage's resolution must be a multiple of the window";
+        }
+    }
+    return NULL;
+}
+
+int swin_stage_stream_zero_mean(const SwinConfig *c, int stage) {
+    // with the centring ops every stream is zero-mean and read only by norms
+    // and centring ops; without them only the last stage's stream (from a
+    // centred reduction) avoids a PatchMerging, whose concat mixes tokens
+    // and so would see the per-token offsets that centring removes
+    return c->center_patch || (stage == c->num_stages - 1 && stage >= 1);
+}
+
+static size_t add_tensor(Swin *m, const char *name, size_t size, int decayed, int centred) {
+    int i = m->num_tensors++;
+    snprintf(m->tensor_names[i], sizeof(m->tensor_names[i]), "%s", name);
+    m->tensor_offsets[i] = m->num_parameters;
+    m->tensor_sizes[i] = size;
+    m->tensor_decayed[i] = (unsigned char)decayed;
+    m->tensor_centred[i] = (unsigned char)centred;
+    m->num_parameters += size;
+    return m->tensor_offsets[i];
+}
+
+// The window-order -> image-token permutation (cyclic shift by -shift, then
+// window partition), the relative position index and the shifted-window mask.
+static void block_build_tables(SwinBlock *blk) {
+    const int res = blk->res, W = blk->window, s = blk->shift, T = blk->T;
+    const int per_side = res / W;
+    blk->perm = malloc_check((size_t)blk->N * sizeof(int), "window permutation");
+    for (int wy = 0; wy < per_side; wy++) {
+        for (int wx = 0; wx < per_side; wx++) {
+            for (int iy = 0; iy < W; iy++) {
+                for (int ix = 0; ix < W; ix++) {
+                    int j = (wy * per_side + wx) * T + iy * W + ix;
+                    int y = (wy * W + iy + s) % res, x = (wx * W + ix + s) % res;
+                    blk->perm[j] = y * res + x;
+                }
+            }
+        }
+    }
+    blk->rel_index = malloc_check((size_t)T * T * sizeof(int), "relative position index");
+    for (int i = 0; i < T; i++) {
+        for (int j = 0; j < T; j++) {
+            int dy = i / W - j / W + W - 1, dx = i % W - j % W + W - 1;
+            blk->rel_index[i * T + j] = dy * (2 * W - 1) + dx;
+        }
+    }
+    blk->mask = NULL;
+    blk->nbias = 1;
+    if (s > 0) {
+        blk->nbias = blk->nW;
+        blk->mask = malloc_check((size_t)blk->nW * T * T * sizeof(float), "shift mask");
+        for (int w = 0; w < blk->nW; w++) {
+            int wy = w / per_side, wx = w % per_side;
+            for (int i = 0; i < T; i++) {
+                for (int j = 0; j < T; j++) {
+                    // region label of a position in the shifted frame: 3 bands per axis
+                    int yi = wy * W + i / W, xi = wx * W + i % W;
+                    int yj = wy * W + j / W, xj = wx * W + j % W;
+                    int li = (yi < res - W ? 0 : yi < res - s ? 1 : 2) * 3 +
+                             (xi < res - W ? 0 : xi < res - s ? 1 : 2);
+                    int lj = (yj < res - W ? 0 : yj < res - s ? 1 : 2) * 3 +
+                             (xj < res - W ? 0 : xj < res - s ? 1 : 2);
+                    blk->mask[((size_t)w * T + i) * T + j] = li == lj ? 0.0f : SWIN_MASK_VALUE;
+                }
+            }
+        }
+    }
+    blk->bias = malloc_check((size_t)blk->nbias * blk->NH * T * T * sizeof(float), "score bias");
+}
+
+// Lays out the parameters (file order, docs/formats.md) and the blocks.
+static void swin_build(Swin *m) {
+    const SwinConfig *c = &m->config;
+    int max_tensors = 8 + c->num_stages * 3;
+    m->num_blocks = 0;
+    for (int s = 0; s < c->num_stages; s++) {
+        m->num_blocks += c->depths[s];
+    }
+    max_tensors += m->num_blocks * 13;
+    m->tensor_names = calloc_check((size_t)max_tensors, sizeof(*m->tensor_names), "tensor names");
+    m->tensor_offsets = calloc_check((size_t)max_tensors, sizeof(size_t), "tensor offsets");
+    m->tensor_sizes = calloc_check((size_t)max_tensors, sizeof(size_t), "tensor sizes");
+    m->tensor_decayed = calloc_check((size_t)max_tensors, 1, "tensor flags");
+    m->tensor_centred = calloc_check((size_t)max_tensors, 1, "tensor flags");
+    m->blocks = calloc_check((size_t)m->num_blocks, sizeof(SwinBlock), "blocks");
+    m->res0 = c->image_size / c->patch_size;
+    m->PD = c->image_channels * c->patch_size * c->patch_size;
+    size_t E = (size_t)c->embed_dim;
+    m->patchw = add_tensor(m, "patchw", E * m->PD, 1, 1);
+    m->patchb = add_tensor(m, "patchb", E, 0, 1);
+    m->pnw = add_tensor(m, "pnw", E, 0, 0);
+    m->pnb = add_tensor(m, "pnb", E, 0, 0);
+    int b = 0, res = m->res0;
+    char name[32];
+    for (int s = 0; s < c->num_stages; s++) {
+        size_t C = E << s;
+        int zero_mean = swin_stage_stream_zero_mean(c, s);
+        if (s > 0) {
+            SwinMerge *mg = &m->merges[s];
+            mg->C_in = (int)C / 2;
+            res /= 2;
+            mg->res_out = res;
+            mg->N_out = res * res;
+            mg->rms_in_cbwc = c->center_patch; // reads a concat of centred tokens
+            mg->centred_reduction = zero_mean;
+            snprintf(name, sizeof(name), "s%d.mnw", s);
+            mg->normw = add_tensor(m, name, 2 * C, 0, 0);
+            snprintf(name, sizeof(name), "s%d.mnb", s);
+            mg->normb = add_tensor(m, name, 2 * C, 0, 0);
+            snprintf(name, sizeof(name), "s%d.redw", s);
+            mg->redw = add_tensor(m, name, C * 2 * C, 1, zero_mean);
+        }
+        for (int i = 0; i < c->depths[s]; i++, b++) {
+            SwinBlock *blk = &m->blocks[b];
+            blk->stage = s;
+            blk->C = (int)C;
+            blk->NH = c->heads[s];
+            blk->res = res;
+            blk->window = effective_window(c, res);
+            blk->shift = (i % 2 == 1 && res > c->window) ? c->window / 2 : 0;
+            blk->N = res * res;
+            blk->T = blk->window * blk->window;
+            blk->nW = blk->N / blk->T;
+            blk->hidden = (int)C * c->mlp_ratio;
+            blk->rms_in_cbwc = zero_mean;
+            size_t H = (size_t)blk->hidden, table = (size_t)(2 * blk->window - 1) * (2 * blk->window - 1);
+#define BLOCK_TENSOR(field, label, size, decay, centre)                                            \
+    snprintf(name, sizeof(name), "s%d.b%d.%s", s, i, label);                                       \
+    blk->field = add_tensor(m, name, size, decay, centre)
+            BLOCK_TENSOR(ln1w, "ln1w", C, 0, 0);
+            BLOCK_TENSOR(ln1b, "ln1b", C, 0, 0);
+            BLOCK_TENSOR(qkvw, "qkvw", 3 * C * C, 1, 0);
+            BLOCK_TENSOR(qkvb, "qkvb", 3 * C, 0, 0);
+            BLOCK_TENSOR(rpb, "rpb", table * blk->NH, 0, 0);
+            BLOCK_TENSOR(projw, "projw", C * C, 1, zero_mean);
+            BLOCK_TENSOR(projb, "projb", C, 0, zero_mean);
+            BLOCK_TENSOR(ln2w, "ln2w", C, 0, 0);
+            BLOCK_TENSOR(ln2b, "ln2b", C, 0, 0);
+            BLOCK_TENSOR(fcw, "fcw", H * C, 1, 0);
+            BLOCK_TENSOR(fcb, "fcb", H, 0, 0);
+            BLOCK_TENSOR(fc2w, "fc2w", C * H, 1, zero_mean);
+            BLOCK_TENSOR(fc2b, "fc2b", C, 0, zero_mean);
+#undef BLOCK_TENSOR
+            block_build_tables(blk);
+        }
+    }
+    m->C_last = (int)(E << (c->num_stages - 1));
+    m->N_last = res * res;
+    m->lnfw = add_tensor(m, "lnfw", (size_t)m->C_last, 0, 0);
+    m->lnfb = add_tensor(m, "lnfb", (size_t)m->C_last, 0, 0);
+    m->headw = add_tensor(m, "headw", (size_t)c->num_classes * m->C_last, 1, 0);
+    m->headb = add_tensor(m, "headb", (size_t)c->num_classes, 0, 0);
+    m->params_memory = malloc_check(mul_size_check(m->num_parameters, sizeof(float), "parameters"),
+                                    "parameters");
+    m->grads_memory = calloc_check(m->num_parameters, sizeof(float), "gradients");
+}
+
+static void swin_reset(Swin *m) {
+    memset(m, 0, sizeof(*m));
+    m->mean_loss = -1.0f;
+    m->centred_stale = 1;
+}
+
+void swin_init_random(Swin *m, const SwinConfig *config, NormMode mode, unsigned long long seed) {
+    swin_reset(m);
+    const char *why = swin_config_error(config);
+    if (why != NULL) {
+        fatal("bad Swin config: %s", why);
+    }
+    m->config = *config;
+    m->mode = mode;
+    swin_build(m);
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (int i = 0; i < m->num_tensors; i++) {
+        float *p = m->params_memory + m->tensor_offsets[i];
+        size_t n = m->tensor_sizes[i];
+        const char *name = m->tensor_names[i];
+        size_t len = strlen(name);
+        int gain = len >= 1 && name[len - 1] == 'w' &&
+                   (strstr(name, "ln") != NULL || strstr(name, "pnw") != NULL ||
+                    strstr(name, "mnw") != NULL);
+        if (m->tensor_decayed[i] || strstr(name, "rpb") != NULL) {
+            rng_normal_fill(&rng, p, n, 0.0f, 0.02f);
+        } else {
+            for (size_t j = 0; j < n; j++) {
+                p[j] = gain ? 1.0f : 0.0f;
+            }
+        }
+    }
+}
+
+void swin_load(Swin *m, const char *path) {
+    swin_reset(m);
+    int32_t h[VISION_HEADER_INTS];
+    long file_bytes;
+    FILE *f = vision_header_read(path, h, FAMILY_SWIN, &file_bytes);
+    SwinConfig c = {.image_size = h[VH_IMAGE_SIZE], .image_channels = h[VH_IMAGE_CHANNELS],
+                    .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
+                    .embed_dim = h[VH_CHANNELS], .num_stages = h[VH_NUM_LAYERS],
+                    .window = h[VH_WINDOW], .mlp_ratio = h[VH_MLP_RATIO],
+                    .center_patch = h[VH_CENTER_PATCH]};
+    for (int s = 0; s < SWIN_MAX_STAGES; s++) {
+        c.depths[s] = h[VH_DEPTHS + s];
+        c.heads[s] = h[VH_HEADS + s];
+    }
+    const char *why = swin_config_error(&c);
+    if (why != NULL) {
+        fatal("%s: bad Swin header (S=%d P=%d E=%d stages=%d W=%d): %s", path, c.image_size,
+              c.patch_size, c.embed_dim, c.num_stages, c.window, why);
+    }
+    m->config = c;
+    m->mode = (NormMode)h[VH_NORM_MODE];
+    swin_build(m);
+    vision_params_read(f, path, file_bytes, m->params_memory, m->num_parameters);
+}
+
+void swin_save(const Swin *m, const char *path) {
+    int32_t h[VISION_HEADER_INTS] = {0};
+    const SwinConfig *c = &m->config;
+    h[VH_MAGIC] = VISION_MODEL_MAGIC;
+    h[VH_VERSION] = VISION_MODEL_VERSION;
+    h[VH_FAMILY] = FAMILY_SWIN;
+    h[VH_NORM_MODE] = (int32_t)m->mode;
+    h[VH_IMAGE_SIZE] = c->image_size;
+    h[VH_IMAGE_CHANNELS] = c->image_channels;
+    h[VH_PATCH_SIZE] = c->patch_size;
+    h[VH_NUM_CLASSES] = c->num_classes;
+    h[VH_CHANNELS] = c->embed_dim;
+    h[VH_NUM_LAYERS] = c->num_stages;
+    h[VH_MLP_RATIO] = c->mlp_ratio;
+    h[VH_WINDOW] = c->window;
+    h[VH_CENTER_PATCH] = c->center_patch;
+    for (int s = 0; s < c->num_stages; s++) {
+        h[VH_DEPTHS + s] = c->depths[s];
+        h[VH_HEADS + s] = c->heads[s];
+    }
+    vision_model_write(path, h, m->params_memory, m->num_parameters);
+}
+
+// Hands out consecutive slices of one buffer (first pass: counts only).
+typedef struct {
+    float *base;
+    size_t used;
+} Arena;
+
+static float *arena_take(Arena *a, size_t n) {
+    float *p = a->base != NULL ? a->base + a->used : NULL;
+    a->used += n;
+    return p;
+}
+
+static void swin_lay_out_activations(Swin *m, Arena *a, int B) {
+    const size_t Bs = (size_t)B, E = (size_t)m->config.embed_dim, N0 = (size_t)m->res0 * m->res0;
+    m->patches = arena_take(a, Bs * N0 * m->PD);
+    m->patch_out = arena_take(a, Bs * N0 * E);
+    m->pn = arena_take(a, Bs * N0 * E);
+    m->pn_mean = arena_take(a, Bs * N0);
+    m->pn_rstd = arena_take(a, Bs * N0);
+    m->stream0 = arena_take(a, Bs * N0 * E);
+    for (int s = 1; s < m->config.num_stages; s++) {
+        SwinMerge *mg = &m->merges[s];
+        size_t n = Bs * mg->N_out;
+        mg->merged = arena_take(a, n * 4 * mg->C_in);
+        mg->normed = arena_take(a, n * 4 * mg->C_in);
+        mg->mean = arena_take(a, n);
+        mg->rstd = arena_take(a, n);
+        mg->out = arena_take(a, n * 2 * mg->C_in);
+    }
+    for (int i = 0; i < m->num_blocks; i++) {
+        SwinBlock *k = &m->blocks[i];
+        size_t n = Bs * k->N, nc = n * k->C;
+        k->ln1 = arena_take(a, nc);
+        k->ln1_mean = arena_take(a, n);
+        k->ln1_rstd = arena_take(a, n);
+        k->qkv_win = arena_take(a, 3 * nc);
+        k->att = arena_take(a, Bs * k->nW * k->NH * k->T * k->T);
+        k->atty_img = arena_take(a, nc);
+        k->resid2 = arena_take(a, nc);
+        k->ln2 = arena_take(a, nc);
+        k->ln2_mean = arena_take(a, n);
+        k->ln2_rstd = arena_take(a, n);
+        k->fch = arena_take(a, n * k->hidden);
+        k->fch_gelu = arena_take(a, n * k->hidden);
+        k->out = arena_take(a, nc);
+    }
+    size_t K = (size_t)m->config.num_classes, NL = Bs * m->N_last * m->C_last;
+    m->lnf = arena_take(a, NL);
+    m->lnf_mean = arena_take(a, Bs * m->N_last);
+    m->lnf_rstd = arena_take(a, Bs * m->N_last);
+    m->pooled = arena_take(a, Bs * m->C_last);
+    m->logits = arena_take(a, Bs * K);
+    m->dlogits = arena_take(a, Bs * K);
+    m->losses = arena_take(a, Bs);
+}
+
+static void swin_lay_out_scratch(Swin *m, Arena *a, int B) {
+    size_t nc = (size_t)m->res0 * m->res0 * m->config.embed_dim, nh = 0, sc = 0;
+    for (int i = 0; i < m->num_blocks; i++) {
+        const SwinBlock *k = &m->blocks[i];
+        nc = (size_t)k->N * k->C > nc ? (size_t)k->N * k->C : nc;
+        nh = (size_t)k->N * k->hidden > nh ? (size_t)k->N * k->hidden : nh;
+        size_t s = (size_t)k->nW * k->NH * k->T * k->T;
+        sc = s > sc ? s : sc;
+    }
+    size_t Bs = (size_t)B;
+    m->s_a = arena_take(a, Bs * nc);
+    m->s_b = arena_take(a, Bs * nc);
+    m->s_dln = arena_take(a, Bs * nc);
+    m->s_datty = arena_take(a, Bs * nc);
+    m->s_branch = arena_take(a, Bs * nc);
+    m->s_qkv = arena_take(a, 3 * Bs * nc);
+    m->s_dqkv = arena_take(a, 3 * Bs * nc);
+    m->s_dfch = arena_take(a, Bs * nh);
+    m->s_dfchg = arena_take(a, Bs * nh);
+    m->s_dscores = arena_take(a, Bs * sc);
+    m->s_pooled = arena_take(a, Bs * m->C_last);
+}
+
+static void swin_allocate_activations(Swin *m, int B) {
+    free(m->acts_memory);
+    free(m->scratch_memory);
+    free(m->labels);
+    Arena a = {NULL, 0};
+    swin_lay_out_activations(m, &a, B);
+    m->acts_memory = malloc_check(mul_size_check(a.used, sizeof(float), "activations"), "activations");
+    a = (Arena){m->acts_memory, 0};
+    swin_lay_out_activations(m, &a, B);
+    a = (Arena){NULL, 0};
+    swin_lay_out_scratch(m, &a, B);
+    m->scratch_memory = malloc_check(mul_size_check(a.used, sizeof(float), "scratch"), "scratch");
+    a = (Arena){m->scratch_memory, 0};
+    swin_lay_out_scratch(m, &a, B);
+    m->labels = malloc_check((size_t)B * sizeof(int), "labels");
+    m->batch_size = B;
+}
+
+// cbwc: V = P W (+ P b) for every tensor flagged centred (its bias follows it).
+static void swin_refresh_centred(Swin *m) {
+    if (m->centred_memory == NULL) {
+        m->centred_memory = calloc_check(m->num_parameters, sizeof(float), "cbwc centred weights");
+    }
+    float *v = m->centred_memory;
+    const float *w = m->params_memory;
+    cbwc_project_weights(v + m->patchw, v + m->patchb, w + m->patchw, w + m->patchb,
+                         m->config.embed_dim, m->PD);
+    for (int s = 1; s < m->config.num_stages; s++) {
+        const SwinMerge *mg = &m->merges[s];
+        if (mg->centred_reduction) {
+            cbwc_project_weights(v + mg->redw, NULL, w + mg->redw, NULL, 2 * mg->C_in, 4 * mg->C_in);
+        }
+    }
+    for (int i = 0; i < m->num_blocks; i++) {
+        const SwinBlock *k = &m->blocks[i];
+        if (k->rms_in_cbwc) {
+            cbwc_project_weights(v + k->projw, v + k->projb, w + k->projw, w + k->projb, k->C, k->C);
+            cbwc_project_weights(v + k->fc2w, v + k->fc2b, w + k->fc2w, w + k->fc2b, k->C, k->hidden);
+        }
+    }
+    m->centred_stale = 0;
+}
+
+static NormKind norm_kind(const Swin *m, int foldable) {
+    if (m->mode == MODE_LN) {
+        return NORM_LAYER;
+    }
+    if (m->mode == MODE_RMS) {
+        return NORM_RMS;
+    }
+    return foldable ? NORM_RMS : NORM_LAYER;
+}
+
+// Weights a layer reads: the centred copy for a CBWC layer in cbwc, else the proxy.
+static const float *effective(const Swin *m, size_t offset, int centred_layer) {
+    return m->mode == MODE_CBWC && centred_layer ? m->centred_memory + offset
+                                                 : m->params_memory + offset;
+}
+
+static void add_into(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        out[i] = a[i] + b[i];
+    }
+}
+
+// dst[b, j] = src[b, perm[j]] (gather) or dst[b, perm[j]] = src[b, j] (scatter), rows of width.
+static void permute_rows(float *dst, const float *src, const int *perm, int B, int N, int width,
+                         int scatter) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int j = 0; j < N; j++) {
+            size_t from = (size_t)b * N + (scatter ? j : perm[j]);
+            size_t to = (size_t)b * N + (scatter ? perm[j] : j);
+            memcpy(dst + to * width, src + from * width, (size_t)width * sizeof(float));
+        }
+    }
+}
+
+// 2x2 patch merging, the official order: parts (dy, dx) = (0,0), (1,0), (0,1), (1,1).
+static void merge_rows(float *merged, float *x, int B, int res_out, int C, int scatter) {
+    const int res_in = 2 * res_out;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < res_out * res_out; t++) {
+            int y = t / res_out, xo = t % res_out;
+            for (int part = 0; part < 4; part++) {
+                int dy = part & 1, dx = part >> 1;
+                float *m = merged + (((size_t)b * res_out * res_out + t) * 4 + part) * C;
+                float *src = x + ((size_t)b * res_in * res_in + (size_t)(2 * y + dy) * res_in +
+                                  (2 * xo + dx)) * C;
+                if (scatter) {
+                    memcpy(src, m, (size_t)C * sizeof(float));
+                } else {
+                    memcpy(m, src, (size_t)C * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
+    const float *p = m->params_memory;
+    const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
+    const NormKind kind = norm_kind(m, k->rms_in_cbwc);
+    const size_t nc = (size_t)BN * C;
+    norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->ln1w, p + k->ln1b, BN, C);
+    matmul_forward(m->s_qkv, k->ln1, p + k->qkvw, p + k->qkvb, BN, C, 3 * C);
+    permute_rows(k->qkv_win, m->s_qkv, k->perm, B, N, 3 * C, 0);
+    // score bias: relative position bias (+ the shift mask of window w)
+    const float *rpb = p + k->rpb;
+    for (int w = 0; w < k->nbias; w++) {
+        for (int h = 0; h < NH; h++) {
+            float *dst = k->bias + ((size_t)w * NH + h) * T * T;
+            for (int ij = 0; ij < T * T; ij++) {
+                dst[ij] = rpb[(size_t)k->rel_index[ij] * NH + h] +
+                          (k->mask != NULL ? k->mask[(size_t)w * T * T + ij] : 0.0f);
+            }
+        }
+    }
+    attention_bidir_forward(m->s_datty, k->att, k->qkv_win, k->bias, k->nbias, B * k->nW, T, C, NH);
+    permute_rows(k->atty_img, m->s_datty, k->perm, B, N, C, 1);
+    matmul_forward(m->s_branch, k->atty_img, effective(m, k->projw, k->rms_in_cbwc),
+                   effective(m, k->projb, k->rms_in_cbwc), BN, C, C);
+    add_into(k->resid2, x, m->s_branch, nc);
+    norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->ln2w, p + k->ln2b, BN, C);
+    matmul_forward(k->fch, k->ln2, p + k->fcw, p + k->fcb, BN, C, k->hidden);
+    gelu_forward(k->fch_gelu, k->fch, (size_t)BN * k->hidden);
+    matmul_forward(m->s_branch, k->fch_gelu, effective(m, k->fc2w, k->rms_in_cbwc),
+                   effective(m, k->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
+    add_into(k->out, k->resid2, m->s_branch, nc);
+}
+
+void swin_forward(Swin *m, const float *images, const int *labels, float smoothing, int B) {
+    if (m->acts_memory == NULL || B != m->batch_size) {
+        swin_allocate_activations(m, B);
+    }
+    const SwinConfig *c = &m->config;
+    if (m->mode == MODE_CBWC && m->centred_stale) {
+        swin_refresh_centred(m);
+    }
+    const float *p = m->params_memory;
+    const int E = c->embed_dim, BN0 = B * m->res0 * m->res0, K = c->num_classes;
+    patches_from_images(m->patches, images, B, c->image_channels, c->image_size, c->patch_size);
+    matmul_forward(m->patch_out, m->patches, effective(m, m->patchw, 1), effective(m, m->patchb, 1),
+                   BN0, m->PD, E);
+    norm_forward(norm_kind(m, 1), m->pn, m->pn_mean, m->pn_rstd, m->patch_out, p + m->pnw,
+                 p + m->pnb, BN0, E);
+    if (c->center_patch) {
+        cbwc_center_rows(m->stream0, m->pn, BN0, E); // the explicit centring op
+    } else {
+        memcpy(m->stream0, m->pn, (size_t)BN0 * E * sizeof(float));
+    }
+    const float *x = m->stream0;
+    int b = 0;
+    for (int s = 0; s < c->num_stages; s++) {
+        if (s > 0) {
+            SwinMerge *mg = &m->merges[s];
+            int n = B * mg->N_out;
+            if (c->center_patch) { // the explicit centring op before the merge
+                cbwc_center_rows(m->s_branch, x, B * 4 * mg->N_out, mg->C_in);
+                x = m->s_branch;
+            }
+            merge_rows(mg->merged, (float *)x, B, mg->res_out, mg->C_in, 0);
+            norm_forward(norm_kind(m, mg->rms_in_cbwc), mg->normed, mg->mean, mg->rstd, mg->merged,
+                         p + mg->normw, p + mg->normb, n, 4 * mg->C_in);
+            matmul_forward(mg->out, mg->normed, effective(m, mg->redw, mg->centred_reduction), NULL,
+                           n, 4 * mg->C_in,
+                           2 * mg->C_in);
+            x = mg->out;
+        }
+        for (int i = 0; i < c->depths[s]; i++, b++) {
+            block_forward(m, &m->blocks[b], x, B);
+            x = m->blocks[b].out;
+        }
+    }
+    const int CL = m->C_last, NL = m->N_last;
+    norm_forward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), m->lnf,
+                 m->lnf_mean, m->lnf_rstd, x, p + m->lnfw, p + m->lnfb, B * NL, CL);
+#pragma omp parallel for schedule(static)
+    for (int bb = 0; bb < B; bb++) {
+        for (int ch = 0; ch < CL; ch++) {
+            float sum = 0.0f;
+            for (int t = 0; t < NL; t++) {
+                sum += m->lnf[((size_t)bb * NL + t) * CL + ch];
+            }
+            m->pooled[(size_t)bb * CL + ch] = sum / (float)NL;
+        }
+    }
+    matmul_forward(m->logits, m->pooled, p + m->headw, p + m->headb, B, CL, K);
+    if (labels == NULL) {
+        m->mean_loss = -1.0f;
+        return;
+    }
+    memcpy(m->labels, labels, (size_t)B * sizeof(int));
+    m->smoothing = smoothing;
+    classifier_loss_forward(m->losses, m->logits, labels, smoothing, B, K);
+    double sum = 0.0;
+    for (int bb = 0; bb < B; bb++) {
+        sum += m->losses[bb];
+    }
+    m->mean_loss = (float)(sum / B);
+}
+
+void swin_zero_grad(Swin *m) {
+    memset(m->grads_memory, 0, m->num_parameters * sizeof(float));
+}
+
+// Backward of y = x W^T + b; for a centred layer in cbwc the output gradient
+// is centred first (dW = P dV, dx = dy V; cbwc.h). Accumulates.
+static void linear_backward(const Swin *m, int centred_layer, float *dinp, float *dW, float *dbias,
+                            const float *dout, const float *inp, const float *W, int N, int IC,
+                            int OC) {
+    if (m->mode == MODE_CBWC && centred_layer) {
+        cbwc_center_rows(m->s_branch, dout, N, OC);
+        dout = m->s_branch;
+    }
+    matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+}
+
+// d holds the gradient of the block's output and leaves with its input's.
+static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int B) {
+    const float *p = m->params_memory;
+    float *g = m->grads_memory;
+    const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N, H = k->hidden;
+    const NormKind kind = norm_kind(m, k->rms_in_cbwc);
+    const size_t nc = (size_t)BN * C;
+    memset(m->s_dfchg, 0, (size_t)BN * H * sizeof(float));
+    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->fc2w, g + k->fc2b, d, k->fch_gelu,
+                    p + k->fc2w, BN, H, C);
+    gelu_backward(m->s_dfch, k->fch, m->s_dfchg, (size_t)BN * H);
+    memset(m->s_dln, 0, nc * sizeof(float));
+    matmul_backward(m->s_dln, g + k->fcw, g + k->fcb, m->s_dfch, k->ln2, p + k->fcw, BN, C, H);
+    norm_backward(kind, d, g + k->ln2w, g + k->ln2b, m->s_dln, k->resid2, p + k->ln2w, k->ln2_mean,
+                  k->ln2_rstd, BN, C);
+    memset(m->s_datty, 0, nc * sizeof(float));
+    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->projw, g + k->projb, d, k->atty_img,
+                    p + k->projw, BN, C, C);
+    permute_rows(m->s_dln, m->s_datty, k->perm, B, N, C, 0); // dln holds datty in window order
+    memset(m->s_dqkv, 0, 3 * nc * sizeof(float));
+    const int G = B * k->nW;
+    attention_bidir_backward(m->s_dqkv, m->s_dscores, m->s_dln, k->qkv_win, k->att, G, T, C, NH);
+    // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
+    float *drpb = g + k->rpb;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < NH; h++) {
+        for (int gg = 0; gg < G; gg++) {
+            const float *ds = m->s_dscores + ((size_t)gg * NH + h) * T * T;
+            for (int ij = 0; ij < T * T; ij++) {
+                drpb[(size_t)k->rel_index[ij] * NH + h] += ds[ij];
+            }
+        }
+    }
+    permute_rows(m->s_qkv, m->s_dqkv, k->perm, B, N, 3 * C, 1);
+    memset(m->s_dln, 0, nc * sizeof(float));
+    matmul_backward(m->s_dln, g + k->qkvw, g + k->qkvb, m->s_qkv, k->ln1, p + k->qkvw, BN, C, 3 * C);
+    norm_backward(kind, d, g + k->ln1w, g + k->ln1b, m->s_dln, x, p + k->ln1w, k->ln1_mean,
+                  k->ln1_rstd, BN, C);
+}
+
+void swin_backward(Swin *m, float loss_scale) {
+    if (m->mean_loss < 0.0f) {
+        fatal("swin_backward: needs a forward pass with labels first");
+    }
+    const SwinConfig *c = &m->config;
+    const float *p = m->params_memory;
+    float *g = m->grads_memory;
+    const int B = m->batch_size, K = c->num_classes, CL = m->C_last, NL = m->N_last;
+    const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
+    classifier_loss_backward(m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B, K);
+    memset(m->s_pooled, 0, (size_t)B * CL * sizeof(float));
+    matmul_backward(m->s_pooled, g + m->headw, g + m->headb, m->dlogits, m->pooled, p + m->headw, B,
+                    CL, K);
+#pragma omp parallel for schedule(static)
+    for (int bb = 0; bb < B; bb++) {
+        for (int t = 0; t < NL; t++) {
+            for (int ch = 0; ch < CL; ch++) {
+                m->s_dln[((size_t)bb * NL + t) * CL + ch] = m->s_pooled[(size_t)bb * CL + ch] / (float)NL;
+            }
+        }
+    }
+    float *d = m->s_a, *other = m->s_b;
+    memset(d, 0, (size_t)B * NL * CL * sizeof(float));
+    const float *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out : m->stream0;
+    norm_backward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), d, g + m->lnfw,
+                  g + m->lnfb, m->s_dln, x_last, p + m->lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL);
+    int b = m->num_blocks - 1;
+    for (int s = c->num_stages - 1; s >= 0; s--) {
+        for (int i = c->depths[s] - 1; i >= 0; i--, b--) {
+            const float *x = i > 0 ? m->blocks[b - 1].out : s > 0 ? m->merges[s].out : m->stream0;
+            block_backward(m, &m->blocks[b], x, d, B);
+        }
+        if (s > 0) {
+            SwinMerge *mg = &m->merges[s];
+            int n = B * mg->N_out, C4 = 4 * mg->C_in;
+            memset(m->s_dln, 0, (size_t)n * C4 * sizeof(float));
+            linear_backward(m, mg->centred_reduction, m->s_dln, g + mg->redw, NULL, d, mg->normed,
+                            p + mg->redw, n, C4, 2 * mg->C_in);
+            memset(m->s_datty, 0, (size_t)n * C4 * sizeof(float));
+            norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->normw, g + mg->normb,
+                          m->s_dln, mg->merged, p + mg->normw, mg->mean, mg->rstd, n, C4);
+            merge_rows(m->s_datty, other, B, mg->res_out, mg->C_in, 1);
+            if (c->center_patch) {
+                cbwc_center_rows(other, other, B * 4 * mg->N_out, mg->C_in);
+            }
+            float *t = d;
+            d = other;
+            other = t;
+        }
+    }
+    if (c->center_patch) {
+        cbwc_center_rows(d, d, BN0, E); // the centring op is its own adjoint
+    }
+    memset(m->s_dln, 0, (size_t)BN0 * E * sizeof(float));
+    norm_backward(norm_kind(m, 1), m->s_dln, g + m->pnw, g + m->pnb, d, m->patch_out, p + m->pnw,
+                  m->pn_mean, m->pn_rstd, BN0, E);
+    linear_backward(m, 1, NULL, g + m->patchw, g + m->patchb, m->s_dln, m->patches, p + m->patchw,
+                    BN0, m->PD, E);
+    m->mean_loss = -1.0f;
+}
+
+double swin_grad_norm(const Swin *m) {
+    return sqrt(sum_of_squares(m->grads_memory, m->num_parameters));
+}
+
+void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
+    if (m->m_memory == NULL) {
+        m->m_memory = calloc_check(m->num_parameters, sizeof(float), "AdamW m");
+        m->v_memory = calloc_check(m->num_parameters, sizeof(float), "AdamW v");
+    }
+    float scale = clip_grad_scale(swin_grad_norm(m), grad_clip);
+    m->adamw_step += 1;
+    m->centred_stale = 1;
+    for (int i = 0; i < m->num_tensors; i++) {
+        size_t o = m->tensor_offsets[i];
+        adamw_update(m->params_memory + o, m->grads_memory + o, m->m_memory + o, m->v_memory + o,
+                     m->tensor_sizes[i], cfg, m->tensor_decayed[i], m->adamw_step, scale);
+    }
+}
+
+void swin_free(Swin *m) {
+    for (int i = 0; i < m->num_blocks; i++) {
+        free(m->blocks[i].perm);
+        free(m->blocks[i].rel_index);
+        free(m->blocks[i].mask);
+        free(m->blocks[i].bias);
+    }
+    free(m->blocks);
+    free(m->tensor_names);
+    free(m->tensor_offsets);
+    free(m->tensor_sizes);
+    free(m->tensor_decayed);
+    free(m->tensor_centred);
+    free(m->params_memory);
+    free(m->grads_memory);
+    free(m->m_memory);
+    free(m->v_memory);
+    free(m->centred_memory);
+    free(m->acts_memory);
+    free(m->scratch_memory);
+    free(m->labels);
+    swin_reset(m);
+}

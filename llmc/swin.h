@@ -1,0 +1,111 @@
+// Swin Transformer (Liu et al. 2021) in fp32 with the three norm modes:
+// patch embedding (matmul over patches) + norm, stages of Swin blocks with
+// window attention (W-MSA) and shifted-window attention (SW-MSA: cyclic
+// shift by W/2 and the -100 mask of the official code), a learned relative
+// position bias table per block, patch merging between stages (2x2 concat in
+// the official order -> norm -> Linear 4C -> 2C, no bias), final norm,
+// average pooling over tokens, linear head.
+//
+// Norm modes: ln = LayerNorm everywhere, rms = RMSNorm everywhere, cbwc =
+// the foldable norms become RMSNorm and the layers writing their input are
+// centred (CBWC); the others stay LayerNorm. cbwc is the same function as ln.
+// A norm is foldable when its input is zero-mean once a set S of layers is
+// centred AND centring S leaves the ln model's function unchanged, i.e. every
+// reader of a stream S writes into is blind to a per-token shift (a norm, a
+// centring op). PatchMerging is not: its 2x2 concat puts four tokens'
+// different offsets side by side, so centring a stage that feeds a merge
+// changes the next merging norm's input (cbwc-math.md section 3 misses this;
+// dev/reference/swin.py confirms it). Hence:
+//   - the patch norm: foldable (S = the patch linear);
+//   - without the centring ops: the last stage's block norms and the final
+//     norm (S = its reduction, attn projs, fc2s); every other norm stays LN;
+//   - center_patch = 1 inserts explicit centring ops (x - mean(x) per token)
+//     after the patch norm and before every PatchMerging, in every mode:
+//     then every norm is foldable, merging norms included.
+#ifndef FOLDNORM_SWIN_H
+#define FOLDNORM_SWIN_H
+
+#include <stddef.h>
+
+#include "adamw.h"
+#include "gpt2.h" // NormMode
+
+#define SWIN_MAX_STAGES 8
+
+typedef struct {
+    int image_size, image_channels, patch_size, num_classes;
+    int embed_dim;  // C of stage 1; stage s has embed_dim * 2^s
+    int num_stages;
+    int depths[SWIN_MAX_STAGES];
+    int heads[SWIN_MAX_STAGES];
+    int window;     // W (a stage whose resolution is <= W uses its resolution and no shift)
+    int mlp_ratio;
+    int center_patch; // 0/1: explicit centring ops after the patch norm and before each merge
+} SwinConfig;
+
+// One Swin block's shapes, parameter offsets and activations.
+typedef struct {
+    int stage, C, NH, res, window, shift, N, T, nW, hidden;
+    size_t ln1w, ln1b, qkvw, qkvb, rpb, projw, projb, ln2w, ln2b, fcw, fcb, fc2w, fc2b;
+    int rms_in_cbwc;    // its norms are foldable
+    int *perm;          // (N) window-order token -> image token (shift included)
+    int *rel_index;     // (T*T) into the ((2W-1)^2, NH) table
+    float *mask;        // (nW, T, T) shifted-window mask, or NULL
+    float *bias;        // (nbias, NH, T, T) rpb (+ mask), refreshed every forward
+    int nbias;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv_win, *att, *atty_img, *resid2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *out;
+} SwinBlock;
+
+// Patch merging into stage s >= 1.
+typedef struct {
+    int C_in, res_out, N_out;
+    size_t normw, normb, redw;
+    int rms_in_cbwc;       // the merging norm is foldable
+    int centred_reduction; // the reduction writes a foldable stream (CBWC in cbwc)
+    float *merged, *normed, *mean, *rstd, *out; // (B, N_out, 4C_in) x2, (B, N_out) x2, (B, N_out, 2C_in)
+} SwinMerge;
+
+typedef struct {
+    SwinConfig config;
+    NormMode mode;
+    size_t num_parameters;
+    float *params_memory, *grads_memory, *m_memory, *v_memory, *centred_memory;
+    int adamw_step, centred_stale;
+    // parameter table (file order)
+    int num_tensors;
+    char (*tensor_names)[32];
+    size_t *tensor_offsets, *tensor_sizes;
+    unsigned char *tensor_decayed, *tensor_centred; // centred: a CBWC matrix (+ bias) in cbwc
+    size_t patchw, patchb, pnw, pnb, lnfw, lnfb, headw, headb;
+    int num_blocks;
+    SwinBlock *blocks;
+    SwinMerge merges[SWIN_MAX_STAGES]; // [0] unused
+    int res0, C_last, N_last, PD;
+    // activations for batch_size
+    int batch_size;
+    float *acts_memory, *scratch_memory;
+    float *patches, *patch_out, *pn, *pn_mean, *pn_rstd, *stream0; // stage-1 stream start
+    float *lnf, *lnf_mean, *lnf_rstd, *pooled, *logits, *dlogits, *losses;
+    float *s_a, *s_b, *s_dln, *s_datty, *s_branch, *s_qkv, *s_dqkv, *s_dfch, *s_dfchg, *s_dscores,
+        *s_pooled;
+    int *labels;
+    float smoothing, mean_loss;
+} Swin;
+
+// NULL or the reason the config is unusable.
+const char *swin_config_error(const SwinConfig *config);
+void swin_init_random(Swin *model, const SwinConfig *config, NormMode mode, unsigned long long seed);
+void swin_load(Swin *model, const char *path);
+void swin_save(const Swin *model, const char *path);
+void swin_forward(Swin *model, const float *images, const int *labels, float smoothing, int B);
+void swin_zero_grad(Swin *model);
+void swin_backward(Swin *model, float loss_scale);
+double swin_grad_norm(const Swin *model);
+void swin_update(Swin *model, const AdamWConfig *cfg, float grad_clip);
+void swin_free(Swin *model);
+// Is the stream of stage s foldable: are the block norms reading it RMS in
+// cbwc, and are the layers writing it centred?
+int swin_stage_stream_zero_mean(const SwinConfig *config, int stage);
+
+#endif

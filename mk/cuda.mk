@@ -1,0 +1,66 @@
+# GPT-2 on NVIDIA GPUs (issue 6): built by `make` only where nvcc is found.
+#   train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
+#   train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
+#   build/dev/cuda/<kernel>_{bf16,fp32} dev/cuda kernel checks + timings (make cuda-dev)
+# bf16 objects use --use_fast_math, fp32 ones exact expf/tanhf (the 1e-4 checks).
+# CUDA_ARCHS picks the targets (default sm_80 and sm_90; `make CUDA_ARCHS=90`
+# for one). The host side links the llmc/ objects it needs (model files, data
+# loader, the CPU model for the tests).
+
+ifneq ($(NVCC),)
+CUDA_ARCHS ?= 80 90
+CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
+CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
+NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a))
+NVCC_FLAGS ?= -O3
+NVCC_FLAGS += -std=c++17 $(NVCC_GENCODE) -Illmc -Xcompiler=-Wall,-Wextra --threads 2 \
+              -Werror=all-warnings -D_DEFAULT_SOURCE
+CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcudart -lstdc++
+# NCCL data parallel where nccl.h is found (else train_gpt2cu runs one process)
+NCCL_HEADER := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
+ifneq ($(NCCL_HEADER),)
+  NVCC_FLAGS += -DFOLDNORM_NCCL
+  CUDA_LDLIBS += -lnccl
+endif
+CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/*.cuh)
+# the host side needs only these llmc/ objects (no tokenizer: GPU machines lack pcre2/cJSON)
+CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
+CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy encoder \
+                  gelu layernorm rmsnorm norm matmul rand utils dataloader logger schedule)
+CUDA_LINK = $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -fopenmp $(CUDA_LDLIBS) -o $@
+$(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+CUDA_PROGRAMS += train_gpt2cu test_gpt2cu train_gpt2fp32cu test_gpt2fp32cu
+
+$(BUILD)/cuda/%.bf16.o: %.cu $(CUDA_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) --use_fast_math -c $< -o $@
+$(BUILD)/cuda/%.fp32.o: %.cu $(CUDA_HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -DFOLDNORM_FP32 -c $< -o $@
+
+train_gpt2cu: $(BUILD)/cuda/train_gpt2.bf16.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+train_gpt2fp32cu: $(BUILD)/cuda/train_gpt2.fp32.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+test_gpt2cu: $(BUILD)/cuda/test/test_gpt2.bf16.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+test_gpt2fp32cu: $(BUILD)/cuda/test/test_gpt2.fp32.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+
+# dev/cuda: one program per kernel family, fp32 and bf16
+CUDA_DEV_SRCS := $(wildcard dev/cuda/*.cu)
+CUDA_DEV_PROGRAMS := $(foreach s,$(CUDA_DEV_SRCS),$(BUILD)/$(s:.cu=)_bf16 $(BUILD)/$(s:.cu=)_fp32)
+.PHONY: cuda-dev
+.PRECIOUS: $(BUILD)/cuda/dev/cuda/%.o
+CUDA_PROGRAMS += $(CUDA_DEV_PROGRAMS)
+cuda-dev: $(CUDA_DEV_PROGRAMS)
+$(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o
+	@mkdir -p $(dir $@)
+	$(CC) $^ -lm $(CUDA_LDLIBS) -o $@
+$(BUILD)/dev/cuda/%_fp32: $(BUILD)/cuda/dev/cuda/%.fp32.o
+	@mkdir -p $(dir $@)
+	$(CC) $^ -lm $(CUDA_LDLIBS) -o $@
+endif

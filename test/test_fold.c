@@ -1,0 +1,182 @@
+// Checks a folded model against the ln model it came from on real tokens:
+// logits over (B, T) windows of a token shard (max|folded - ln| / max|ln|),
+// and greedy generations of N tokens from a prompt taken from the shard.
+//
+// usage: test_fold LN.bin FOLDED.bin SHARD.bin [-t T] [-g N] [-r rel_tol] [-o offset]
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2.h"
+#include "utils.h"
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: test_fold LN.bin FOLDED.bin SHARD.bin [-t T] [-g N] [-r rel_tol] [-o offset]\n"
+            "  -t  window length (default: min(64, maxT))   -g  greedy tokens (default 100)\n"
+            "  -r  logits relative tolerance (default 1e-5) -o  first token of the windows (default 0)\n");
+    exit(EXIT_FAILURE);
+}
+
+// A plain llm.c token shard (magic 20240520, version 1, uint16 tokens),
+// checked: header, exact size, at least min_tokens, every token < V.
+static uint16_t *read_shard(const char *path, size_t min_tokens, int V) {
+    FILE *f = fopen_check(path, "rb");
+    long bytes = file_size_bytes(f, path);
+    int32_t h[256];
+    fread_check(h, sizeof(int32_t), 256, f, path, "the shard header");
+    if (h[0] != 20240520 || h[1] != 1 || h[2] < 0) {
+        fatal("%s: not a token shard (magic %d version %d, expected 20240520 and 1)", path, h[0], h[1]);
+    }
+    size_t n = (size_t)h[2];
+    if ((size_t)bytes != 1024 + 2 * n || n < min_tokens) {
+        fatal("%s: %ld bytes for %zu tokens (need the exact size and >= %zu tokens)", path, bytes,
+              n, min_tokens);
+    }
+    uint16_t *tokens = malloc_check(n * sizeof(uint16_t), "shard tokens");
+    fread_check(tokens, sizeof(uint16_t), n, f, path, "the tokens");
+    fclose(f);
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] >= V) {
+            fatal("%s: token %u at %zu is not below the vocab size %d", path, tokens[i], i, V);
+        }
+    }
+    return tokens;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        best = x[i] > x[best] ? i : best;
+    }
+    return best;
+}
+
+// Appends n greedy tokens to seq (which holds len tokens) with model.
+static void greedy(GPT2 *model, int *seq, int len, int n, float *gaps) {
+    const int maxT = model->config.max_seq_len, V = model->config.vocab_size;
+    const int Vp = model->config.padded_vocab_size;
+    for (int k = 0; k < n; k++, len++) {
+        int T = len < maxT ? len : maxT;
+        gpt2_forward(model, seq + len - T, NULL, 1, T);
+        const float *row = model->acts.logits + (size_t)(T - 1) * Vp;
+        int best = argmax(row, V);
+        float second = -INFINITY;
+        for (int i = 0; i < V; i++) {
+            second = i != best && row[i] > second ? row[i] : second;
+        }
+        gaps[k] = row[best] - second; // how far from a tie the choice was
+        seq[len] = best;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4 || argv[1][0] == '-') {
+        usage();
+    }
+    int T = 0, gen = 100;
+    double rel_tol = 1e-5;
+    long offset = 0;
+    for (int i = 4; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            usage();
+        }
+        if (strcmp(argv[i], "-t") == 0) {
+            T = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "-g") == 0) {
+            gen = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "-r") == 0) {
+            rel_tol = atof(argv[i + 1]);
+        } else if (strcmp(argv[i], "-o") == 0) {
+            offset = atol(argv[i + 1]);
+        } else {
+            usage();
+        }
+    }
+    GPT2 ln, folded;
+    gpt2_load(&ln, argv[1]);
+    gpt2_load(&folded, argv[2]);
+    if (ln.mode != MODE_LN || folded.mode != MODE_FOLDED) {
+        fatal("expected an ln model and a folded model, got %s and %s", norm_mode_name(ln.mode),
+              norm_mode_name(folded.mode));
+    }
+    const GPT2Config *c = &ln.config;
+    if (memcmp(c, &folded.config, sizeof(*c)) != 0) {
+        fatal("%s and %s have different configs", argv[1], argv[2]);
+    }
+    const int V = c->vocab_size, Vp = c->padded_vocab_size, B = 4;
+    T = T > 0 ? T : (c->max_seq_len < 64 ? c->max_seq_len : 64);
+    if (T > c->max_seq_len || gen < 0 || gen > 100000 || offset < 0) {
+        fatal("-t %d must be <= maxT %d; -g and -o must be non-negative", T, c->max_seq_len);
+    }
+    uint16_t *shard = read_shard(argv[3], (size_t)offset + (size_t)B * T + 1, V);
+    int *tokens = malloc_check((size_t)B * T * sizeof(int), "tokens");
+    for (int i = 0; i < B * T; i++) {
+        tokens[i] = shard[offset + i];
+    }
+    gpt2_forward(&ln, tokens, NULL, B, T);
+    gpt2_forward(&folded, tokens, NULL, B, T);
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t r = 0; r < (size_t)B * T; r++) {
+        for (int v = 0; v < V; v++) {
+            double a = ln.acts.logits[r * Vp + v], b = folded.acts.logits[r * Vp + v];
+            max_diff = fabs(a - b) > max_diff ? fabs(a - b) : max_diff;
+            max_ref = fabs(a) > max_ref ? fabs(a) : max_ref;
+        }
+    }
+    double rel = max_diff / (max_ref > 0 ? max_ref : 1.0);
+    int ok = rel <= rel_tol;
+    printf("%s logits on %dx%d real tokens (offset %ld): max|folded - ln| / max|ln| = %.3e (tol %.0e)\n",
+           ok ? "ok  " : "FAIL", B, T, offset, rel, rel_tol);
+
+    const int prompt = T < 16 ? T : 16;
+    int *seq_ln = malloc_check(((size_t)prompt + gen) * sizeof(int), "sequence");
+    int *seq_folded = malloc_check(((size_t)prompt + gen) * sizeof(int), "sequence");
+    float *gaps_ln = malloc_check(((size_t)gen + 1) * sizeof(float), "gaps");
+    float *gaps_folded = malloc_check(((size_t)gen + 1) * sizeof(float), "gaps");
+    memcpy(seq_ln, tokens, (size_t)prompt * sizeof(int));
+    memcpy(seq_folded, tokens, (size_t)prompt * sizeof(int));
+    greedy(&ln, seq_ln, prompt, gen, gaps_ln);
+    greedy(&folded, seq_folded, prompt, gen, gaps_folded);
+    int first_diff = -1;
+    float min_gap = INFINITY;
+    for (int k = 0; k < gen; k++) {
+        min_gap = gaps_ln[k] < min_gap ? gaps_ln[k] : min_gap;
+        if (first_diff < 0 && seq_ln[prompt + k] != seq_folded[prompt + k]) {
+            first_diff = k;
+        }
+    }
+    int same = first_diff < 0;
+    // fp32 rounding may flip an exact tie: a divergence passes only where the ln
+    // model's top two logits were within the logits tolerance of each other
+    double tie_bound = rel_tol * max_ref;
+    int tie = !same && gaps_ln[first_diff] <= tie_bound;
+    printf("%s greedy: %d tokens %s (smallest top-2 logit gap of the ln model %.3e)\n",
+           same || tie ? "ok  " : "FAIL", gen, same ? "identical" : "differ", min_gap);
+    if (!same) {
+        printf("     first difference at token %d: ln %d (gap %.3e), folded %d: %s\n", first_diff,
+               seq_ln[prompt + first_diff], gaps_ln[first_diff], seq_folded[prompt + first_diff],
+               tie ? "a tie within the tolerance" : "not a tie");
+    }
+    ok &= same || tie;
+    if (V <= 256) { // byte-level: show the text
+        printf("     sample: \"");
+        for (int k = 0; k < prompt + gen; k++) {
+            int ch = seq_folded[k];
+            putchar(ch >= 32 && ch < 127 ? ch : ch == '\n' ? '|' : '?');
+        }
+        printf("\"\n");
+    }
+    printf("%s\n", ok ? "OK" : "FAILED");
+    free(seq_ln);
+    free(seq_folded);
+    free(gaps_ln);
+    free(gaps_folded);
+    free(tokens);
+    free(shard);
+    gpt2_free(&ln);
+    gpt2_free(&folded);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,369 @@
+// GPU GPT-2 against an independent reference and against the CPU trainer:
+//   1. logits, loss, every parameter gradient and the losses of N AdamW steps
+//      against a debug state of dev/reference/gpt2.py (as test/test_gpt2.c);
+//   2. --equivalence K: modes ln and cbwc from the same weights give the same
+//      logits, gradients and K step losses on the GPU; rms must not (control);
+//   3. --curve K: K AdamW steps on fresh random batches, the GPU model and the
+//      CPU model of llmc/gpt2.c side by side: the loss curves must agree.
+// Tolerances (max|ours - ref| / max|ref| per tensor): fp32 build 1e-4 (fp32
+// sums in other orders, ~1e-6, plus cuBLAS's blocked sums), bf16 build 2e-2
+// (8 mantissa bits: 4e-3 per rounding, several roundings per layer).
+// Without a CUDA device it prints "SKIP: no CUDA device (...)" and exits 0.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt2_cuda.cuh"
+
+extern "C" {
+#include "rand.h"
+}
+
+#define STATE_MAGIC 20240327
+#define STATE_VERSION 2
+
+static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+
+typedef struct {
+    int B, T, num_steps;
+    AdamWConfig adamw;
+    float grad_clip;
+    int *x, *y;
+    float *logits; // (B, T, V)
+    float loss;
+    float *grads;  // num_parameters
+    float *losses; // num_steps
+} DebugState;
+
+static float float_from_bits(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+// the reader of test/test_gpt2.c: magic, version, sizes, exact file size, token range
+static void state_load(DebugState *s, const char *path, const GPT2 *model) {
+    FILE *f = fopen_check(path, "rb");
+    long file_bytes = file_size_bytes(f, path);
+    int32_t h[256];
+    fread_check(h, sizeof(int32_t), 256, f, path, "the state header");
+    if (h[0] != STATE_MAGIC) fatal("%s: not a debug state (magic %d, expected %d)", path, h[0], STATE_MAGIC);
+    if (h[1] != STATE_VERSION) {
+        fatal("%s: debug state version %d is not supported (expected %d)", path, h[1], STATE_VERSION);
+    }
+    s->B = h[2];
+    s->T = h[3];
+    s->num_steps = h[4];
+    if (s->B <= 0 || s->T <= 0 || s->T > model->config.max_seq_len || s->B > (1 << 16) ||
+        s->num_steps < 0 || s->num_steps > (1 << 20)) {
+        fatal("%s: bad header: B=%d T=%d steps=%d (model maxT %d)", path, s->B, s->T,
+              s->num_steps, model->config.max_seq_len);
+    }
+    s->adamw.learning_rate = float_from_bits(h[5]);
+    s->adamw.beta1 = float_from_bits(h[6]);
+    s->adamw.beta2 = float_from_bits(h[7]);
+    s->adamw.eps = float_from_bits(h[8]);
+    s->adamw.weight_decay = float_from_bits(h[9]);
+    s->grad_clip = float_from_bits(h[10]);
+    size_t BT = (size_t)s->B * s->T, V = (size_t)model->config.vocab_size;
+    size_t expected = 1024 + 2 * BT * 4 + BT * V * 4 + 4 + model->num_parameters * 4 +
+                      (size_t)s->num_steps * 4;
+    if ((size_t)file_bytes != expected) {
+        fatal("%s: file is %ld bytes, expected %zu for B=%d T=%d V=%zu and %zu parameters", path,
+              file_bytes, expected, s->B, s->T, V, model->num_parameters);
+    }
+    s->x = (int *)malloc_check(BT * sizeof(int), "x");
+    s->y = (int *)malloc_check(BT * sizeof(int), "y");
+    s->logits = (float *)malloc_check(BT * V * sizeof(float), "logits");
+    s->grads = (float *)malloc_check(model->num_parameters * sizeof(float), "grads");
+    s->losses = (float *)malloc_check(((size_t)s->num_steps + 1) * sizeof(float), "losses");
+    fread_check(s->x, sizeof(int), BT, f, path, "x");
+    fread_check(s->y, sizeof(int), BT, f, path, "y");
+    fread_check(s->logits, sizeof(float), BT * V, f, path, "logits");
+    fread_check(&s->loss, sizeof(float), 1, f, path, "loss");
+    fread_check(s->grads, sizeof(float), model->num_parameters, f, path, "grads");
+    fread_check(s->losses, sizeof(float), (size_t)s->num_steps, f, path, "losses");
+    fclose(f);
+    for (size_t i = 0; i < BT; i++) {
+        if (s->x[i] < 0 || s->x[i] >= (int)V || s->y[i] < -1 || s->y[i] >= (int)V) {
+            fatal("%s: token id out of range [0, %zu) at position %zu", path, V, i);
+        }
+    }
+}
+
+static void state_free(DebugState *s) {
+    free(s->x);
+    free(s->y);
+    free(s->logits);
+    free(s->grads);
+    free(s->losses);
+}
+
+// max|a - b| / max|b| over rows of len values (row strides stride_a, stride_b)
+static double relative_error(const float *a, const float *b, size_t rows, size_t len,
+                             size_t stride_a, size_t stride_b) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t i = 0; i < len; i++) {
+            double d = fabs((double)a[r * stride_a + i] - (double)b[r * stride_b + i]);
+            double m = fabs((double)b[r * stride_b + i]);
+            if (!(d <= max_diff)) max_diff = d; // NaN propagates
+            max_ref = m > max_ref ? m : max_ref;
+        }
+    }
+    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
+}
+
+static int check(const char *what, double err, double tol) {
+    int ok = isfinite(err) && err <= tol;
+    printf("  %-22s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+// per-tensor gradient errors of gpu vs ref (host copies)
+static int check_grads(const GPT2 *host, const float *ours, const float *ref, double tol,
+                       const char *prefix) {
+    int ok = 1;
+    size_t offset = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        size_t n = host->param_sizes[i];
+        char name[64];
+        snprintf(name, sizeof(name), "%s%s", prefix, PARAM_NAMES[i]);
+        ok &= check(name, relative_error(ours + offset, ref + offset, 1, n, n, n), tol);
+        offset += n;
+    }
+    return ok;
+}
+
+static int count_targets(const int *y, int n) {
+    int c = 0;
+    for (int i = 0; i < n; i++) c += y[i] >= 0;
+    return c;
+}
+
+// 1. the reference state: logits, loss, gradients, N step losses
+static int check_reference(const GPT2 *host, const DebugState *s, double rel_tol, double loss_tol) {
+    const int V = host->config.vocab_size, Vp = host->config.padded_vocab_size;
+    const size_t BT = (size_t)s->B * s->T;
+    GPT2Cuda gpu;
+    gpt2cuda_init(&gpu, host, s->B, s->T, 0);
+    int ok = 1;
+    gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
+    float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
+    gpt2cuda_logits_to_host(&gpu, logits);
+    ok &= check("logits", relative_error(logits, s->logits, BT, V, Vp, V), rel_tol);
+    ok &= check("loss", fabs(gpu.mean_loss - s->loss) / fabs(s->loss), rel_tol);
+    gpt2cuda_zero_grad(&gpu);
+    gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
+    float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
+    gpt2cuda_grads_to_host(&gpu, grads);
+    ok &= check_grads(host, grads, s->grads, rel_tol, "grad ");
+    if (s->num_steps > 0) {
+        double worst = 0.0;
+        float last = 0.0f;
+        for (int k = 0; k < s->num_steps; k++) {
+            if (k > 0) gpt2cuda_update(&gpu, &s->adamw, s->grad_clip);
+            gpt2cuda_zero_grad(&gpu);
+            const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
+            gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, scale);
+            gpt2cuda_backward(&gpu, scale);
+            last = gpu.mean_loss;
+            double d = fabs(last - s->losses[k]);
+            worst = d > worst ? d : worst;
+        }
+        printf("  last step loss: gpu %.6f  reference %.6f\n", last, s->losses[s->num_steps - 1]);
+        ok &= check("AdamW step losses", worst, loss_tol);
+    }
+    free(logits);
+    free(grads);
+    gpt2cuda_free(&gpu);
+    return ok;
+}
+
+// logits (host, B*T*Vp), grads (host) and step losses of a GPU run in one mode
+typedef struct {
+    float *logits, *grads, *losses;
+} ModeRun;
+
+static ModeRun run_mode(const GPT2 *host, NormMode mode, const DebugState *s, int steps) {
+    GPT2 copy = *host;
+    copy.mode = mode;
+    GPT2Cuda gpu;
+    gpt2cuda_init(&gpu, &copy, s->B, s->T, 0);
+    const size_t BT = (size_t)s->B * s->T;
+    ModeRun r;
+    r.logits = (float *)malloc_check(BT * host->config.padded_vocab_size * sizeof(float), "logits");
+    r.grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
+    r.losses = (float *)malloc_check((size_t)steps * sizeof(float), "losses");
+    const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
+    for (int k = 0; k < steps; k++) {
+        if (k > 0) gpt2cuda_update(&gpu, &s->adamw, s->grad_clip);
+        gpt2cuda_zero_grad(&gpu);
+        gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
+        if (k == 0) gpt2cuda_logits_to_host(&gpu, r.logits);
+        r.losses[k] = gpu.mean_loss;
+        gpt2cuda_backward(&gpu, scale);
+        if (k == 0) gpt2cuda_grads_to_host(&gpu, r.grads);
+    }
+    gpt2cuda_free(&gpu);
+    return r;
+}
+
+static void mode_run_free(ModeRun *r) {
+    free(r->logits);
+    free(r->grads);
+    free(r->losses);
+}
+
+static double worst_loss_gap(const float *a, const float *b, int n) {
+    double worst = 0.0;
+    for (int k = 0; k < n; k++) {
+        double d = fabs((double)a[k] - (double)b[k]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+// 2. LN == CBWC+RMS from the same weights (cbwc-math.md section 2); rms differs
+static int check_equivalence(const GPT2 *host, const DebugState *s, int steps, double rel_tol,
+                             double loss_tol) {
+    const size_t BT = (size_t)s->B * s->T, Vp = (size_t)host->config.padded_vocab_size;
+    const int V = host->config.vocab_size;
+    ModeRun ln = run_mode(host, MODE_LN, s, steps);
+    ModeRun cbwc = run_mode(host, MODE_CBWC, s, steps);
+    ModeRun rms = run_mode(host, MODE_RMS, s, steps);
+    int ok = 1;
+    printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
+    ok &= check("cbwc logits", relative_error(cbwc.logits, ln.logits, BT, V, Vp, Vp), rel_tol);
+    ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
+    ok &= check("cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps), loss_tol);
+    // the control: plain RMSNorm is another model, its losses must move away
+    // from ln's by far more than cbwc's do (and by more than rounding)
+    const double cbwc_gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
+    const double rms_gap = worst_loss_gap(rms.losses, ln.losses, steps);
+    const double need = fmax(3.0 * cbwc_gap, 1e-3);
+    const int control = isfinite(rms_gap) && rms_gap > need;
+    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln", rms_gap, need,
+           control ? "ok" : "FAIL");
+    ok &= control;
+    mode_run_free(&ln);
+    mode_run_free(&cbwc);
+    mode_run_free(&rms);
+    return ok;
+}
+
+// 3. loss curve over `steps` steps on fresh random batches: GPU vs llmc/gpt2.c
+static int check_curve(const GPT2 *host_in, const DebugState *s, int steps, unsigned long long seed,
+                       double loss_tol) {
+    GPT2 cpu;
+    gpt2_init_random(&cpu, &host_in->config, host_in->mode, 0);
+    memcpy(cpu.params_memory, host_in->params_memory, host_in->num_parameters * sizeof(float));
+    GPT2Cuda gpu;
+    gpt2cuda_init(&gpu, &cpu, s->B, s->T, 0);
+    const int BT = s->B * s->T, V = host_in->config.vocab_size;
+    int *x = (int *)malloc_check((size_t)BT * sizeof(int), "x");
+    int *y = (int *)malloc_check((size_t)BT * sizeof(int), "y");
+    Rng rng;
+    rng_seed(&rng, seed);
+    double worst = 0.0;
+    printf("loss curve, %d AdamW steps on random batches (seed %llu), %s:\n", steps, seed,
+           norm_mode_name(cpu.mode));
+    for (int k = 0; k < steps; k++) {
+        for (int i = 0; i < BT; i++) {
+            x[i] = (int)(rng_u32(&rng) % (uint32_t)V);
+            y[i] = (int)(rng_u32(&rng) % (uint32_t)V);
+        }
+        gpt2_zero_grad(&cpu);
+        gpt2_forward(&cpu, x, y, s->B, s->T);
+        float cpu_loss = cpu.mean_loss;
+        gpt2_backward(&cpu, 1.0f / (float)cpu.loss_tokens);
+        gpt2_update(&cpu, &s->adamw, s->grad_clip);
+        gpt2cuda_zero_grad(&gpu);
+        const float scale = 1.0f / (float)BT;
+        gpt2cuda_forward(&gpu, x, y, s->B, s->T, scale);
+        float gpu_loss = gpu.mean_loss;
+        gpt2cuda_backward(&gpu, scale);
+        gpt2cuda_update(&gpu, &s->adamw, s->grad_clip);
+        double d = fabs((double)gpu_loss - cpu_loss);
+        if (!(d <= worst)) worst = d;
+        printf("  step %2d  cpu %.6f  gpu %.6f  |diff| %.2e\n", k + 1, cpu_loss, gpu_loss, d);
+    }
+    int ok = check("curve gpu vs cpu", worst, loss_tol);
+    free(x);
+    free(y);
+    gpt2cuda_free(&gpu);
+    gpt2_free(&cpu);
+    return ok;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: test_gpt2cu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
+            "                   [--equivalence K] [--curve K] [--seed S]\n"
+            "  Checks the GPU model against a debug state of dev/reference/gpt2.py.\n"
+            "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
+            "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
+            "  defaults: -r %.0e -l %.0e (%s build)\n",
+            sizeof(floatX) == 4 ? 1e-4 : 2e-2, sizeof(floatX) == 4 ? 1e-4 : 2e-2, FLOATX_NAME);
+    exit(EXIT_FAILURE);
+}
+
+// a non-negative integer up to max
+static long parse_count(const char *flag, const char *v, long max) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > max) {
+        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
+    }
+    return n;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') usage();
+    const char *mode_name = NULL;
+    double rel_tol = sizeof(floatX) == 4 ? 1e-4 : 2e-2;
+    double loss_tol = rel_tol;
+    int equivalence_steps = 0, curve_steps = 0;
+    unsigned long long seed = 1;
+    for (int i = 3; i < argc; i += 2) {
+        if (i + 1 >= argc) usage();
+        const char *f = argv[i], *v = argv[i + 1];
+        if (strcmp(f, "-N") == 0) mode_name = v;
+        else if (strcmp(f, "-r") == 0) rel_tol = atof(v);
+        else if (strcmp(f, "-l") == 0) loss_tol = atof(v);
+        else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
+        else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
+        else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
+        else usage();
+    }
+    GPT2 host;
+    gpt2_load(&host, argv[1]);
+    if (mode_name != NULL && norm_mode_parse(mode_name, &host.mode) != 0) {
+        fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
+    }
+    DebugState s;
+    state_load(&s, argv[2], &host);
+    if (!cuda_device_present(argv[0])) {
+        state_free(&s);
+        gpt2_free(&host);
+        return EXIT_SUCCESS;
+    }
+    printf("test_gpt2cu (%s): %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n", FLOATX_NAME,
+           norm_mode_name(host.mode), host.config.num_layers, host.config.channels,
+           host.config.vocab_size, s.B, s.T, s.num_steps);
+    int ok = check_reference(&host, &s, rel_tol, loss_tol);
+    if (equivalence_steps > 0) {
+        if (host.mode != MODE_LN) fatal("--equivalence: %s must be an ln model", argv[1]);
+        ok &= check_equivalence(&host, &s, equivalence_steps, rel_tol, loss_tol);
+    }
+    // the curve: 5x the step tolerance (fresh batches each step, more steps)
+    if (curve_steps > 0) ok &= check_curve(&host, &s, curve_steps, seed, 5 * loss_tol);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    state_free(&s);
+    gpt2_free(&host);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}

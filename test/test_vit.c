@@ -1,0 +1,355 @@
+// Checks the image classifiers (llmc/vit.c) two ways.
+//
+// test_vit MODEL STATE [-r rel_tol] [-l loss_tol]
+//   against a debug state written by the independent PyTorch reference
+//   (dev/reference/vit.py): logits, loss, every parameter gradient, and the
+//   losses of the AdamW steps recorded in the state. A tensor passes when
+//   max|ours - ref| <= rel_tol * max|ref| (default 1e-5: fp32 sums of a few
+//   hundred products in different orders differ by ~1e-6 relative).
+//
+// test_vit --equivalence MODEL SEED STEPS
+//   from the same weights, ln and cbwc give the same logits, loss and
+//   gradients and the same losses over STEPS AdamW steps on fresh random
+//   batches; rms (a different model) does not. Also asserts the centred set
+//   of cbwc-math.md section 3 for ViT: with patch embedding, cls, pos, attn
+//   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
+//   foldable), while in ln mode it is not.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "classifier.h"
+#include "rand.h"
+#include "utils.h"
+
+#define STATE_MAGIC 20261130
+#define STATE_VERSION 1
+
+typedef struct {
+    int B, num_steps;
+    AdamWConfig adamw;
+    float grad_clip, smoothing;
+    float *images;
+    int *labels;
+    float *logits;
+    float loss;
+    float *grads;
+    float *losses;
+} DebugState;
+
+static float float_from_bits(int32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+static void state_load(DebugState *s, const char *path, Classifier *model) {
+    FILE *f = fopen_check(path, "rb");
+    long file_bytes = file_size_bytes(f, path);
+    int32_t h[256];
+    fread_check(h, sizeof(int32_t), 256, f, path, "the state header");
+    if (h[0] != STATE_MAGIC || h[1] != STATE_VERSION) {
+        fatal("%s: not a vision debug state (magic %d version %d, expected %d version %d)", path,
+              h[0], h[1], STATE_MAGIC, STATE_VERSION);
+    }
+    if (h[11] != (int32_t)model->family) {
+        fatal("%s: state of family %d, model of family %d", path, h[11], model->family);
+    }
+    s->B = h[2];
+    s->num_steps = h[3];
+    if (s->B <= 0 || s->B > (1 << 16) || s->num_steps < 0 || s->num_steps > (1 << 20)) {
+        fatal("%s: bad header: B=%d steps=%d", path, s->B, s->num_steps);
+    }
+    s->adamw = (AdamWConfig){.learning_rate = float_from_bits(h[4]), .beta1 = float_from_bits(h[5]),
+                             .beta2 = float_from_bits(h[6]), .eps = float_from_bits(h[7]),
+                             .weight_decay = float_from_bits(h[8])};
+    s->grad_clip = float_from_bits(h[9]);
+    s->smoothing = float_from_bits(h[10]);
+    size_t S = (size_t)classifier_image_size(model), Cin = (size_t)classifier_image_channels(model);
+    size_t B = (size_t)s->B, K = (size_t)classifier_num_classes(model);
+    size_t n_img = B * Cin * S * S, np = classifier_num_parameters(model);
+    size_t expected = 1024 + 4 * (n_img + B + B * K + 1 + np + (size_t)s->num_steps);
+    if ((size_t)file_bytes != expected) {
+        fatal("%s: file is %ld bytes, expected %zu for B=%zu and %zu parameters", path, file_bytes,
+              expected, B, np);
+    }
+    s->images = malloc_check(n_img * sizeof(float), "images");
+    s->labels = malloc_check(B * sizeof(int), "labels");
+    s->logits = malloc_check(B * K * sizeof(float), "logits");
+    s->grads = malloc_check(np * sizeof(float), "grads");
+    s->losses = malloc_check(((size_t)s->num_steps + 1) * sizeof(float), "losses");
+    fread_check(s->images, sizeof(float), n_img, f, path, "images");
+    fread_check(s->labels, sizeof(int), B, f, path, "labels");
+    fread_check(s->logits, sizeof(float), B * K, f, path, "logits");
+    fread_check(&s->loss, sizeof(float), 1, f, path, "loss");
+    fread_check(s->grads, sizeof(float), np, f, path, "grads");
+    fread_check(s->losses, sizeof(float), (size_t)s->num_steps, f, path, "losses");
+    fclose(f);
+    for (size_t i = 0; i < B; i++) {
+        if (s->labels[i] < 0 || s->labels[i] >= (int)K) {
+            fatal("%s: label %d out of range [0, %zu)", path, s->labels[i], K);
+        }
+    }
+}
+
+static double relative_error(const float *a, const float *b, size_t n) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]), m = fabs((double)b[i]);
+        max_diff = d > max_diff ? d : max_diff;
+        max_ref = m > max_ref ? m : max_ref;
+    }
+    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
+}
+
+static int check(const char *what, double err, double tol) {
+    int ok = isfinite(err) && err <= tol;
+    printf("  %-10s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+static int check_reference(const char *model_path, const char *state_path, double rel_tol,
+                           double loss_tol) {
+    Classifier model;
+    classifier_load(&model, model_path, -1);
+    DebugState s;
+    state_load(&s, state_path, &model);
+    int K = classifier_num_classes(&model), ok = 1;
+    printf("test_vit: %s %s, %zu parameters, B=%d, mode %s, %d steps\n",
+           vision_family_name(model.family), model_path, classifier_num_parameters(&model), s.B,
+           norm_mode_name(classifier_mode(&model)), s.num_steps);
+    classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
+    ok &= check("logits", relative_error(classifier_logits(&model), s.logits, (size_t)s.B * K), rel_tol);
+    ok &= check("loss", fabs(classifier_mean_loss(&model) - s.loss), loss_tol);
+    classifier_zero_grad(&model);
+    classifier_backward(&model, 1.0f / (float)s.B);
+    const float *grads = classifier_grads(&model);
+    size_t offset = 0;
+    for (int i = 0; i < classifier_num_tensors(&model); i++) {
+        size_t n = classifier_tensor_size(&model, i);
+        ok &= check(classifier_tensor_name(&model, i), relative_error(grads + offset, s.grads + offset, n),
+                    rel_tol);
+        offset += n;
+    }
+    // loss k after k AdamW steps on the same batch (loss 0 is checked above)
+    for (int step = 1; step < s.num_steps; step++) {
+        classifier_update(&model, &s.adamw, s.grad_clip);
+        classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
+        char name[32];
+        snprintf(name, sizeof(name), "loss@%d", step);
+        ok &= check(name, fabs(classifier_mean_loss(&model) - s.losses[step]), loss_tol);
+        classifier_zero_grad(&model);
+        classifier_backward(&model, 1.0f / (float)s.B);
+    }
+    classifier_free(&model);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+// max over rows of |mean(row)| / rms(row): 0 for a zero-mean tensor.
+static double max_row_mean_ratio(const float *x, size_t rows, size_t C) {
+    double worst = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        double sum = 0.0, sq = 0.0;
+        for (size_t i = 0; i < C; i++) {
+            sum += x[r * C + i];
+            sq += (double)x[r * C + i] * x[r * C + i];
+        }
+        double ratio = fabs(sum / C) / sqrt(sq / C + 1e-30);
+        worst = ratio > worst ? ratio : worst;
+    }
+    return worst;
+}
+
+// The inputs of every norm: encoded, residual2, residual3 per layer.
+static double stream_mean_ratio(const ViT *m) {
+    const ViTConfig *c = &m->config;
+    size_t rows = (size_t)m->batch_size * vit_num_tokens(c), C = (size_t)c->channels;
+    double worst = max_row_mean_ratio(m->acts.encoded, rows, C);
+    for (int l = 0; l < c->num_layers; l++) {
+        double r2 = max_row_mean_ratio(m->acts.residual2 + l * rows * C, rows, C);
+        double r3 = max_row_mean_ratio(m->acts.residual3 + l * rows * C, rows, C);
+        worst = fmax(worst, fmax(r2, r3));
+    }
+    return worst;
+}
+
+// Swin: the largest mean ratio over the inputs of the norms that are RMS in
+// cbwc (*foldable) and the smallest over those that stay LN (*kept, 1 if none).
+static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept) {
+    const int B = m->batch_size;
+    *foldable = 0.0;
+    *kept = 1.0;
+    const size_t E = (size_t)m->config.embed_dim, N0 = (size_t)B * m->res0 * m->res0;
+    *foldable = fmax(*foldable, max_row_mean_ratio(m->patch_out, N0, E)); // the patch norm
+    for (int i = 0; i < m->num_blocks; i++) {
+        const SwinBlock *k = &m->blocks[i];
+        const float *x = i == 0 ? m->stream0
+                         : k->stage != m->blocks[i - 1].stage ? m->merges[k->stage].out
+                                                               : m->blocks[i - 1].out;
+        size_t rows = (size_t)B * k->N;
+        double r = fmax(max_row_mean_ratio(x, rows, k->C), max_row_mean_ratio(k->resid2, rows, k->C));
+        if (k->rms_in_cbwc) {
+            *foldable = fmax(*foldable, r);
+        } else {
+            *kept = fmin(*kept, r);
+        }
+    }
+    for (int s = 1; s < m->config.num_stages; s++) {
+        const SwinMerge *mg = &m->merges[s];
+        double r = max_row_mean_ratio(mg->merged, (size_t)B * mg->N_out, 4 * (size_t)mg->C_in);
+        if (mg->rms_in_cbwc) {
+            *foldable = fmax(*foldable, r);
+        } else {
+            *kept = fmin(*kept, r);
+        }
+    }
+}
+
+// The foldable sets derived by hand (cbwc-math.md section 3, corrected for
+// PatchMerging, see llmc/swin.h): ViT every norm; Swin the patch norm, with
+// the centring ops everything, else the last stage's blocks and the final norm.
+static int check_foldable_sets(const Classifier *model) {
+    if (model->family == FAMILY_VIT) {
+        return 1; // vit.c has no per-norm switch: every norm follows the mode
+    }
+    const Swin *m = &model->swin;
+    const SwinConfig *c = &m->config;
+    int ok = 1, last = c->num_stages - 1;
+    for (int i = 0; i < m->num_blocks; i++) {
+        int s = m->blocks[i].stage;
+        int expected = c->center_patch || (s == last && s >= 1);
+        ok &= m->blocks[i].rms_in_cbwc == expected;
+    }
+    for (int s = 1; s <= last; s++) {
+        ok &= m->merges[s].rms_in_cbwc == c->center_patch;
+        ok &= m->merges[s].centred_reduction == (c->center_patch || s == last);
+    }
+    printf("  foldable set (center ops %d): patch norm, %s, final norm %s\n", c->center_patch,
+           c->center_patch ? "every block and merging norm" : "the last stage's block norms only",
+           swin_stage_stream_zero_mean(c, last) ? "yes" : "no");
+    return check("fold-set", ok ? 0.0 : 1.0, 0.5);
+}
+
+static int check_equivalence(const char *model_path, unsigned long long seed, int steps) {
+    Classifier models[3]; // ln, cbwc, rms from the same file
+    NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
+    for (int i = 0; i < 3; i++) {
+        classifier_load(&models[i], model_path, -1);
+        classifier_set_mode(&models[i], modes[i]);
+    }
+    const int B = 8, S = classifier_image_size(&models[0]), Cin = classifier_image_channels(&models[0]);
+    const int K = classifier_num_classes(&models[0]);
+    size_t n_img = (size_t)B * Cin * S * S, np = classifier_num_parameters(&models[0]);
+    float *images = malloc_check(n_img * sizeof(float), "images");
+    int labels[8];
+    Rng rng;
+    rng_seed(&rng, seed);
+    AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                         .weight_decay = 0.05f};
+    printf("test_vit --equivalence: %s, seed %llu, %d steps, B=%d\n", model_path, seed, steps, B);
+    int ok = 1;
+    double worst_loss = 0.0, rms_logit_diff = 0.0, rms_loss_diff = 0.0;
+    for (int step = 0; step < steps; step++) {
+        rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
+        for (int b = 0; b < B; b++) {
+            labels[b] = (int)(rng_u32(&rng) % (uint32_t)K);
+        }
+        for (int i = 0; i < 3; i++) {
+            classifier_forward(&models[i], images, labels, 0.1f, B);
+            classifier_zero_grad(&models[i]);
+        }
+        if (step == 0) {
+            ok &= check("logits", relative_error(classifier_logits(&models[1]),
+                                                 classifier_logits(&models[0]), (size_t)B * K), 1e-5);
+            rms_logit_diff = relative_error(classifier_logits(&models[2]),
+                                            classifier_logits(&models[0]), (size_t)B * K);
+            double ln_ratio, cbwc_ratio, kept_ratio = 1.0, unused;
+            if (models[0].family == FAMILY_VIT) {
+                ln_ratio = stream_mean_ratio(&models[0].vit);
+                cbwc_ratio = stream_mean_ratio(&models[1].vit);
+            } else {
+                swin_norm_input_ratios(&models[0].swin, &ln_ratio, &unused);
+                swin_norm_input_ratios(&models[1].swin, &cbwc_ratio, &kept_ratio);
+            }
+            printf("  foldable norms' inputs, max |row mean| / row rms: cbwc %.2e, ln %.2e\n",
+                   cbwc_ratio, ln_ratio);
+            ok &= check("zero-mean", cbwc_ratio, 1e-4);
+            ok &= check("ln-not-0", 1e-3 / ln_ratio, 1.0);
+            printf("  norms kept LN in cbwc, smallest mean ratio of their inputs: %.2e (must be "
+                   "far from 0)\n", kept_ratio);
+            ok &= check("kept-LN", 1e-3 / kept_ratio, 1.0);
+            ok &= check_foldable_sets(&models[1]);
+        }
+        float losses[3]; // read before the backward, which consumes them
+        for (int i = 0; i < 3; i++) {
+            losses[i] = classifier_mean_loss(&models[i]);
+            classifier_backward(&models[i], 1.0f / B);
+        }
+        if (getenv("TEST_VIT_VERBOSE") != NULL) {
+            printf("  step %d loss ln %.9g cbwc %.9g rms %.9g\n", step, losses[0], losses[1],
+                   losses[2]);
+        }
+        if (step == 0) {
+            ok &= check("grads", relative_error(classifier_grads(&models[1]),
+                                                classifier_grads(&models[0]), np), 1e-4);
+        }
+        worst_loss = fmax(worst_loss, fabs((double)losses[1] - losses[0]));
+        rms_loss_diff = fmax(rms_loss_diff, fabs((double)losses[2] - losses[0]));
+        for (int i = 0; i < 3; i++) {
+            classifier_update(&models[i], &adamw, 1.0f);
+        }
+    }
+    printf("  ln vs cbwc: largest loss difference over %d steps %.3e\n", steps, worst_loss);
+    ok &= check("loss diff", worst_loss, 1e-4);
+    printf("  rms vs ln logits at step 0: %.3e, largest loss difference %.3e (must differ)\n",
+           rms_logit_diff, rms_loss_diff);
+    ok &= check("rms-differs", 1e-3 / (rms_logit_diff + 1e-30), 1.0);
+    for (int i = 0; i < 3; i++) {
+        classifier_free(&models[i]);
+    }
+    free(images);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: test_vit MODEL.bin STATE.bin [-r rel_tol] [-l loss_tol]\n"
+                    "       test_vit --equivalence MODEL.bin SEED STEPS\n"
+                    "       test_vit --count MODEL.bin\n");
+    exit(EXIT_FAILURE);
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--count") == 0) {
+        Classifier model;
+        classifier_load(&model, argv[2], -1);
+        printf("%s %s: %zu parameters in %d tensors\n", vision_family_name(model.family), argv[2],
+               classifier_num_parameters(&model), classifier_num_tensors(&model));
+        classifier_free(&model);
+        return 0;
+    }
+    if (argc == 5 && strcmp(argv[1], "--equivalence") == 0) {
+        int steps = atoi(argv[4]);
+        if (steps <= 0) {
+            usage();
+        }
+        return check_equivalence(argv[2], strtoull(argv[3], NULL, 10), steps) ? 0 : 1;
+    }
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-' || argc % 2 == 0) {
+        usage();
+    }
+    double rel_tol = 1e-5, loss_tol = 1e-5;
+    for (int i = 3; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "-r") == 0) {
+            rel_tol = atof(argv[i + 1]);
+        } else if (strcmp(argv[i], "-l") == 0) {
+            loss_tol = atof(argv[i + 1]);
+        } else {
+            usage();
+        }
+    }
+    return check_reference(argv[1], argv[2], rel_tol, loss_tol) ? 0 : 1;
+}

@@ -1,0 +1,111 @@
+// The GPT-2 tokenizer on the command line:
+//   tokenizer [-v DIR] encode FILE   the ids of FILE's bytes, space-separated, one line
+//   tokenizer [-v DIR] decode FILE   such a line of ids back into bytes (stdout)
+//   tokenizer [-v DIR] bin OUT       llm.c's gpt2_tokenizer.bin, so llm.c tools decode
+// DIR holds encoder.json and vocab.bpe (default data/gpt2). FILE may be - for stdin.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer.h"
+#include "utils.h"
+
+static void usage(void) {
+    fprintf(stderr, "usage: tokenizer [-v DIR] encode FILE | decode FILE | bin OUT\n"
+                    "  DIR holds GPT-2's encoder.json and vocab.bpe (default data/gpt2)\n");
+}
+
+static unsigned char *read_input(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen_check(path, "rb");
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc_check(cap, path);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            unsigned char *grown = realloc(buf, cap);
+            if (grown == NULL) fatal("%s: out of memory reading %zu bytes", path, cap);
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) fatal("%s: read error: %s", path, strerror(errno));
+            break;
+        }
+    }
+    if (f != stdin) fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void parse_ids(const char *path, const unsigned char *text, size_t len, TokenList *ids,
+                      int vocab_size) {
+    char *copy = malloc_check(len + 1, path);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    for (char *p = copy;;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+        if (*p == '\0') break;
+        char *end;
+        errno = 0;
+        long v = strtol(p, &end, 10);
+        if (end == p || errno != 0 ||
+            (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r')) {
+            int word = (int)strcspn(p, " \t\r\n");
+            fatal("%s: expected token ids separated by spaces, got \"%.*s\" at id %zu", path,
+                  word < 20 ? word : 20, p, ids->len);
+        }
+        if (v < 0 || v >= vocab_size) {
+            fatal("%s: token id %ld at position %zu is outside the vocabulary (size %d)", path, v,
+                  ids->len, vocab_size);
+        }
+        token_list_push(ids, (int32_t)v);
+        p = end;
+    }
+    free(copy);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = NULL;
+    int a = 1;
+    if (a + 1 < argc && strcmp(argv[a], "-v") == 0) {
+        dir = argv[a + 1];
+        a += 2;
+    }
+    if (argc - a != 2) {
+        usage();
+        return EXIT_FAILURE;
+    }
+    const char *command = argv[a], *path = argv[a + 1];
+    if (strcmp(command, "encode") != 0 && strcmp(command, "decode") != 0 &&
+        strcmp(command, "bin") != 0) {
+        usage();
+        fatal("unknown command '%s'", command);
+    }
+    Tokenizer tok;
+    tokenizer_load(&tok, dir);
+    if (strcmp(command, "bin") == 0) {
+        tokenizer_write_bin(&tok, path);
+        tokenizer_free(&tok);
+        return EXIT_SUCCESS;
+    }
+    size_t len;
+    unsigned char *text = read_input(path, &len);
+    TokenList ids = {0};
+    if (strcmp(command, "encode") == 0) {
+        tokenizer_encode(&tok, text, len, &ids);
+        for (size_t i = 0; i < ids.len; i++) {
+            printf(i ? " %d" : "%d", ids.ids[i]);
+        }
+        printf("\n");
+    } else {
+        parse_ids(path, text, len, &ids, tok.vocab_size);
+        tokenizer_decode_to(&tok, ids.ids, ids.len, stdout, "stdout");
+    }
+    if (fflush(stdout) != 0) fatal("stdout: write failed: %s", strerror(errno));
+    token_list_free(&ids);
+    free(text);
+    tokenizer_free(&tok);
+    return EXIT_SUCCESS;
+}
