@@ -2,7 +2,7 @@
 # Demo: a small ViT and a small Swin trained on Fashion-MNIST in each norm mode
 # (ln, rms, cbwc), then a table of test accuracy and training images/s.
 #   scripts/vit_fashion.sh [OUTDIR]     (default out/vit_fashion)
-# Budget knobs (environment): VIT_EPOCHS (default 2), SWIN_EPOCHS (default 1),
+# Budget knobs (environment): VIT_EPOCHS (default 3), SWIN_EPOCHS (default 1),
 # SWIN_TRAIN (train images for Swin, default 30000), THREADS (default 2),
 # MODES (default "ln rms cbwc"), FAMILIES (default "vit swin").
 set -euo pipefail
@@ -12,7 +12,7 @@ mkdir -p "$out"
 data=$(scripts/prepare_fashion_mnist.sh)
 [ -x ./train_vit ] || make -s train_vit
 export OMP_NUM_THREADS=${THREADS:-2}
-vit_epochs=${VIT_EPOCHS:-2}
+vit_epochs=${VIT_EPOCHS:-3}
 swin_epochs=${SWIN_EPOCHS:-1}
 swin_train=${SWIN_TRAIN:-30000}
 modes=${MODES:-ln rms cbwc}
