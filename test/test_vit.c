@@ -144,6 +144,11 @@ static int check_reference(const char *model_path, const char *state_path, doubl
         classifier_backward(&model, 1.0f / (float)s.B);
     }
     classifier_free(&model);
+    free(s.images);
+    free(s.labels);
+    free(s.logits);
+    free(s.grads);
+    free(s.losses);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok;
 }
