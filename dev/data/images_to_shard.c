@@ -201,7 +201,9 @@ static StringList list_dir(const char *dir, int want_dirs) {
         }
     }
     closedir(d);
-    qsort(l.items, (size_t)l.count, sizeof(char *), compare_strings);
+    if (l.count > 1) { // qsort's base may not be NULL, even for 0 items
+        qsort(l.items, (size_t)l.count, sizeof(char *), compare_strings);
+    }
     return l;
 }
 
@@ -406,5 +408,11 @@ int main(int argc, char **argv) {
     printf("%d class(es), %d file(s) skipped\n", classes.count, skipped);
     free(train_img);
     free(val_img);
+    image_shard_free(&train.shard);
+    image_shard_free(&val.shard);
+    for (int c = 0; c < classes.count; c++) {
+        free(classes.items[c]);
+    }
+    free(classes.items);
     return 0;
 }
