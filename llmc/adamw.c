@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "utils.h"
+
 void adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
                   const AdamWConfig *cfg, int weight_decay_on, int t, float grad_scale) {
     const float lr = cfg->learning_rate;
@@ -20,6 +22,23 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
         m[i] = mi;
         v[i] = vi;
         params[i] = p - step_size * mi / (sqrtf(vi) / bias_correction2_sqrt + cfg->eps);
+    }
+}
+
+void adamw_step_tensors(float *params, const float *grads, float **m, float **v, int *step,
+                        size_t num_params, const size_t *sizes, const unsigned char *decay,
+                        int num_tensors, const AdamWConfig *cfg, float grad_clip) {
+    if (*m == NULL) {
+        *m = calloc_check(num_params, sizeof(float), "AdamW m");
+        *v = calloc_check(num_params, sizeof(float), "AdamW v");
+    }
+    float scale = clip_grad_scale(sqrt(sum_of_squares(grads, num_params)), grad_clip);
+    *step += 1;
+    size_t offset = 0;
+    for (int i = 0; i < num_tensors; i++) {
+        adamw_update(params + offset, grads + offset, *m + offset, *v + offset, sizes[i], cfg,
+                     decay[i], *step, scale);
+        offset += sizes[i];
     }
 }
 

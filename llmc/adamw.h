@@ -18,6 +18,14 @@ typedef struct {
 void adamw_update(float *params, const float *grads, float *m, float *v, size_t n,
                   const AdamWConfig *cfg, int weight_decay_on, int t, float grad_scale);
 
+// One step of a whole model: t = ++*step over parameter tensors stored back
+// to back (tensor i holds sizes[i] values, decayed when decay[i]); allocates
+// the moments *m, *v on first use and first clips by the global gradient norm
+// (grad_clip <= 0: no clipping).
+void adamw_step_tensors(float *params, const float *grads, float **m, float **v, int *step,
+                        size_t num_params, const size_t *sizes, const unsigned char *decay,
+                        int num_tensors, const AdamWConfig *cfg, float grad_clip);
+
 // sum of squares of n values, accumulated in double.
 double sum_of_squares(const float *x, size_t n);
 

@@ -244,3 +244,26 @@ void dataloader_free(DataLoader *loader) {
     free(loader->targets);
     memset(loader, 0, sizeof(*loader));
 }
+
+typedef struct {
+    const uint16_t *tokens;
+    size_t count;
+} ShardContent;
+
+static void write_shard_file(FILE *f, const char *path, const void *ctx) {
+    const ShardContent *c = ctx;
+    int32_t header[256] = {0};
+    header[0] = SHARD_MAGIC;
+    header[1] = SHARD_VERSION;
+    header[2] = (int32_t)c->count;
+    fwrite_check(header, sizeof(int32_t), 256, f, path);
+    fwrite_check(c->tokens, sizeof(uint16_t), c->count, f, path);
+}
+
+void shard_write(const char *path, const uint16_t *tokens, size_t n) {
+    if (n > INT32_MAX) {
+        fatal("%s: %zu tokens do not fit one shard (header count is int32)", path, n);
+    }
+    ShardContent c = {tokens, n};
+    write_file_atomic(path, write_shard_file, &c);
+}

@@ -63,6 +63,9 @@ void dataloader_seek(DataLoader *loader, int epoch, int shard_cursor, size_t bat
 size_t dataloader_batches_per_epoch(const DataLoader *loader);
 void dataloader_free(DataLoader *loader);
 
+// Writes n tokens as an llm.c token shard (magic 20240520), atomically.
+void shard_write(const char *path, const uint16_t *tokens, size_t n);
+
 // Reads and checks one shard of either kind; returns its tokens (caller
 // frees), count and, for an SFT shard, *mask (caller frees; NULL otherwise).
 uint16_t *shard_read(const char *path, size_t *num_tokens, uint8_t **mask, size_t min_tokens,

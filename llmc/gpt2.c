@@ -538,22 +538,13 @@ double gpt2_grad_norm(const GPT2 *model) {
 }
 
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
-    if (model->m_memory == NULL) {
-        model->m_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW m");
-        model->v_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW v");
-    }
-    float scale = clip_grad_scale(gpt2_grad_norm(model), grad_clip);
-    model->adamw_step += 1;
+    // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
+    static const unsigned char decay[GPT2_NUM_PARAM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0,
+                                                                0, 0, 1, 0, 1, 0, 0, 0};
+    adamw_step_tensors(model->params_memory, model->grads_memory, &model->m_memory,
+                       &model->v_memory, &model->adamw_step, model->num_parameters,
+                       model->param_sizes, decay, GPT2_NUM_PARAM_TENSORS, cfg, grad_clip);
     model->cbwc_stale = 1;
-    size_t offset = 0;
-    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
-        int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
-        adamw_update(model->params_memory + offset, model->grads_memory + offset,
-                     model->m_memory + offset, model->v_memory + offset, model->param_sizes[i],
-                     cfg, decay, model->adamw_step, scale);
-        offset += model->param_sizes[i];
-    }
 }
 
 void gpt2_free(GPT2 *model) {

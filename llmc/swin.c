@@ -703,18 +703,11 @@ double swin_grad_norm(const Swin *m) {
 }
 
 void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
-    if (m->m_memory == NULL) {
-        m->m_memory = calloc_check(m->num_parameters, sizeof(float), "AdamW m");
-        m->v_memory = calloc_check(m->num_parameters, sizeof(float), "AdamW v");
-    }
-    float scale = clip_grad_scale(swin_grad_norm(m), grad_clip);
-    m->adamw_step += 1;
+    // tensors are laid out back to back (add_tensor)
+    adamw_step_tensors(m->params_memory, m->grads_memory, &m->m_memory, &m->v_memory,
+                       &m->adamw_step, m->num_parameters, m->tensor_sizes, m->tensor_decayed,
+                       m->num_tensors, cfg, grad_clip);
     m->centred_stale = 1;
-    for (int i = 0; i < m->num_tensors; i++) {
-        size_t o = m->tensor_offsets[i];
-        adamw_update(m->params_memory + o, m->grads_memory + o, m->m_memory + o, m->v_memory + o,
-                     m->tensor_sizes[i], cfg, m->tensor_decayed[i], m->adamw_step, scale);
-    }
 }
 
 void swin_free(Swin *m) {

@@ -407,20 +407,14 @@ double vit_grad_norm(const ViT *model) {
 }
 
 void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
-    if (model->m_memory == NULL) {
-        model->m_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW m");
-        model->v_memory = calloc_check(model->num_parameters, sizeof(float), "AdamW v");
-    }
-    float scale = clip_grad_scale(vit_grad_norm(model), grad_clip);
-    model->adamw_step += 1;
-    model->centred_stale = 1;
-    size_t offset = 0;
+    unsigned char decay[VIT_NUM_PARAM_TENSORS];
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        adamw_update(model->params_memory + offset, model->grads_memory + offset,
-                     model->m_memory + offset, model->v_memory + offset, model->param_sizes[i],
-                     cfg, vit_param_decayed(i), model->adamw_step, scale);
-        offset += model->param_sizes[i];
+        decay[i] = (unsigned char)vit_param_decayed(i);
     }
+    adamw_step_tensors(model->params_memory, model->grads_memory, &model->m_memory,
+                       &model->v_memory, &model->adamw_step, model->num_parameters,
+                       model->param_sizes, decay, VIT_NUM_PARAM_TENSORS, cfg, grad_clip);
+    model->centred_stale = 1;
 }
 
 void vit_free(ViT *model) {

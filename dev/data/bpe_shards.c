@@ -16,35 +16,15 @@
 #include "tokenizer.h"
 #include "utils.h"
 
-typedef struct {
-    const int32_t *ids;
-    size_t count;
-} ShardContent;
-
-static void write_shard(FILE *f, const char *path, const void *ctx) {
-    const ShardContent *c = ctx;
-    int32_t header[256] = {0};
-    header[0] = SHARD_MAGIC;
-    header[1] = SHARD_VERSION;
-    header[2] = (int32_t)c->count;
-    fwrite_check(header, sizeof(int32_t), 256, f, path);
-    uint16_t buf[4096];
-    for (size_t i = 0; i < c->count; i += 4096) {
-        size_t n = c->count - i < 4096 ? c->count - i : 4096;
-        for (size_t k = 0; k < n; k++) buf[k] = (uint16_t)c->ids[i + k];
-        fwrite_check(buf, sizeof(uint16_t), n, f, path);
-    }
-}
-
-static int write_split(const char *prefix, const char *split, const int32_t *ids, size_t count,
+static int write_split(const char *prefix, const char *split, const uint16_t *tokens, size_t count,
                        size_t shard_tokens) {
     int index = 0;
     for (size_t start = 0; start < count; start += shard_tokens, index++) {
         char path[4096];
         int n = snprintf(path, sizeof(path), "%s_%s_%06d.bin", prefix, split, index);
         if (n < 0 || (size_t)n >= sizeof(path)) fatal("output prefix too long: %s", prefix);
-        ShardContent c = {ids + start, count - start < shard_tokens ? count - start : shard_tokens};
-        write_file_atomic(path, write_shard, &c);
+        shard_write(path, tokens + start,
+                    count - start < shard_tokens ? count - start : shard_tokens);
     }
     return index;
 }
@@ -104,19 +84,22 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr, "\n");
     if (ids.len < 2) fatal("%s: no text to tokenize", text_path);
+    uint16_t *tokens = malloc_check(ids.len * sizeof(uint16_t), "tokens");
     for (size_t i = 0; i < ids.len; i++) {
         if (ids.ids[i] > UINT16_MAX) fatal("token %d does not fit a uint16 shard", ids.ids[i]);
+        tokens[i] = (uint16_t)ids.ids[i];
     }
     size_t val_count = (size_t)((double)ids.len * val_fraction);
     if (val_count == 0) val_count = 1;
     size_t train_count = ids.len - val_count;
-    int train_shards = write_split(prefix, "train", ids.ids, train_count, (size_t)shard_tokens);
+    int train_shards = write_split(prefix, "train", tokens, train_count, (size_t)shard_tokens);
     int val_shards =
-        write_split(prefix, "val", ids.ids + train_count, val_count, (size_t)shard_tokens);
+        write_split(prefix, "val", tokens + train_count, val_count, (size_t)shard_tokens);
     printf("%s: %zu documents, %zu tokens -> %s_train_* (%zu tokens, %d shards), %s_val_* "
            "(%zu tokens, %d shards) in %.2f s\n",
            text_path, docs, ids.len, prefix, train_count, train_shards, prefix, val_count,
            val_shards, now_seconds() - t0);
+    free(tokens);
     token_list_free(&ids);
     free(text);
     tokenizer_free(&tok);

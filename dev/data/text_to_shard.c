@@ -11,37 +11,14 @@
 #include "dataloader.h"
 #include "utils.h"
 
-typedef struct {
-    const uint8_t *bytes;
-    size_t count;
-} ShardContent;
-
-static void write_shard(FILE *f, const char *path, const void *ctx) {
-    const ShardContent *c = ctx;
-    int32_t header[256] = {0};
-    header[0] = SHARD_MAGIC;
-    header[1] = SHARD_VERSION;
-    header[2] = (int32_t)c->count;
-    fwrite_check(header, sizeof(int32_t), 256, f, path);
-    uint16_t buf[4096];
-    for (size_t i = 0; i < c->count; i += 4096) {
-        size_t n = c->count - i < 4096 ? c->count - i : 4096;
-        for (size_t k = 0; k < n; k++) {
-            buf[k] = c->bytes[i + k];
-        }
-        fwrite_check(buf, sizeof(uint16_t), n, f, path);
-    }
-}
-
-static void emit(const char *prefix, const char *split, int index, const uint8_t *bytes,
+static void emit(const char *prefix, const char *split, int index, const uint16_t *tokens,
                  size_t count) {
     char path[4096];
     int n = snprintf(path, sizeof(path), "%s_%s_%06d.bin", prefix, split, index);
     if (n < 0 || (size_t)n >= sizeof(path)) {
         fatal("output prefix too long: %s", prefix);
     }
-    ShardContent c = {bytes, count};
-    write_file_atomic(path, write_shard, &c);
+    shard_write(path, tokens, count);
     printf("wrote %s (%zu tokens)\n", path, count);
 }
 
@@ -66,6 +43,11 @@ int main(int argc, char **argv) {
     }
     uint8_t *bytes = malloc_check((size_t)size, argv[1]);
     fread_check(bytes, 1, (size_t)size, f, argv[1], "the text");
+    uint16_t *tokens = malloc_check((size_t)size * sizeof(uint16_t), "tokens");
+    for (long i = 0; i < size; i++) {
+        tokens[i] = bytes[i]; // one token per byte
+    }
+    free(bytes);
     fclose(f);
     size_t val_count = (size_t)((double)size * val_fraction);
     size_t train_count = (size_t)size - val_count;
@@ -73,9 +55,9 @@ int main(int argc, char **argv) {
     for (size_t start = 0; start < train_count; start += (size_t)shard_tokens, index++) {
         size_t n = train_count - start < (size_t)shard_tokens ? train_count - start
                                                               : (size_t)shard_tokens;
-        emit(argv[2], "train", index, bytes + start, n);
+        emit(argv[2], "train", index, tokens + start, n);
     }
-    emit(argv[2], "val", 0, bytes + train_count, val_count);
-    free(bytes);
+    emit(argv[2], "val", 0, tokens + train_count, val_count);
+    free(tokens);
     return EXIT_SUCCESS;
 }
