@@ -54,9 +54,18 @@ all: cpu cuda
 cpu: $(CPU_PROGRAMS)
 cuda: $(if $(NVCC),$(CUDA_PROGRAMS),)
 
-$(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) | $(BUILD)/llmc
+# Objects depend on a stamp that holds the compiler and flags, so that switching
+# between `make` and `make SAN=1` (or NO_BLAS=1) rebuilds everything instead of
+# mixing sanitized and plain objects. The stamp is rewritten only when it changes.
+BUILD_CONFIG := $(CC) $(CFLAGS) | $(LDLIBS)
+$(BUILD)/config.stamp: FORCE | $(BUILD)/llmc
+	@echo '$(BUILD_CONFIG)' | cmp -s - $@ || echo '$(BUILD_CONFIG)' > $@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/%.o: %.c $(wildcard llmc/*.h) | $(BUILD)/llmc
+$(BUILD)/%.o: %.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/llmc:

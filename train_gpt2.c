@@ -52,6 +52,7 @@ typedef struct {
     float temperature;
     const char *vocab_dir;  // GPT-2 encoder.json + vocab.bpe, to decode samples
     unsigned long long seed;
+    int zero_stage;         // 1: ZeRO-1 sharded AdamW across ranks, 0: all-reduce
 } TrainArgs;
 
 static void usage(void) {
@@ -89,6 +90,9 @@ static void usage(void) {
             "  -y <0|1>    resume from the newest checkpoint in -o (default 0)\n"
             "  -a <0|1>    overfit a single batch (default 0)\n"
             "  -sd <int>   seed for init and sampling (default 1337)\n"
+            "  -z <0|1>    under mpirun: 1 = ZeRO-1, reduce-scatter the gradients, each rank\n"
+            "              runs AdamW on its 1/ranks of the parameters, all-gather them;\n"
+            "              0 = all-reduce, every rank updates all (default 1)\n"
             "  -h          this help\n");
 }
 
@@ -131,6 +135,7 @@ static TrainArgs parse_args(int argc, char **argv) {
         .temperature = 1.0f,
         .vocab_dir = "data/gpt2",
         .seed = 1337,
+        .zero_stage = 1,
     };
     for (int i = 1; i < argc; i += 2) {
         const char *f = argv[i];
@@ -174,6 +179,7 @@ static TrainArgs parse_args(int argc, char **argv) {
         else if (strcmp(f, "-tp") == 0) a.temperature = parse_float_flag(f, v);
         else if (strcmp(f, "-vd") == 0) a.vocab_dir = v;
         else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_int_flag(f, v);
+        else if (strcmp(f, "-z") == 0) a.zero_stage = parse_int_flag(f, v);
         else {
             usage();
             fatal("unknown flag '%s'", f);
@@ -187,6 +193,7 @@ static TrainArgs parse_args(int argc, char **argv) {
     }
     if (a.learning_rate <= 0.0f) fatal("-l: learning rate must be positive");
     if (a.resume && a.output_dir == NULL) fatal("-y 1 needs -o, the directory to resume from");
+    if (a.zero_stage != 0 && a.zero_stage != 1) fatal("-z: expected 0 or 1, got %d", a.zero_stage);
     return a;
 }
 
@@ -371,8 +378,13 @@ int main(int argc, char **argv) {
             sample_and_print(&model, &rng, &args, sample_tokenizer);
         }
         int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        if (comm.rank == 0 && args.output_dir != NULL &&
-            (last || (periodic && step > progress.step))) {
+        int save = args.output_dir != NULL && (last || (periodic && step > progress.step));
+        if (save && args.zero_stage == 1 && model.m_memory != NULL) {
+            // ZeRO-1: each rank holds its shard of the AdamW moments; rank 0 writes them whole
+            comm_allgather_shards(&comm, model.m_memory, model.num_parameters);
+            comm_allgather_shards(&comm, model.v_memory, model.num_parameters);
+        }
+        if (comm.rank == 0 && save) {
             TrainProgress now = {.step = step, .shard_index = train.shard_cursor,
                                  .position = train.batch_cursor, .rng_state = rng.state,
                                  .epoch = train.epoch};
@@ -401,11 +413,25 @@ int main(int argc, char **argv) {
             backward_s += now_seconds() - tb;
         }
         // the step's gradient and loss are the means over all ranks
-        comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
+        int sharded = args.zero_stage == 1 && comm.world_size > 1;
+        size_t shard_lo = 0, shard_hi = model.num_parameters;
+        double grad_sq;
+        if (sharded) {
+            // ZeRO-1: this rank gets the mean gradient of its shard only;
+            // the global norm is the sum of the shards' squares
+            comm_shard_range(&comm, model.num_parameters, comm.rank, &shard_lo, &shard_hi);
+            comm_reduce_scatter_mean(&comm, model.grads_memory, model.num_parameters);
+            grad_sq = sum_of_squares(model.grads_memory + shard_lo, shard_hi - shard_lo);
+            comm_sum_double(&comm, &grad_sq);
+        } else {
+            comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
+            grad_sq = sum_of_squares(model.grads_memory, model.num_parameters);
+        }
         double loss_mean = loss_sum / grad_accum;
         comm_mean_double(&comm, &loss_mean);
         float loss = (float)loss_mean;
-        float grad_norm = (float)gpt2_grad_norm(&model);
+        double grad_norm_exact = sqrt(grad_sq);
+        float grad_norm = (float)grad_norm_exact;
         if (!isfinite(loss) || !isfinite(grad_norm)) {
             fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
                   step + 1, loss, grad_norm);
@@ -413,7 +439,11 @@ int main(int argc, char **argv) {
         adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
                                                     args.learning_rate, args.final_lr_fraction);
         double tc = now_seconds();
-        gpt2_update(&model, &adamw, args.grad_clip);
+        gpt2_update_shard(&model, &adamw, clip_grad_scale(grad_norm_exact, args.grad_clip), shard_lo,
+                          shard_hi);
+        if (sharded) {
+            comm_allgather_shards(&comm, model.params_memory, model.num_parameters);
+        }
         double t1 = now_seconds();
         double ms = (t1 - t0) * 1e3;
         printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms (fwd %.1f bwd %.1f upd %.1f)"

@@ -25,21 +25,34 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
     }
 }
 
-void adamw_step_tensors(float *params, const float *grads, float **m, float **v, int *step,
-                        size_t num_params, const size_t *sizes, const unsigned char *decay,
-                        int num_tensors, const AdamWConfig *cfg, float grad_clip) {
+void adamw_step_tensors_range(float *params, const float *grads, float **m, float **v, int *step,
+                              size_t num_params, const size_t *sizes,
+                              const unsigned char *decay, int num_tensors, const AdamWConfig *cfg,
+                              float grad_scale, size_t lo, size_t hi) {
     if (*m == NULL) {
         *m = calloc_check(num_params, sizeof(float), "AdamW m");
         *v = calloc_check(num_params, sizeof(float), "AdamW v");
     }
-    float scale = clip_grad_scale(sqrt(sum_of_squares(grads, num_params)), grad_clip);
     *step += 1;
     size_t offset = 0;
     for (int i = 0; i < num_tensors; i++) {
-        adamw_update(params + offset, grads + offset, *m + offset, *v + offset, sizes[i], cfg,
-                     decay[i], *step, scale);
+        // the part of tensor i = [offset, offset + sizes[i]) inside [lo, hi)
+        size_t a = offset > lo ? offset : lo;
+        size_t b = offset + sizes[i] < hi ? offset + sizes[i] : hi;
+        if (a < b) {
+            adamw_update(params + a, grads + a, *m + a, *v + a, b - a, cfg, decay[i], *step,
+                         grad_scale);
+        }
         offset += sizes[i];
     }
+}
+
+void adamw_step_tensors(float *params, const float *grads, float **m, float **v, int *step,
+                        size_t num_params, const size_t *sizes, const unsigned char *decay,
+                        int num_tensors, const AdamWConfig *cfg, float grad_clip) {
+    float scale = clip_grad_scale(sqrt(sum_of_squares(grads, num_params)), grad_clip);
+    adamw_step_tensors_range(params, grads, m, v, step, num_params, sizes, decay, num_tensors, cfg,
+                             scale, 0, num_params);
 }
 
 double sum_of_squares(const float *x, size_t n) {

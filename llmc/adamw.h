@@ -26,6 +26,15 @@ void adamw_step_tensors(float *params, const float *grads, float **m, float **v,
                         size_t num_params, const size_t *sizes, const unsigned char *decay,
                         int num_tensors, const AdamWConfig *cfg, float grad_clip);
 
+// The same step restricted to the parameters [lo, hi) of the flat vector (a
+// ZeRO-1 shard: tensors that straddle its ends are updated in part); the
+// caller computes grad_scale from the global gradient norm. Moments are
+// allocated for all num_params so that a checkpoint holds them whole.
+void adamw_step_tensors_range(float *params, const float *grads, float **m, float **v, int *step,
+                              size_t num_params, const size_t *sizes,
+                              const unsigned char *decay, int num_tensors, const AdamWConfig *cfg,
+                              float grad_scale, size_t lo, size_t hi);
+
 // sum of squares of n values, accumulated in double.
 double sum_of_squares(const float *x, size_t n);
 

@@ -4,7 +4,17 @@
 
 #include "utils.h"
 
+void comm_shard_range(const Comm *comm, size_t n, int rank, size_t *lo, size_t *hi) {
+    size_t world = (size_t)comm->world_size, r = (size_t)rank;
+    size_t base = n / world, extra = n % world; // the first `extra` shards hold one more
+    *lo = r * base + (r < extra ? r : extra);
+    *hi = *lo + base + (r < extra ? 1 : 0);
+}
+
 #ifdef FOLDNORM_MPI
+#include <limits.h>
+#include <string.h>
+
 #include <mpi.h>
 
 // Every MPI call goes through this: errors return (MPI_ERRORS_RETURN) and
@@ -68,6 +78,63 @@ void comm_mean_double(const Comm *comm, double *value) {
     *value /= comm->world_size;
 }
 
+void comm_sum_double(const Comm *comm, double *value) {
+    if (comm->world_size == 1) {
+        return;
+    }
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, value, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+}
+
+// MPI counts and displacements are int: the shards of an n-value vector.
+static void shard_counts(const Comm *comm, size_t n, int *counts, int *displs) {
+    if (n > (size_t)INT_MAX) {
+        fatal("sharded update of %zu values: MPI displacements are int (at most %d); "
+              "use -z 0", n, INT_MAX);
+    }
+    for (int r = 0; r < comm->world_size; r++) {
+        size_t lo, hi;
+        comm_shard_range(comm, n, r, &lo, &hi);
+        counts[r] = (int)(hi - lo);
+        displs[r] = (int)lo;
+    }
+}
+
+void comm_reduce_scatter_mean(const Comm *comm, float *data, size_t n) {
+    if (comm->world_size == 1) {
+        return;
+    }
+    int *counts = malloc_check(2 * (size_t)comm->world_size * sizeof(int), "shard counts");
+    int *displs = counts + comm->world_size;
+    shard_counts(comm, n, counts, displs);
+    // in place, MPI leaves this rank's reduced shard at the start of data
+    mpi_check(MPI_Reduce_scatter(MPI_IN_PLACE, data, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+              "MPI_Reduce_scatter");
+    size_t count = (size_t)counts[comm->rank], lo = (size_t)displs[comm->rank];
+    free(counts);
+    if (lo != 0) {
+        memmove(data + lo, data, count * sizeof(float));
+    }
+    const float inv = 1.0f / (float)comm->world_size;
+#pragma omp parallel for schedule(static)
+    for (size_t i = lo; i < lo + count; i++) {
+        data[i] *= inv;
+    }
+}
+
+void comm_allgather_shards(const Comm *comm, float *data, size_t n) {
+    if (comm->world_size == 1) {
+        return;
+    }
+    int *counts = malloc_check(2 * (size_t)comm->world_size * sizeof(int), "shard counts");
+    int *displs = counts + comm->world_size;
+    shard_counts(comm, n, counts, displs);
+    mpi_check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts, displs, MPI_FLOAT,
+                             MPI_COMM_WORLD),
+              "MPI_Allgatherv");
+    free(counts);
+}
+
 void comm_barrier(const Comm *comm) {
     if (comm->world_size > 1) {
         mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -108,6 +175,23 @@ void comm_allreduce_mean(const Comm *comm, float *data, size_t n) {
 void comm_mean_double(const Comm *comm, double *value) {
     (void)comm;
     (void)value;
+}
+
+void comm_sum_double(const Comm *comm, double *value) {
+    (void)comm;
+    (void)value;
+}
+
+void comm_reduce_scatter_mean(const Comm *comm, float *data, size_t n) {
+    (void)comm;
+    (void)data;
+    (void)n;
+}
+
+void comm_allgather_shards(const Comm *comm, float *data, size_t n) {
+    (void)comm;
+    (void)data;
+    (void)n;
 }
 
 void comm_barrier(const Comm *comm) {

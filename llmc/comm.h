@@ -19,6 +19,17 @@ void comm_init(Comm *comm, int *argc, char ***argv);
 void comm_allreduce_mean(const Comm *comm, float *data, size_t n);
 // In place: *value = mean over ranks.
 void comm_mean_double(const Comm *comm, double *value);
+// In place: *value = sum over ranks.
+void comm_sum_double(const Comm *comm, double *value);
+
+// ZeRO-1 style sharded update: the n values split into world_size contiguous
+// shards whose sizes differ by at most one; rank r owns [*lo, *hi).
+void comm_shard_range(const Comm *comm, size_t n, int rank, size_t *lo, size_t *hi);
+// Reduce-scatter: afterwards this rank's shard of data holds the mean over
+// ranks; the rest of data is left as scratch (overwritten by the gather).
+void comm_reduce_scatter_mean(const Comm *comm, float *data, size_t n);
+// All-gather: every rank's shard of data is copied to every rank.
+void comm_allgather_shards(const Comm *comm, float *data, size_t n);
 void comm_barrier(const Comm *comm);
 void comm_finalize(Comm *comm);
 // "mpi" or "none".

@@ -537,13 +537,24 @@ double gpt2_grad_norm(const GPT2 *model) {
     return sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
 }
 
+// weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
+static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
+    1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
-    // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
-    static const unsigned char decay[GPT2_NUM_PARAM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0,
-                                                                0, 0, 1, 0, 1, 0, 0, 0};
     adamw_step_tensors(model->params_memory, model->grads_memory, &model->m_memory,
                        &model->v_memory, &model->adamw_step, model->num_parameters,
-                       model->param_sizes, decay, GPT2_NUM_PARAM_TENSORS, cfg, grad_clip);
+                       model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
+                       grad_clip);
+    model->cbwc_stale = 1;
+}
+
+void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
+                       size_t hi) {
+    adamw_step_tensors_range(model->params_memory, model->grads_memory, &model->m_memory,
+                             &model->v_memory, &model->adamw_step, model->num_parameters,
+                             model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS,
+                             cfg, grad_scale, lo, hi);
     model->cbwc_stale = 1;
 }
 

@@ -145,6 +145,10 @@ double gpt2_grad_norm(const GPT2 *model);
 // One AdamW step with gradient clipping (clip <= 0: none); decay on the
 // matrices only (wte, wpe, qkvw, attprojw, fcw, fcprojw).
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip);
+// AdamW on the parameters [lo, hi) only (a ZeRO-1 shard; the caller
+// all-gathers the parameters afterwards), grads scaled by grad_scale.
+void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
+                       size_t hi);
 void gpt2_free(GPT2 *model);
 
 #endif
