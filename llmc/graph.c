@@ -108,6 +108,56 @@ static int set_first(const uint64_t *set, int words) {
     return -1;
 }
 
+// Reader r absorbs a per-token shift of its input k: LN and softmax are
+// invariant to x + c 1, the centring op removes it.
+static int absorbs_shift(const GraphNode *r) {
+    return r->op == OP_LAYERNORM || r->op == OP_SOFTMAX || r->op == OP_CENTER;
+}
+
+// Reader r passes a per-token shift of its k-th input on as a per-token shift
+// of its output: the ops that keep the zero-mean property, and single-head
+// attention through v alone (each output row is a convex combination of v's
+// rows, so c_s 1 becomes (sum_s a_ts c_s) 1). A feature concat does not: its
+// parts come from different tokens (PatchMerging) with different shifts.
+static int passes_shift(const GraphNode *r, int k) {
+    if (r->op == OP_ATTENTION) {
+        return r->heads == 1 && r->num_inputs == 3 && k == 2 && r->inputs[0] != r->inputs[2] &&
+               r->inputs[1] != r->inputs[2];
+    }
+    return keeps_property(r->op);
+}
+
+// Backward over the node order (readers come after what they read): a tensor
+// is shift-safe when every reader absorbs a shift or passes it on to a
+// shift-safe tensor; a tensor nobody reads is a graph output, never safe.
+static void analyze_shift_safety(const Graph *g, GraphAnalysis *a) {
+    for (int i = 0; i < g->num_nodes; i++) {
+        a->shift_safe[i] = 1;
+        a->shift_reader[i] = -1;
+    }
+    uint8_t *read = calloc_check((size_t)g->num_nodes + 1, 1, "graph readers");
+    for (int r = g->num_nodes - 1; r >= 0; r--) {
+        if (!read[r]) {
+            a->shift_safe[r] = 0;
+            a->shift_reader[r] = r; // a graph output: its value would change
+        }
+        const GraphNode *rn = &g->nodes[r];
+        for (int k = 0; k < rn->num_inputs; k++) {
+            int in = rn->inputs[k];
+            read[in] = 1;
+            if (absorbs_shift(rn) || (passes_shift(rn, k) && a->shift_safe[r])) {
+                continue;
+            }
+            if (a->shift_safe[in]) {
+                a->shift_safe[in] = 0;
+                // name the op that breaks it: r itself, or where r's shift breaks
+                a->shift_reader[in] = passes_shift(rn, k) ? a->shift_reader[r] : r;
+            }
+        }
+    }
+    free(read);
+}
+
 // Forward rule for one node: zero-mean given S, or unknown with the node to blame.
 static void analyze_node(const Graph *g, GraphAnalysis *a, int i) {
     const GraphNode *n = &g->nodes[i];
@@ -116,7 +166,12 @@ static void analyze_node(const Graph *g, GraphAnalysis *a, int i) {
     a->zero_mean[i] = 0;
     switch (n->op) {
     case OP_PARAM: case OP_LINEAR: case OP_CONV: case OP_EMBEDDING:
-        // a linear map onto the feature axis (or a learned leaf): centre it
+        // a linear map onto the feature axis (or a learned leaf): centre it,
+        // if its shift is invisible downstream (else the fold is inexact)
+        if (!a->shift_safe[i]) {
+            a->blame[i] = i;
+            return;
+        }
         a->zero_mean[i] = 1;
         needs[i >> 6] |= 1ull << (i & 63);
         return;
@@ -171,7 +226,9 @@ int graph_ln_foldable(const Graph *g, const GraphAnalysis *a, int i) {
 }
 
 // Exactness of folding a trained LN model: follow each S-layer's uniform
-// shift (its output minus its centred output is mean * 1 per token).
+// shift (its output minus its centred output is mean * 1 per token). Since
+// only shift-safe layers enter S this finds no leak; it is the independent
+// forward check of the backward shift-safety pass.
 static void analyze_shifts(const Graph *g, GraphAnalysis *a) {
     int *readers = calloc_check((size_t)g->num_nodes, sizeof(int), "graph readers");
     for (int i = 0; i < g->num_nodes; i++) {
@@ -180,11 +237,10 @@ static void analyze_shifts(const Graph *g, GraphAnalysis *a) {
         for (int k = 0; k < n->num_inputs; k++) {
             readers[n->inputs[k]]++;
         }
-        int absorbs = n->op == OP_LAYERNORM || n->op == OP_SOFTMAX || n->op == OP_CENTER;
-        int passes = keeps_property(n->op);
+        int absorbs = absorbs_shift(n);
         for (int k = 0; k < n->num_inputs; k++) {
             const uint64_t *in_shift = a->shift + (size_t)n->inputs[k] * a->words;
-            if (passes) {
+            if (passes_shift(n, k)) {
                 set_union(shift, in_shift, a->words);
             } else if (!absorbs && !set_empty(in_shift, a->words) && a->leak_layer < 0) {
                 a->leak_layer = set_first(in_shift, a->words);
@@ -215,6 +271,9 @@ void graph_analyze(const Graph *g, GraphAnalysis *a) {
     a->needs = calloc_check(set_words + 1, sizeof(uint64_t), "analysis sets");
     a->shift = calloc_check(set_words + 1, sizeof(uint64_t), "analysis shifts");
     a->blame = calloc_check((size_t)g->num_nodes + 1, sizeof(int), "analysis blame");
+    a->shift_safe = calloc_check((size_t)g->num_nodes + 1, 1, "analysis shift safety");
+    a->shift_reader = calloc_check((size_t)g->num_nodes + 1, sizeof(int), "analysis shift readers");
+    analyze_shift_safety(g, a);
     a->cbwc_set = calloc_check((size_t)a->words + 1, sizeof(uint64_t), "cbwc set");
     a->leak_layer = a->leak_reader = -1;
     for (int i = 0; i < g->num_nodes; i++) {
@@ -241,6 +300,8 @@ void graph_analysis_free(GraphAnalysis *a) {
     free(a->needs);
     free(a->shift);
     free(a->blame);
+    free(a->shift_safe);
+    free(a->shift_reader);
     free(a->cbwc_set);
     memset(a, 0, sizeof(*a));
 }
@@ -265,6 +326,18 @@ void graph_ln_reason(const Graph *g, const GraphAnalysis *a, int i, char *buf, s
         return;
     }
     const GraphNode *bn = &g->nodes[b];
+    if (graph_is_linear_family(bn->op) || bn->op == OP_PARAM) {
+        int r = a->shift_reader[b];
+        if (r == b) {
+            snprintf(buf, len, "input %s would be zero-mean with %s centred, but %s is a graph "
+                     "output: centring would change it", g->nodes[in].name, bn->name, bn->name);
+        } else {
+            snprintf(buf, len, "input %s would be zero-mean with %s centred, but that shifts "
+                     "what %s (%s) reads, which does not absorb a per-token shift",
+                     g->nodes[in].name, bn->name, g->nodes[r].name, graph_op_name(g->nodes[r].op));
+        }
+        return;
+    }
     if (b == in) {
         snprintf(buf, len, "input %s (%s) is not zero-mean: %s", g->nodes[in].name,
                  graph_op_name(bn->op), blame_reason(bn));

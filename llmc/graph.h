@@ -71,9 +71,22 @@ typedef struct {
 } Graph;
 
 // Per-tensor result of the analysis; sets are bitsets over node indices.
+//
+// Foldable means exact: the CBWC model (S centred, foldable LNs as RMSNorm)
+// computes the same function as the LN model. Centring a layer in S changes
+// its output by a per-token multiple of 1 (a "shift"); that is harmless only
+// if the shift reaches nothing but ops that absorb it (LayerNorm, softmax,
+// an explicit centring op) through ops that carry it unchanged (residual add,
+// scalar ops, token moves, the v input of single-head attention). A layer
+// whose shift would reach anything else (a feature concat that mixes tokens
+// with different shifts, a linear layer, a nonlinearity, a graph output) is
+// not shift-safe and is never a zero-mean source; cbwc-math.md section 3
+// omits this condition (its Swin example is inexact: docs/graph-format.md).
 typedef struct {
     int num_nodes;
     int words;            // uint64 words per bitset
+    uint8_t *shift_safe;  // linear family / param: centring it is invisible downstream
+    int *shift_reader;    // not shift-safe: the first reader its shift would change
     uint8_t *zero_mean;   // 1: zero-mean over the feature axis given CBWC on S(node)
     uint64_t *needs;      // zero-mean nodes: S(node), the linear layers / params to centre
     int *blame;           // unknown nodes: the node where the property was lost

@@ -94,7 +94,7 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
                       int centered) {
     emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
          embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
-         heads[3], centered ? ", explicit centring after the patch norm" : "");
+         heads[3], centered ? ", explicit centring after the patch norm and before each merge" : "");
     emit(b, "graph swin\ninput patches dim=48  # 3x4x4 pixels per patch\n");
     emit(b, "conv patch_embed.proj patches out=%d\n", embed);
     emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
@@ -138,6 +138,10 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
         }
         // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
         const char *d = "downsample";
+        if (centered) { // the centring op before the merge (llmc/swin.c, -k 1)
+            emit(b, "center layers.%d.%s.center %s\n", s, d, x);
+            snprintf(x, sizeof(x), "layers.%d.%s.center", s, d);
+        }
         for (int q = 0; q < 4; q++) {
             emit(b, "reshape layers.%d.%s.x%d %s  # tokens (2i+%d, 2j+%d)\n", s, d, q, x, q % 2,
                  q / 2);

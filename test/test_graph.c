@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "swin.h"
 #include "utils.h"
 
 static int failures = 0;
@@ -72,6 +73,10 @@ static void check_gpt2(int L, int C, int NH, int V) {
     graph_free(&g);
 }
 
+// Swin without the centring ops: only the patch norm, the last stage's block
+// LNs and the final LN (the last stage's stream never meets a PatchMerging
+// concat) fold exactly; llmc/swin.c's cbwc mode uses the same set
+// (swin_stage_stream_zero_mean). With them, and for ViT, every LN folds.
 static void check_builtin(const char *net, int all_foldable) {
     char *text = graph_builtin_text(net);
     if (text == NULL) {
@@ -88,20 +93,76 @@ static void check_builtin(const char *net, int all_foldable) {
             continue;
         }
         const char *n = g.nodes[i].name;
-        int expected = 1;
-        // Swin: the patch norm's affine output starts stage 1's stream
-        if (!all_foldable && strncmp(n, "layers.0.", 9) == 0) {
-            expected = 0;
-        }
+        int expected = all_foldable || strcmp(n, "patch_embed.norm") == 0 || strcmp(n, "norm") == 0 ||
+                       (strncmp(n, "layers.3.", 9) == 0 && strstr(n, "downsample") == NULL);
         if (graph_ln_foldable(&g, &a, i) != expected) {
             printf("     %s: %s expected %s\n", net, n, expected ? "foldable" : "not foldable");
             ok = 0;
         }
     }
-    expect(ok && a.num_layernorms > 0,
-           all_foldable ? "%s: every LN foldable%s"
-                        : "%s: patch norm foldable, stage-1 block LNs and first merging LN not, stages 2-4 + final foldable%s",
+    expect(ok && a.num_layernorms > 0 && a.leak_layer < 0,
+           all_foldable ? "%s: every LN foldable, fold exact%s"
+                        : "%s: patch norm, last-stage block LNs and final LN foldable, the rest not, fold exact%s",
            net, "");
+    graph_analysis_free(&a);
+    graph_free(&g);
+}
+
+static int safe_by_name(const Graph *g, const GraphAnalysis *a, const char *name) {
+    int i = graph_find(g, name);
+    if (i < 0) {
+        fatal("no node named %s in %s", name, g->name);
+    }
+    return a->shift_safe[i];
+}
+
+// The Swin trainer (llmc/swin.c) picks its RMS norms and centred layers from
+// the config; they must be the analysis' foldable LNs, and every layer it
+// centres must be shift-safe and include the analysis' cbwc set.
+static void check_swin_trainer(int center) {
+    const SwinConfig cfg = {.image_size = 224, .image_channels = 3, .patch_size = 4,
+                            .num_classes = 1000, .embed_dim = 96, .num_stages = 4,
+                            .depths = {2, 2, 6, 2}, .heads = {3, 6, 12, 24}, .window = 7,
+                            .mlp_ratio = 4, .center_patch = center};
+    char *text = graph_builtin_text(center ? "swin-tiny-centered" : "swin-tiny");
+    Graph g;
+    parse_or_die(&g, text, "swin");
+    free(text);
+    GraphAnalysis a;
+    graph_analyze(&g, &a);
+    int ok = foldable_by_name(&g, &a, "patch_embed.norm") && in_cbwc(&g, &a, "patch_embed.proj") &&
+             safe_by_name(&g, &a, "patch_embed.proj");
+    int centred_by_trainer = 1, in_set = a.num_cbwc > 0 ? 1 : 0;
+    char name[GRAPH_MAX_NAME];
+    for (int s = 0; s < cfg.num_stages; s++) {
+        int rms = swin_stage_stream_zero_mean(&cfg, s);
+        for (int k = 0; k < cfg.depths[s]; k++) {
+            const char *norms[2] = {"norm1", "norm2"}, *layers[2] = {"attn.proj", "mlp.fc2"};
+            for (int q = 0; q < 2; q++) {
+                snprintf(name, sizeof(name), "layers.%d.blocks.%d.%s", s, k, norms[q]);
+                ok &= foldable_by_name(&g, &a, name) == rms;
+                snprintf(name, sizeof(name), "layers.%d.blocks.%d.%s", s, k, layers[q]);
+                if (rms) { // the trainer centres proj and fc2 of every block of this stage
+                    ok &= safe_by_name(&g, &a, name);
+                    centred_by_trainer++;
+                } else {
+                    ok &= !in_cbwc(&g, &a, name);
+                }
+            }
+        }
+        if (s > 0) { // merge into stage s: RMS iff the centring ops; reduction centred iff rms
+            snprintf(name, sizeof(name), "layers.%d.downsample.norm", s - 1);
+            ok &= foldable_by_name(&g, &a, name) == center;
+            snprintf(name, sizeof(name), "layers.%d.downsample.reduction", s - 1);
+            ok &= in_cbwc(&g, &a, name) == rms && (!rms || safe_by_name(&g, &a, name));
+            centred_by_trainer += rms;
+        }
+    }
+    ok &= foldable_by_name(&g, &a, "norm") == swin_stage_stream_zero_mean(&cfg, cfg.num_stages - 1);
+    ok &= in_set && a.num_cbwc <= centred_by_trainer && a.leak_layer < 0;
+    expect(ok, "swin-tiny%s: the trainer's RMS norms == the analysis' foldable LNs, its centred "
+               "layers shift-safe and a superset of the cbwc set%s",
+           center ? " with centring ops" : "", "");
     graph_analysis_free(&a);
     graph_free(&g);
 }
@@ -125,9 +186,21 @@ static const Adversarial ADVERSARIAL[] = {
     {"residual add of two linear branches",
      "input x dim=8\nlinear a x out=8\nlinear b x out=8\nadd s a b\nlayernorm n s\n", "n", "", "", 2},
     {"feature concat with one non-zero-mean part",
-     "input x dim=8\nlinear a x out=4\nlinear b x out=4\nrelu r b\nconcat c a r\nlayernorm n c\n", "", "n", "r", 0},
+     "input x dim=8\nlinear a x out=4\nlinear b x out=4\nrelu r b\nconcat c a r\nlayernorm n c\n", "", "n", "a", 0},
+    // zero-mean, but centring a and b shifts the two parts by different
+    // amounts: LN(concat) would change (Swin's PatchMerging, cbwc-math.md 3)
     {"feature concat of zero-mean parts",
-     "input x dim=8\nlinear a x out=4\nlinear b x out=6\nconcat c a b\nlayernorm n c\n", "n", "", "", 2},
+     "input x dim=8\nlinear a x out=4\nlinear b x out=6\nconcat c a b\nlayernorm n c\n", "", "n", "a", 0},
+    {"feature concat of centred parts (explicit centring ops)",
+     "input x dim=8\nlinear a x out=4\nlinear b x out=6\ncenter ca a\ncenter cb b\nconcat c ca cb\n"
+     "layernorm n c\nlayernorm na a\n", "n na", "", "", 1},
+    {"a centred layer also read by a linear layer",
+     "input x dim=8\nlinear a x out=8\nlayernorm n a\nlinear b a out=8\n", "", "n", "a", 0},
+    {"a centred layer that is a graph output",
+     "input x dim=8\nlinear a x out=8\nlayernorm n a\n", "n", "", "", 1},
+    {"a residual stream that is a graph output",
+     "input x dim=8\nlinear a x out=8\nlinear b x out=8\nadd s a b\nlayernorm n s\nscale o s value=2\n",
+     "", "n", "a", 0},
     {"elementwise product", "input x dim=8\nlinear a x out=8\nlinear b x out=8\nmul m a b\nlayernorm n m\n", "", "n", "m", 0},
     {"a linear layer read by two LNs", "input x dim=8\nlinear a x out=8\nlayernorm n1 a\nlayernorm n2 a\n", "n1 n2", "", "", 1},
     {"a network input straight into an LN", "input x dim=8\nlayernorm n x\n", "", "n", "x", 0},
@@ -142,12 +215,13 @@ static const Adversarial ADVERSARIAL[] = {
      "n", "", "", 1},
     {"multi-head attention", "input x dim=8\nlinear v x out=8\nattention t v v v heads=2\nlayernorm n t\n", "", "n", "t", 0},
     {"affine RMSNorm output", "input x dim=8\nlinear a x out=8\nrmsnorm r a\nlayernorm n r\n", "", "n", "r", 0},
-    {"affine-free RMSNorm keeps it", "input x dim=8\nlinear a x out=8\nrmsnorm r a affine=0\nlayernorm n r\n", "n", "", "", 1},
+    // zero-mean in, zero-mean out, but x + c 1 changes x / rms(x): not exact
+    {"affine-free RMSNorm does not absorb a shift", "input x dim=8\nlinear a x out=8\nrmsnorm r a affine=0\nlayernorm n r\n", "", "n", "a", 0},
     {"embedding + position param", "input ids dim=1\nembedding e ids vocab=50 out=8\nparam p dim=8\nadd s e p\nlayernorm n s\n", "n", "", "", 2},
     {"a recurrent cell: shared maps, tanh state",
      "input x0 dim=4\ninput x1 dim=4\nlinear wx0 x0 out=8 weight=Wx\nlinear wx1 x1 out=8 weight=Wx\n"
      "tanh h0 wx0\nlinear wh1 h0 out=8 weight=Wh\nadd pre1 wx1 wh1\nlayernorm n1 pre1\ntanh h1 pre1\nlayernorm n2 h1\n",
-     "n1", "n2", "h1", 2},
+     "", "n1 n2", "wx1", 0},
 };
 
 static void check_adversarial(const Adversarial *t) {
@@ -200,8 +274,10 @@ static void check_bad(const char *what, const char *text, const char *must_conta
 
 static void check_order_independence(void) {
     // the same network with its lines in another order gives the same verdicts
-    const char *sorted = "input x dim=8\nlinear a x out=8\ngelu g a\nlayernorm n1 a\nlayernorm n2 g\n";
-    const char *shuffled = "layernorm n2 g\nlayernorm n1 a\ngelu g a\nlinear a x out=8\ninput x dim=8\n";
+    const char *sorted = "input x dim=8\nlinear a x out=8\nlinear b x out=8\ngelu g b\n"
+                         "layernorm n1 a\nlayernorm n2 g\n";
+    const char *shuffled = "layernorm n2 g\nlayernorm n1 a\ngelu g b\nlinear b x out=8\n"
+                           "linear a x out=8\ninput x dim=8\n";
     Graph g1, g2;
     parse_or_die(&g1, sorted, "sorted");
     parse_or_die(&g2, shuffled, "shuffled");
@@ -253,6 +329,8 @@ int main(void) {
     check_builtin("swin-tiny", 0);
     check_builtin("swin-small", 0);
     check_builtin("swin-tiny-centered", 1);
+    check_swin_trainer(0);
+    check_swin_trainer(1);
     for (size_t i = 0; i < sizeof(ADVERSARIAL) / sizeof(ADVERSARIAL[0]); i++) {
         check_adversarial(&ADVERSARIAL[i]);
     }

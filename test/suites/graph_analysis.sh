@@ -20,9 +20,13 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 #   GPT-2 d12: 2L+1 = 25 LNs, S = wte, wpe, 12 attn c_proj, 12 mlp c_proj = 26
 #   ViT-Tiny:  2*12+1 = 25 LNs, S = patch conv, cls, pos, 12 proj, 12 fc2 = 27
 #   Swin-Tiny: 1 patch norm + 2*(2+2+6+2) block LNs + 3 merging + final = 29;
-#              not foldable: stage 1's 4 block LNs and the first merging LN;
-#              S = patch conv, 3 reductions, 2*(2+6+2) branch outputs = 24
-#   centred:   all 29; S adds stage 1's 2*2 branch outputs = 28
+#              foldable (exact, docs/graph-format.md): the patch norm, stage
+#              4's 2*2 block LNs and the final LN = 6, S = patch conv, the
+#              reduction into stage 4, stage 4's 2*2 branch outputs = 6;
+#              stages 1-3 feed a PatchMerging concat, which a shift breaks
+#   centred:   all 29; S = patch conv + 3 reductions + the 24 branch outputs,
+#              less the last fc2 of stages 1-3 (it reaches only the centring
+#              op before the merge) = 25
 last_line() {
     local got
     got=$(./foldcheck "$1" | tail -1)
@@ -31,11 +35,13 @@ last_line() {
 last_line gpt2-d12 "foldable: 25/25 LNs, cbwc layers: 26"
 last_line gpt2-d2c64h4v256t64 "foldable: 5/5 LNs, cbwc layers: 6"
 last_line vit-tiny "foldable: 25/25 LNs, cbwc layers: 27"
-last_line swin-tiny "foldable: 24/29 LNs, cbwc layers: 24"
-last_line swin-tiny-centered "foldable: 29/29 LNs, cbwc layers: 28"
+last_line swin-tiny "foldable: 6/29 LNs, cbwc layers: 6"
+last_line swin-tiny-centered "foldable: 29/29 LNs, cbwc layers: 25"
 ./foldcheck swin-tiny > "$work/swin.out"; ./foldcheck gpt2-d12 > "$work/gpt2.out"  # (grep -q on a pipe + pipefail: SIGPIPE)
 grep -q "LN layers.0.downsample.norm .*NOT foldable: .*broken at patch_embed.norm" "$work/swin.out" &&
     ok "swin-tiny: first merging LN blamed on the patch norm" || bad "swin-tiny: merging LN reason"
+grep -q "LN layers.2.blocks.0.norm1 .*NOT foldable: .*layers.1.downsample.reduction centred, but that shifts what layers.2.downsample.cat (concat) reads" "$work/swin.out" &&
+    ok "swin-tiny: stage-3 LN blamed on the next merge's concat" || bad "swin-tiny: stage-3 LN reason"
 grep -q "note: weight wte is centred for wte but lm_head reads it uncentred" "$work/gpt2.out" &&
     ok "gpt2-d12: tied head noted" || bad "gpt2-d12: tied head note missing"
 
