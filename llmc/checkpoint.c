@@ -1,11 +1,13 @@
 #include "checkpoint.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "reader.h"
 #include "utils.h"
 
 enum { PATH_CAP = 4096 };
@@ -84,44 +86,92 @@ int checkpoint_find_latest(const char *dir) {
     return best;
 }
 
-void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step) {
-    char model_path[PATH_CAP], state_path[PATH_CAP];
-    checkpoint_paths(model_path, state_path, PATH_CAP, dir, step);
-    gpt2_load(model, model_path);
-    FILE *f = fopen_check(state_path, "rb");
-    long bytes = file_size_bytes(f, state_path);
+static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress *progress,
+                                 char *err, size_t err_bytes) {
     int32_t h[256];
-    fread_check(h, sizeof(int32_t), 256, f, state_path, "the training state header");
+    if (reader_read(r, h, sizeof(h), "the training state header", err, err_bytes) != 0) {
+        return -1;
+    }
     if (h[0] != TRAIN_STATE_MAGIC || h[1] != TRAIN_STATE_VERSION) {
-        fatal("%s: not a training state file (magic %d version %d, expected %d version %d)",
-              state_path, h[0], h[1], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
+        return input_error(err, err_bytes,
+                           "not a training state file (magic %d version %d, expected %d version %d)",
+                           h[0], h[1], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
     }
     uint64_t n;
     memcpy(&n, &h[9], sizeof(uint64_t));
     int has_moments = h[11];
-    if (n != model->num_parameters || h[2] != step || h[3] < 0 || h[4] < 0 ||
-        (has_moments != 0 && has_moments != 1)) {
-        fatal("%s: header does not match %s (parameters %llu vs %zu, step %d vs %d)", state_path,
-              model_path, (unsigned long long)n, model->num_parameters, h[2], step);
+    if (n != model->num_parameters || h[2] != step) {
+        return input_error(err, err_bytes,
+                           "header does not match the model file (parameters %llu vs %zu, step "
+                           "%d vs %d)",
+                           (unsigned long long)n, model->num_parameters, h[2], step);
     }
-    size_t expected = 1024 + (has_moments ? 2 * model->num_parameters * sizeof(float) : 0);
-    if ((size_t)bytes != expected) {
-        fatal("%s: file is %ld bytes, expected %zu", state_path, bytes, expected);
+    if (h[3] < 0 || h[4] < 0 || h[12] < 0 || (has_moments != 0 && has_moments != 1)) {
+        return input_error(err, err_bytes,
+                           "bad header: AdamW step %d, shard %d, epoch %d, moments flag %d", h[3],
+                           h[4], h[12], has_moments);
+    }
+    size_t moment_bytes = 0;
+    if (has_moments && size_mul(2 * sizeof(float), model->num_parameters, &moment_bytes) != 0) {
+        return input_error(err, err_bytes, "size overflow");
+    }
+    size_t expected = 1024 + moment_bytes;
+    if (r->size != expected) {
+        return input_error(err, err_bytes, "file is %zu bytes, expected %zu%s", r->size, expected,
+                           r->size < expected ? ": truncated" : ": trailing data");
     }
     progress->step = h[2];
     progress->shard_index = h[4];
     memcpy(&progress->position, &h[5], sizeof(uint64_t));
     memcpy(&progress->rng_state, &h[7], sizeof(uint64_t));
-    if (h[12] < 0) {
-        fatal("%s: negative data epoch %d in the header", state_path, h[12]);
-    }
     progress->epoch = h[12];
     model->adamw_step = h[3];
     if (has_moments) {
-        model->m_memory = malloc_check(model->num_parameters * sizeof(float), "AdamW m");
-        model->v_memory = malloc_check(model->num_parameters * sizeof(float), "AdamW v");
-        fread_check(model->m_memory, sizeof(float), model->num_parameters, f, state_path, "m");
-        fread_check(model->v_memory, sizeof(float), model->num_parameters, f, state_path, "v");
+        size_t bytes = moment_bytes / 2;
+        model->m_memory = malloc(bytes == 0 ? 1 : bytes);
+        model->v_memory = malloc(bytes == 0 ? 1 : bytes);
+        if (model->m_memory == NULL || model->v_memory == NULL) {
+            return input_error(err, err_bytes, "out of memory for the AdamW moments");
+        }
+        if (reader_read(r, model->m_memory, bytes, "the AdamW m", err, err_bytes) != 0 ||
+            reader_read(r, model->v_memory, bytes, "the AdamW v", err, err_bytes) != 0) {
+            return -1;
+        }
+        for (size_t i = 0; i < model->num_parameters; i++) {
+            // v is a mean of squares: finite and >= 0, or the next update is NaN
+            if (!isfinite(model->m_memory[i]) || !isfinite(model->v_memory[i]) ||
+                model->v_memory[i] < 0.0f) {
+                return input_error(err, err_bytes,
+                                   "AdamW moments of parameter %zu are not valid (m %g, v %g)", i,
+                                   (double)model->m_memory[i], (double)model->v_memory[i]);
+            }
+        }
+    }
+    return 0;
+}
+
+int train_state_read(Reader *r, int step, GPT2 *model, TrainProgress *progress, char *err,
+                     size_t err_bytes) {
+    if (train_state_read_body(r, step, model, progress, err, err_bytes) != 0) {
+        free(model->m_memory);
+        free(model->v_memory);
+        model->m_memory = model->v_memory = NULL;
+        model->adamw_step = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step) {
+    char model_path[PATH_CAP], state_path[PATH_CAP];
+    checkpoint_paths(model_path, state_path, PATH_CAP, dir, step);
+    gpt2_load(model, model_path);
+    FILE *f = fopen_check(state_path, "rb");
+    Reader r;
+    char err[READER_ERR_BYTES];
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        train_state_read(&r, step, model, progress, err, sizeof(err)) != 0) {
+        fatal("%s: %s", state_path, err);
     }
     fclose(f);
 }

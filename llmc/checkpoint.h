@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "gpt2.h"
+#include "reader.h"
 
 #define TRAIN_STATE_MAGIC 20241129
 #define TRAIN_STATE_VERSION 1
@@ -26,6 +27,12 @@ void checkpoint_paths(char *model_path, char *state_path, size_t cap, const char
 void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const char *dir);
 // Newest step with a complete checkpoint in dir, or -1 if none.
 int checkpoint_find_latest(const char *dir);
+// Parses a training state (magic 20241129) for model and step from r: the
+// header must match (parameter count, step), the size be exact, the moments
+// finite (v >= 0). Sets progress, model->adamw_step and the AdamW moments;
+// 0, or -1 with the reason in err (nothing set on the model). Never exits.
+int train_state_read(Reader *r, int step, GPT2 *model, TrainProgress *progress, char *err,
+                     size_t err_bytes);
 // Loads model_STEP.bin into model (mode from the file) and the state into
 // progress, the AdamW moments into model.
 void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step);

@@ -7,54 +7,93 @@
 #include "rand.h"
 #include "utils.h"
 
-uint16_t *shard_read(const char *path, size_t *num_tokens, uint8_t **mask, size_t min_tokens,
-                     int vocab_size) {
-    FILE *f = fopen_check(path, "rb");
-    long file_bytes = file_size_bytes(f, path);
+static int shard_parse_body(Reader *r, Shard *out, size_t min_tokens, int vocab_size, char *err,
+                            size_t err_bytes) {
     int32_t header[256];
-    fread_check(header, sizeof(int32_t), 256, f, path, "the shard header");
+    if (reader_read(r, header, sizeof(header), "the shard header", err, err_bytes) != 0) {
+        return -1;
+    }
     int sft = header[0] == SFT_SHARD_MAGIC;
     if (header[0] != SHARD_MAGIC && !sft) {
-        fatal("%s: not a token shard (magic %d, expected %d, or %d for an SFT shard)", path,
-              header[0], SHARD_MAGIC, SFT_SHARD_MAGIC);
+        return input_error(err, err_bytes,
+                           "not a token shard (magic %d, expected %d, or %d for an SFT shard)",
+                           header[0], SHARD_MAGIC, SFT_SHARD_MAGIC);
     }
     int version = sft ? SFT_SHARD_VERSION : SHARD_VERSION;
     if (header[1] != version) {
-        fatal("%s: shard version %d is not supported (expected %d)", path, header[1], version);
+        return input_error(err, err_bytes, "shard version %d is not supported (expected %d)",
+                           header[1], version);
     }
     if (header[2] < 0) {
-        fatal("%s: negative token count %d in the header", path, header[2]);
+        return input_error(err, err_bytes, "negative token count %d in the header", header[2]);
     }
-    size_t n = (size_t)header[2];
+    size_t n = (size_t)header[2]; // < 2^31, so the sizes below fit
     size_t per_token = sizeof(uint16_t) + (sft ? sizeof(uint8_t) : 0);
     size_t expected = 256 * sizeof(int32_t) + n * per_token;
-    if ((size_t)file_bytes != expected) {
-        fatal("%s: file is %ld bytes but its header announces %zu tokens (%zu bytes)%s", path,
-              file_bytes, n, expected, (size_t)file_bytes < expected ? ": truncated" : "");
+    if (r->size != expected) {
+        return input_error(err, err_bytes,
+                           "file is %zu bytes but its header announces %zu tokens (%zu bytes)%s",
+                           r->size, n, expected, r->size < expected ? ": truncated" : "");
     }
     if (n < min_tokens) {
-        fatal("%s: shard holds %zu tokens, fewer than the %zu one batch needs (B*T+1)", path, n,
-              min_tokens);
+        return input_error(err, err_bytes,
+                           "shard holds %zu tokens, fewer than the %zu one batch needs (B*T+1)", n,
+                           min_tokens);
     }
-    uint16_t *tokens = malloc_check(n * sizeof(uint16_t), path);
-    fread_check(tokens, sizeof(uint16_t), n, f, path, "the tokens");
-    *mask = NULL;
-    if (sft) {
-        *mask = malloc_check(n, path);
-        fread_check(*mask, 1, n, f, path, "the loss mask");
+    out->tokens = malloc(n * sizeof(uint16_t) + 1);
+    out->mask = sft ? malloc(n + 1) : NULL;
+    if (out->tokens == NULL || (sft && out->mask == NULL)) {
+        return input_error(err, err_bytes, "out of memory for %zu tokens", n);
+    }
+    if (reader_read(r, out->tokens, n * sizeof(uint16_t), "the tokens", err, err_bytes) != 0 ||
+        (sft && reader_read(r, out->mask, n, "the loss mask", err, err_bytes) != 0)) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (out->tokens[i] >= vocab_size) {
+            return input_error(err, err_bytes,
+                               "token %u at position %zu is outside the vocabulary (size %d)",
+                               out->tokens[i], i, vocab_size);
+        }
+        if (sft && out->mask[i] > 1) {
+            return input_error(err, err_bytes, "loss mask %u at position %zu (expected 0 or 1)",
+                               out->mask[i], i);
+        }
+    }
+    out->num_tokens = n;
+    return 0;
+}
+
+int shard_parse(Reader *r, Shard *out, size_t min_tokens, int vocab_size, char *err,
+                size_t err_bytes) {
+    memset(out, 0, sizeof(*out));
+    if (shard_parse_body(r, out, min_tokens, vocab_size, err, err_bytes) != 0) {
+        shard_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+void shard_free(Shard *shard) {
+    free(shard->tokens);
+    free(shard->mask);
+    memset(shard, 0, sizeof(*shard));
+}
+
+uint16_t *shard_read(const char *path, size_t *num_tokens, uint8_t **mask, size_t min_tokens,
+                     int vocab_size) {
+    FILE *f = fopen_check(path, "rb");
+    Reader r;
+    Shard shard;
+    char err[READER_ERR_BYTES];
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        shard_parse(&r, &shard, min_tokens, vocab_size, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
     }
     fclose(f);
-    for (size_t i = 0; i < n; i++) {
-        if (tokens[i] >= vocab_size) {
-            fatal("%s: token %u at position %zu is outside the vocabulary (size %d)", path,
-                  tokens[i], i, vocab_size);
-        }
-        if (sft && (*mask)[i] > 1) {
-            fatal("%s: loss mask %u at position %zu (expected 0 or 1)", path, (*mask)[i], i);
-        }
-    }
-    *num_tokens = n;
-    return tokens;
+    *num_tokens = shard.num_tokens;
+    *mask = shard.mask;
+    return shard.tokens;
 }
 
 static uint64_t mix_seed(uint64_t seed, uint64_t a, uint64_t b) {

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "reader.h"
+
 #define SHARD_MAGIC 20240520
 #define SHARD_VERSION 1
 #define SFT_SHARD_MAGIC 20241202
@@ -65,6 +67,20 @@ void dataloader_free(DataLoader *loader);
 
 // Writes n tokens as an llm.c token shard (magic 20240520), atomically.
 void shard_write(const char *path, const uint16_t *tokens, size_t n);
+
+// One shard's content: tokens and, for an SFT shard, the loss mask (else NULL).
+typedef struct {
+    uint16_t *tokens;
+    uint8_t *mask;
+    size_t num_tokens;
+} Shard;
+
+// Parses a shard of either kind from r (magic, version, exact size, at least
+// min_tokens tokens, every token < vocab_size, mask bytes 0/1); 0, or -1 with
+// the reason in err (nothing allocated). Never exits.
+int shard_parse(Reader *r, Shard *out, size_t min_tokens, int vocab_size, char *err,
+                size_t err_bytes);
+void shard_free(Shard *shard);
 
 // Reads and checks one shard of either kind; returns its tokens (caller
 // frees), count and, for an SFT shard, *mask (caller frees; NULL otherwise).

@@ -14,6 +14,7 @@
 #include "matmul.h"
 #include "norm.h"
 #include "rand.h"
+#include "reader.h"
 #include "utils.h"
 
 static const char *const NORM_MODE_NAMES[] = {"ln", "rms", "cbwc", "folded"};
@@ -80,19 +81,35 @@ const char *gpt2_config_error(const GPT2Config *c) {
     return NULL;
 }
 
-static void gpt2_allocate_params(GPT2 *model) {
+const char *gpt2_param_name(int i) {
+    static const char *const names[GPT2_NUM_PARAM_TENSORS] = {
+        "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+    return i >= 0 && i < GPT2_NUM_PARAM_TENSORS ? names[i] : "?";
+}
+
+// Parameters and gradients for model->config; -1 when memory runs out.
+static int gpt2_allocate_params(GPT2 *model) {
     gpt2_param_sizes(model->param_sizes, &model->config);
     size_t total = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         total += model->param_sizes[i];
     }
     model->num_parameters = total;
-    model->params_memory = malloc_check(mul_size_check(total, sizeof(float), "parameters"), "parameters");
-    model->grads_memory = calloc_check(total, sizeof(float), "gradients");
+    size_t bytes;
+    if (size_mul(total, sizeof(float), &bytes) != 0) {
+        return -1;
+    }
+    model->params_memory = malloc(bytes == 0 ? 1 : bytes);
+    model->grads_memory = calloc(total == 0 ? 1 : total, sizeof(float));
+    if (model->params_memory == NULL || model->grads_memory == NULL) {
+        return -1;
+    }
     point_tensors((float **)&model->params, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
                   model->params_memory);
     point_tensors((float **)&model->grads, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
                   model->grads_memory);
+    return 0;
 }
 
 static void gpt2_reset_state(GPT2 *model) {
@@ -101,45 +118,72 @@ static void gpt2_reset_state(GPT2 *model) {
     model->cbwc_stale = 1;
 }
 
-void gpt2_load(GPT2 *model, const char *path) {
-    gpt2_reset_state(model);
-    FILE *f = fopen_check(path, "rb");
-    long file_bytes = file_size_bytes(f, path);
-    int32_t header[256];
-    fread_check(header, sizeof(int32_t), 256, f, path, "the model header");
+int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode, char *err,
+                      size_t err_bytes) {
     if (header[0] != GPT2_MODEL_MAGIC) {
-        fatal("%s: not a GPT-2 model file (magic %d, expected %d)", path, header[0],
-              GPT2_MODEL_MAGIC);
+        return input_error(err, err_bytes, "not a GPT-2 model file (magic %d, expected %d)",
+                           header[0], GPT2_MODEL_MAGIC);
     }
     if (header[1] != GPT2_MODEL_VERSION_FP32) {
-        fatal("%s: model file version %d is not supported (expected %d, fp32)", path, header[1],
-              GPT2_MODEL_VERSION_FP32);
+        return input_error(err, err_bytes,
+                           "model file version %d is not supported (expected %d, fp32)",
+                           header[1], GPT2_MODEL_VERSION_FP32);
     }
-    GPT2Config cfg = {.max_seq_len = header[2], .vocab_size = header[3], .num_layers = header[4],
-                      .num_heads = header[5], .channels = header[6],
-                      .padded_vocab_size = header[7]};
-    const char *why = gpt2_config_error(&cfg);
+    GPT2Config c = {.max_seq_len = header[2], .vocab_size = header[3], .num_layers = header[4],
+                    .num_heads = header[5], .channels = header[6],
+                    .padded_vocab_size = header[7]};
+    const char *why = gpt2_config_error(&c);
     if (why != NULL) {
-        fatal("%s: bad model header (maxT=%d V=%d Vp=%d L=%d NH=%d C=%d): %s", path,
-              cfg.max_seq_len, cfg.vocab_size, cfg.padded_vocab_size, cfg.num_layers,
-              cfg.num_heads, cfg.channels, why);
+        return input_error(err, err_bytes,
+                           "bad model header (maxT=%d V=%d Vp=%d L=%d NH=%d C=%d): %s",
+                           c.max_seq_len, c.vocab_size, c.padded_vocab_size, c.num_layers,
+                           c.num_heads, c.channels, why);
     }
-    int mode = header[GPT2_HEADER_SLOT_NORM_MODE];
-    if (mode < MODE_LN || mode > MODE_FOLDED) {
-        fatal("%s: unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)", path,
-              mode, GPT2_HEADER_SLOT_NORM_MODE);
+    int m = header[GPT2_HEADER_SLOT_NORM_MODE];
+    if (m < MODE_LN || m > MODE_FOLDED) {
+        return input_error(err, err_bytes,
+                           "unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)",
+                           m, GPT2_HEADER_SLOT_NORM_MODE);
     }
     // folded files: all 2L+1 norms RMS and every stream layer centred (the one layout run here)
-    if (mode == MODE_FOLDED && (header[GPT2_HEADER_SLOT_FOLDED_NORMS] != 2 * cfg.num_layers + 1 ||
-                                header[GPT2_HEADER_SLOT_FOLDED_LAYERS] != GPT2_FOLDED_ALL)) {
-        fatal("%s: folded model records %d folded norms and layer flags %d (expected %d and %d)",
-              path, header[GPT2_HEADER_SLOT_FOLDED_NORMS], header[GPT2_HEADER_SLOT_FOLDED_LAYERS],
-              2 * cfg.num_layers + 1, GPT2_FOLDED_ALL);
+    if (m == MODE_FOLDED && (header[GPT2_HEADER_SLOT_FOLDED_NORMS] != 2 * c.num_layers + 1 ||
+                             header[GPT2_HEADER_SLOT_FOLDED_LAYERS] != GPT2_FOLDED_ALL)) {
+        return input_error(err, err_bytes,
+                           "folded model records %d folded norms and layer flags %d (expected %d "
+                           "and %d)",
+                           header[GPT2_HEADER_SLOT_FOLDED_NORMS],
+                           header[GPT2_HEADER_SLOT_FOLDED_LAYERS], 2 * c.num_layers + 1,
+                           GPT2_FOLDED_ALL);
     }
-    model->config = cfg;
-    model->mode = (NormMode)mode;
+    *cfg = c;
+    *mode = (NormMode)m;
+    return 0;
+}
+
+// The first non-finite value of tensor `name` (n values), as an error; 0 if none.
+static int check_finite(const float *x, size_t n, const char *name, char *err, size_t err_bytes) {
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(x[i])) {
+            return input_error(err, err_bytes, "%s: value %zu of %zu is not finite (%g)", name, i,
+                               n, (double)x[i]);
+        }
+    }
+    return 0;
+}
+
+static int gpt2_read_body(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
+    int32_t header[256];
+    if (reader_read(r, header, sizeof(header), "the model header", err, err_bytes) != 0) {
+        return -1;
+    }
+    GPT2Config cfg;
+    NormMode mode;
+    if (gpt2_header_parse(header, &cfg, &mode, err, err_bytes) != 0) {
+        return -1;
+    }
     size_t sizes[GPT2_NUM_PARAM_TENSORS];
     gpt2_param_sizes(sizes, &cfg);
+    // gpt2_config_error bounds every dimension, so these sums stay far below SIZE_MAX
     size_t total = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         total += sizes[i];
@@ -147,31 +191,65 @@ void gpt2_load(GPT2 *model, const char *path) {
     // folded: the tied head's row means m_t (Vp floats) follow the parameters
     size_t extra = mode == MODE_FOLDED ? (size_t)cfg.padded_vocab_size : 0;
     size_t expected = 256 * sizeof(int32_t) + (total + extra) * sizeof(float);
-    if ((size_t)file_bytes != expected) {
-        fatal("%s: file is %ld bytes but its header describes %zu bytes (%zu parameters)%s", path,
-              file_bytes, expected, total,
-              (size_t)file_bytes < expected ? ": truncated" : ": trailing data");
+    if (r->size != expected) {
+        return input_error(err, err_bytes,
+                           "file is %zu bytes but its header describes %zu bytes (%zu "
+                           "parameters)%s",
+                           r->size, expected, total,
+                           r->size < expected ? ": truncated" : ": trailing data");
     }
-    gpt2_allocate_params(model);
-    fread_check(model->params_memory, sizeof(float), model->num_parameters, f, path,
-                "the parameters");
+    model->config = cfg;
+    model->mode = mode;
+    if (gpt2_allocate_params(model) != 0) {
+        return input_error(err, err_bytes, "out of memory for %zu parameters", total);
+    }
+    if (reader_read(r, model->params_memory, total * sizeof(float), "the parameters", err,
+                    err_bytes) != 0) {
+        return -1;
+    }
     if (mode == MODE_FOLDED) {
-        model->head_row_means = malloc_check(extra * sizeof(float), "head row means");
-        fread_check(model->head_row_means, sizeof(float), extra, f, path, "the head row means");
+        model->head_row_means = malloc(extra * sizeof(float));
+        if (model->head_row_means == NULL) {
+            return input_error(err, err_bytes, "out of memory for the head row means");
+        }
+        if (reader_read(r, model->head_row_means, extra * sizeof(float), "the head row means",
+                        err, err_bytes) != 0) {
+            return -1;
+        }
         model->folded_norms = header[GPT2_HEADER_SLOT_FOLDED_NORMS];
         model->folded_layers = header[GPT2_HEADER_SLOT_FOLDED_LAYERS];
-        for (size_t i = 0; i < extra; i++) {
-            if (!isfinite(model->head_row_means[i])) {
-                fatal("%s: head row mean %zu is not finite", path, i);
-            }
+    }
+    const float *p = model->params_memory;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        if (check_finite(p, sizes[i], gpt2_param_name(i), err, err_bytes) != 0) {
+            return -1;
         }
+        p += sizes[i];
+    }
+    if (mode == MODE_FOLDED &&
+        check_finite(model->head_row_means, extra, "head row mean m_t", err, err_bytes) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int gpt2_read(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
+    gpt2_reset_state(model);
+    if (gpt2_read_body(model, r, err, err_bytes) != 0) {
+        gpt2_free(model);
+        return -1;
+    }
+    return 0;
+}
+
+void gpt2_load(GPT2 *model, const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    Reader r;
+    char err[READER_ERR_BYTES];
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 || gpt2_read(model, &r, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
     }
     fclose(f);
-    for (size_t i = 0; i < model->num_parameters; i++) {
-        if (!isfinite(model->params_memory[i])) {
-            fatal("%s: parameter %zu is not finite", path, i);
-        }
-    }
 }
 
 void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode,
@@ -183,7 +261,9 @@ void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode,
     }
     model->config = *config;
     model->mode = mode;
-    gpt2_allocate_params(model);
+    if (gpt2_allocate_params(model) != 0) {
+        fatal("out of memory allocating %zu parameters", model->num_parameters);
+    }
     Rng rng;
     rng_seed(&rng, seed);
     const float std = 0.02f;

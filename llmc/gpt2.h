@@ -9,8 +9,10 @@
 #define FOLDNORM_GPT2_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "adamw.h"
+#include "reader.h"
 
 #define GPT2_MODEL_MAGIC 20240326
 #define GPT2_MODEL_VERSION_FP32 3
@@ -115,6 +117,16 @@ typedef struct {
 // Sizes of the 16 parameter tensors in llm.c's order.
 void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *config);
 
+// Name of parameter tensor i ("wte", ...), in the file's order.
+const char *gpt2_param_name(int i);
+// Checks a model file's header (magic, version 3, config, norm mode, the
+// folded slots) without reading further; 0, or -1 with the reason in err.
+int gpt2_header_parse(const int32_t header[256], GPT2Config *config, NormMode *mode, char *err,
+                      size_t err_bytes);
+// Parses a model file from r (docs/formats.md: header, exact size, every
+// parameter finite, for a folded file the row means); 0, or -1 with the
+// reason in err and the model freed. Never exits.
+int gpt2_read(GPT2 *model, Reader *r, char *err, size_t err_bytes);
 // Loads an llm.c model file (magic 20240326, version 3); the norm mode comes
 // from header slot 8. Dies with a message naming the file on any defect.
 void gpt2_load(GPT2 *model, const char *path);

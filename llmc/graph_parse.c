@@ -14,6 +14,8 @@
 
 #define MAX_LINE_TOKENS 32
 #define MAX_DIM (1 << 24)
+// the analysis keeps node x node bitsets: 2^15 nodes are 128 MiB per set
+#define MAX_NODES (1 << 15)
 
 typedef struct {
     GraphNode node;
@@ -345,14 +347,19 @@ int graph_parse(Graph *g, const char *text, const char *source, char *err, size_
         }
         if (count == cap) {
             cap *= 2;
-            raw = realloc(raw, cap * sizeof(RawNode));
-            if (raw == NULL) {
-                fatal("out of memory reading graph %s", source);
+            RawNode *grown = realloc(raw, cap * sizeof(RawNode));
+            if (grown == NULL) {
+                rc = parse_fail(&pe, line + 1, "out of memory for %zu nodes", cap);
+                break;
             }
+            raw = grown;
         }
         int got = parse_line(&pe, s, line + 1, &raw[count], g);
         rc = got < 0 ? -1 : 0;
         count += got > 0;
+        if (rc == 0 && count > MAX_NODES) {
+            rc = parse_fail(&pe, line + 1, "more than %d nodes", MAX_NODES);
+        }
         s = nl != NULL ? nl + 1 : NULL;
     }
     free(copy);

@@ -5,6 +5,7 @@
 #ifndef FOLDNORM_IDX_H
 #define FOLDNORM_IDX_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct {
@@ -13,6 +14,15 @@ typedef struct {
     uint8_t *data;  // N * rows * cols (images) or N (labels)
 } IdxArray;
 
+// Parses an IDX file held in memory, gzip-compressed (one or more members,
+// inflated through zlib's in-memory API) or not: the magic, expected_dims
+// sizes (non-zero, bounded), a payload exactly as long as they say. 0, or -1
+// with the reason in err and nothing allocated. Never exits.
+int idx_parse(IdxArray *out, const void *data, size_t bytes, int expected_dims, char *err,
+              size_t err_bytes);
+// Equal image and label counts, every label < num_classes; 0 or -1 (err).
+int idx_check_split(const IdxArray *images, const IdxArray *labels, int num_classes, char *err,
+                    size_t err_bytes);
 // Dies naming the file on: open/gzip errors, a wrong magic, a dimension
 // count other than expected_dims, sizes that are zero or implausibly large,
 // or a payload shorter or longer than the header says.

@@ -4,26 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reader.h"
 #include "utils.h"
 
 static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f};
 static const float IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
 
-void image_shard_read(ImageShard *s, const char *path) {
-    memset(s, 0, sizeof(*s));
-    FILE *f = fopen_check(path, "rb");
-    long bytes = file_size_bytes(f, path);
+static int image_shard_parse_body(Reader *r, ImageShard *s, char *err, size_t err_bytes) {
     int32_t h[256];
-    if (bytes < (long)sizeof(h)) {
-        fatal("%s: %ld bytes, shorter than the 1024-byte image shard header", path, bytes);
+    if (reader_read(r, h, sizeof(h), "the 1024-byte image shard header", err, err_bytes) != 0) {
+        return -1;
     }
-    fread_check(h, sizeof(int32_t), 256, f, path, "the image shard header");
     if (h[0] != IMAGE_SHARD_MAGIC) {
-        fatal("%s: not an image shard (magic %d, expected %d)", path, h[0], IMAGE_SHARD_MAGIC);
+        return input_error(err, err_bytes, "not an image shard (magic %d, expected %d)", h[0],
+                           IMAGE_SHARD_MAGIC);
     }
     if (h[1] != IMAGE_SHARD_VERSION) {
-        fatal("%s: image shard version %d is not supported (expected %d)", path, h[1],
-              IMAGE_SHARD_VERSION);
+        return input_error(err, err_bytes, "image shard version %d is not supported (expected %d)",
+                           h[1], IMAGE_SHARD_VERSION);
     }
     s->count = h[2];
     s->num_classes = h[3];
@@ -32,29 +30,58 @@ void image_shard_read(ImageShard *s, const char *path) {
     s->kind = h[6];
     s->crop = h[7];
     if (s->count <= 0 || s->num_classes <= 0 || s->num_classes > (1 << 20) || s->side <= 0 ||
-        s->side > 4096 || s->channels != 3 || (s->kind != IMAGE_SHARD_TRAIN && s->kind != IMAGE_SHARD_EVAL) ||
-        s->crop <= 0 || s->crop > s->side || (s->kind == IMAGE_SHARD_EVAL && s->crop != s->side)) {
-        fatal("%s: bad header: count=%d classes=%d side=%d channels=%d kind=%d crop=%d", path,
-              s->count, s->num_classes, s->side, s->channels, s->kind, s->crop);
+        s->side > 4096 || s->channels != 3 ||
+        (s->kind != IMAGE_SHARD_TRAIN && s->kind != IMAGE_SHARD_EVAL) || s->crop <= 0 ||
+        s->crop > s->side || (s->kind == IMAGE_SHARD_EVAL && s->crop != s->side)) {
+        return input_error(err, err_bytes,
+                           "bad header: count=%d classes=%d side=%d channels=%d kind=%d crop=%d",
+                           s->count, s->num_classes, s->side, s->channels, s->kind, s->crop);
     }
+    // side <= 4096 and count < 2^31: count * side^2 * 3 < 2^57, no overflow
     size_t per_image = (size_t)s->side * s->side * 3;
-    size_t pixels = mul_size_check((size_t)s->count, per_image, path);
+    size_t pixels = (size_t)s->count * per_image;
     size_t expected = sizeof(h) + (size_t)s->count * sizeof(int32_t) + pixels;
-    if ((size_t)bytes != expected) {
-        fatal("%s: file is %ld bytes but its header describes %zu bytes%s", path, bytes, expected,
-              (size_t)bytes < expected ? ": truncated" : ": trailing data");
+    if (r->size != expected) {
+        return input_error(err, err_bytes, "file is %zu bytes but its header describes %zu bytes%s",
+                           r->size, expected, r->size < expected ? ": truncated" : ": trailing data");
     }
-    s->labels = malloc_check((size_t)s->count * sizeof(int32_t), "shard labels");
-    s->pixels = malloc_check(pixels, "shard pixels");
-    fread_check(s->labels, sizeof(int32_t), (size_t)s->count, f, path, "the labels");
-    fread_check(s->pixels, 1, pixels, f, path, "the pixels");
-    fclose(f);
+    s->labels = malloc((size_t)s->count * sizeof(int32_t));
+    s->pixels = malloc(pixels);
+    if (s->labels == NULL || s->pixels == NULL) {
+        return input_error(err, err_bytes, "out of memory for %d images", s->count);
+    }
+    if (reader_read(r, s->labels, (size_t)s->count * sizeof(int32_t), "the labels", err,
+                    err_bytes) != 0 ||
+        reader_read(r, s->pixels, pixels, "the pixels", err, err_bytes) != 0) {
+        return -1;
+    }
     for (int i = 0; i < s->count; i++) {
         if (s->labels[i] < 0 || s->labels[i] >= s->num_classes) {
-            fatal("%s: label %d of image %d is not in [0, %d)", path, s->labels[i], i,
-                  s->num_classes);
+            return input_error(err, err_bytes, "label %d of image %d is not in [0, %d)",
+                               s->labels[i], i, s->num_classes);
         }
     }
+    return 0;
+}
+
+int image_shard_parse(Reader *r, ImageShard *shard, char *err, size_t err_bytes) {
+    memset(shard, 0, sizeof(*shard));
+    if (image_shard_parse_body(r, shard, err, err_bytes) != 0) {
+        image_shard_free(shard);
+        return -1;
+    }
+    return 0;
+}
+
+void image_shard_read(ImageShard *shard, const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    Reader r;
+    char err[READER_ERR_BYTES];
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        image_shard_parse(&r, shard, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
+    }
+    fclose(f);
 }
 
 static void write_shard(FILE *f, const char *path, const void *ctx) {

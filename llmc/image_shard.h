@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "rand.h"
+#include "reader.h"
 
 #define IMAGE_SHARD_MAGIC 20261201
 #define IMAGE_SHARD_VERSION 1
@@ -23,6 +24,9 @@ typedef struct {
     uint8_t *pixels; // count * side * side * channels
 } ImageShard;
 
+// Parses an image shard from r; 0, or -1 with the reason in err (nothing
+// allocated). Checks as image_shard_read. Never exits.
+int image_shard_parse(Reader *r, ImageShard *shard, char *err, size_t err_bytes);
 // Dies naming the file on a wrong magic/version, bad sizes, a file size other
 // than header + labels + pixels, or a label outside [0, num_classes).
 void image_shard_read(ImageShard *shard, const char *path);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reader.h"
 #include "utils.h"
 
 // GPT-2's pre-tokenizer, as gpt-3-encoder runs it in JavaScript:
@@ -108,17 +109,6 @@ static int string_index_get(const StringIndex *index, const char *key) {
     }
 }
 
-static char *read_whole_file(const char *path, size_t *len) {
-    FILE *f = fopen_check(path, "rb");
-    long n = file_size_bytes(f, path);
-    char *buf = malloc_check((size_t)n + 1, path);
-    fread_check(buf, 1, (size_t)n, f, path, "the file");
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
 // ---- merges ----
 
 static void merge_put(MergeTable *table, int left, int right, int rank, int result) {
@@ -153,112 +143,173 @@ static inline int32_t merge_get(const MergeTable *table, int32_t left, int32_t r
     }
 }
 
-static void load_encoder(Tokenizer *tok, const char *path, StringIndex *index, cJSON **json_out) {
-    size_t len;
-    char *text = read_whole_file(path, &len);
+// encoder.json: a JSON object token -> id, ids 0..n-1 each given once, every
+// token spelled in the byte alphabet, all 256 bytes and <|endoftext|> present.
+static int parse_encoder(Tokenizer *tok, const char *text, size_t len, const char *name,
+                         StringIndex *index, cJSON **json_out, char *err, size_t err_bytes) {
     cJSON *json = cJSON_ParseWithLength(text, len);
-    free(text);
+    *json_out = json; // freed by the caller, also on error: the index points into it
     if (json == NULL || !cJSON_IsObject(json)) {
-        fatal("%s: not a JSON object of token -> id (GPT-2's encoder.json)", path);
+        return input_error(err, err_bytes, "%s: not a JSON object of token -> id (GPT-2's encoder.json)",
+                           name);
     }
     int n = cJSON_GetArraySize(json);
     if (n < 256 || n > 1 << 20) {
-        fatal("%s: %d tokens; expected at least the 256 byte tokens", path, n);
+        return input_error(err, err_bytes, "%s: %d tokens; expected at least the 256 byte tokens",
+                           name, n);
     }
     int byte_to_cp[256], cp_to_byte[324];
     bytes_to_unicode(byte_to_cp);
     for (int i = 0; i < 324; i++) cp_to_byte[i] = -1;
     for (int b = 0; b < 256; b++) cp_to_byte[byte_to_cp[b]] = b;
-    tok->vocab_size = n;
-    tok->token_bytes = calloc_check((size_t)n, sizeof(unsigned char *), "token table");
-    tok->token_len = calloc_check((size_t)n, sizeof(int), "token lengths");
+    tok->token_bytes = calloc((size_t)n, sizeof(unsigned char *));
+    tok->token_len = calloc((size_t)n, sizeof(int));
     index->capacity = 1;
     while (index->capacity < 2 * (size_t)n) index->capacity <<= 1;
-    index->keys = calloc_check(index->capacity, sizeof(char *), "token index");
-    index->ids = calloc_check(index->capacity, sizeof(int), "token index");
+    index->keys = calloc(index->capacity, sizeof(char *));
+    index->ids = calloc(index->capacity, sizeof(int));
+    if (tok->token_bytes == NULL || tok->token_len == NULL || index->keys == NULL ||
+        index->ids == NULL) {
+        return input_error(err, err_bytes, "%s: out of memory for %d tokens", name, n);
+    }
+    tok->vocab_size = n;
     for (int b = 0; b < 256; b++) tok->byte_token[b] = -1;
+    tok->eot_token = -1;
     unsigned char buf[1024];
     for (cJSON *item = json->child; item != NULL; item = item->next) {
         if (!cJSON_IsNumber(item) || item->valuedouble != (double)item->valueint ||
             item->valueint < 0 || item->valueint >= n) {
-            fatal("%s: token \"%s\" has id %g; ids must be integers 0..%d", path, item->string,
-                  item->valuedouble, n - 1);
+            return input_error(err, err_bytes, "%s: token \"%.60s\" has id %g; ids must be integers 0..%d",
+                               name, item->string, item->valuedouble, n - 1);
         }
         int id = item->valueint;
         if (tok->token_bytes[id] != NULL) {
-            fatal("%s: id %d is given to two tokens", path, id);
+            return input_error(err, err_bytes, "%s: id %d is given to two tokens", name, id);
         }
         int blen = unicode_to_bytes(item->string, cp_to_byte, buf, (int)sizeof(buf));
-        if (blen <= 0 && strcmp(item->string, "<|endoftext|>") != 0) {
-            fatal("%s: token \"%s\" is not in GPT-2's byte alphabet", path, item->string);
+        int is_eot = strcmp(item->string, "<|endoftext|>") == 0;
+        if (blen <= 0 && !is_eot) {
+            return input_error(err, err_bytes, "%s: token \"%.60s\" is not in GPT-2's byte alphabet",
+                               name, item->string);
         }
-        if (strcmp(item->string, "<|endoftext|>") == 0) {
+        if (is_eot) {
             tok->eot_token = id;
             blen = (int)strlen(item->string);
             memcpy(buf, item->string, (size_t)blen);
         }
-        tok->token_bytes[id] = malloc_check((size_t)blen, "token bytes");
+        tok->token_bytes[id] = malloc((size_t)blen);
+        if (tok->token_bytes[id] == NULL) {
+            return input_error(err, err_bytes, "%s: out of memory", name);
+        }
         memcpy(tok->token_bytes[id], buf, (size_t)blen);
         tok->token_len[id] = blen;
-        if (blen == 1) tok->byte_token[buf[0]] = id;
+        if (blen == 1 && !is_eot) tok->byte_token[buf[0]] = id;
         string_index_put(index, item->string, id);
     }
     for (int b = 0; b < 256; b++) {
-        if (tok->byte_token[b] < 0) fatal("%s: no token for byte %d", path, b);
+        if (tok->byte_token[b] < 0) {
+            return input_error(err, err_bytes, "%s: no token for byte %d", name, b);
+        }
     }
-    if (string_index_get(index, "<|endoftext|>") < 0) {
-        fatal("%s: no <|endoftext|> token", path);
+    if (tok->eot_token < 0) {
+        return input_error(err, err_bytes, "%s: no <|endoftext|> token", name);
     }
-    *json_out = json; // the index points into it
+    return 0;
 }
 
-static void load_merges(Tokenizer *tok, const char *path, const StringIndex *index) {
-    size_t len;
-    char *text = read_whole_file(path, &len);
+// vocab.bpe: an optional "#version" line, then "A B" merges in rank order,
+// A, B and AB all in the vocabulary.
+static int parse_merges(Tokenizer *tok, const char *text, size_t len, const char *name,
+                        const StringIndex *index, char *err, size_t err_bytes) {
     size_t lines = 0;
     for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
-    tok->merges.capacity = 1;
-    while (tok->merges.capacity < 2 * (lines + 1)) tok->merges.capacity <<= 1;
-    tok->merges.keys = calloc_check(tok->merges.capacity, sizeof(uint64_t), "merge table");
-    tok->merges.rank = calloc_check(tok->merges.capacity, sizeof(int32_t), "merge table");
-    tok->merges.result = calloc_check(tok->merges.capacity, sizeof(int32_t), "merge table");
+    MergeTable *m = &tok->merges;
+    m->capacity = 1;
+    while (m->capacity < 2 * (lines + 1)) m->capacity <<= 1;
+    m->keys = calloc(m->capacity, sizeof(uint64_t));
+    m->rank = calloc(m->capacity, sizeof(int32_t));
+    m->result = calloc(m->capacity, sizeof(int32_t));
+    char *line = malloc(len + 1); // one line at a time, NUL-terminated
+    if (m->keys == NULL || m->rank == NULL || m->result == NULL || line == NULL) {
+        free(line);
+        return input_error(err, err_bytes, "%s: out of memory for %zu merges", name, lines);
+    }
     char joined[2048];
-    int rank = 0, line_no = 0;
-    for (char *line = text; line < text + len;) {
-        char *end = strchr(line, '\n');
-        if (end == NULL) end = text + len;
-        *end = '\0';
+    int rank = 0, line_no = 0, rc = 0;
+    for (size_t pos = 0; pos < len && rc == 0;) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl != NULL ? (size_t)(nl - text) : len;
+        size_t n = end - pos;
+        memcpy(line, text + pos, n);
+        line[n] = '\0';
+        pos = end + 1;
         line_no++;
-        if (line_no == 1 && strncmp(line, "#version", 8) == 0) {
-            line = end + 1;
-            continue;
+        if (memchr(line, '\0', n) != NULL) {
+            rc = input_error(err, err_bytes, "%s:%d: a NUL byte in the line", name, line_no);
+            break;
         }
-        if (*line == '\0') {
-            line = end + 1;
+        if ((line_no == 1 && strncmp(line, "#version", 8) == 0) || n == 0) {
             continue;
         }
         char *space = strchr(line, ' ');
         if (space == NULL || space == line || space[1] == '\0' || strchr(space + 1, ' ') != NULL) {
-            fatal("%s:%d: expected a merge \"A B\", got \"%.60s\"", path, line_no, line);
+            rc = input_error(err, err_bytes, "%s:%d: expected a merge \"A B\", got \"%.60s\"", name,
+                             line_no, line);
+            break;
         }
         *space = '\0';
         const char *a = line, *b = space + 1;
-        int ia = string_index_get(index, a), ib = string_index_get(index, b);
         size_t la = strlen(a), lb = strlen(b);
         if (la + lb + 1 > sizeof(joined)) {
-            fatal("%s:%d: merge too long", path, line_no);
+            rc = input_error(err, err_bytes, "%s:%d: merge too long", name, line_no);
+            break;
         }
         memcpy(joined, a, la);
         memcpy(joined + la, b, lb + 1);
+        int ia = string_index_get(index, a), ib = string_index_get(index, b);
         int im = string_index_get(index, joined);
         if (ia < 0 || ib < 0 || im < 0) {
-            fatal("%s:%d: merge \"%s %s\" uses a token not in encoder.json", path, line_no, a, b);
+            rc = input_error(err, err_bytes, "%s:%d: merge \"%.60s %.60s\" uses a token not in encoder.json",
+                             name, line_no, a, b);
+            break;
         }
-        merge_put(&tok->merges, ia, ib, rank++, im);
-        line = end + 1;
+        merge_put(m, ia, ib, rank++, im);
     }
-    if (rank == 0) fatal("%s: no merges", path);
-    free(text);
+    free(line);
+    if (rc == 0 && rank == 0) {
+        rc = input_error(err, err_bytes, "%s: no merges", name);
+    }
+    return rc;
+}
+
+int tokenizer_parse_files(Tokenizer *tok, const char *encoder_json, size_t encoder_bytes,
+                          const char *encoder_name, const char *merges, size_t merges_bytes,
+                          const char *merges_name, char *err, size_t err_bytes) {
+    memset(tok, 0, sizeof(*tok));
+    StringIndex index = {0};
+    cJSON *json = NULL;
+    int rc = parse_encoder(tok, encoder_json, encoder_bytes, encoder_name, &index, &json, err,
+                           err_bytes);
+    if (rc == 0) {
+        rc = parse_merges(tok, merges, merges_bytes, merges_name, &index, err, err_bytes);
+    }
+    free(index.keys);
+    free(index.ids);
+    cJSON_Delete(json);
+    if (rc != 0) {
+        tokenizer_free(tok);
+    }
+    return rc;
+}
+
+// The whole of a tokenizer file; dies naming it.
+static char *read_tokenizer_file(const char *path, size_t *len) {
+    unsigned char *bytes;
+    char err[READER_ERR_BYTES];
+    if (read_file_bytes(path, (size_t)1 << 30, &bytes, len, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
+    }
+    return (char *)bytes;
 }
 
 void tokenizer_load(Tokenizer *tok, const char *dir) {
@@ -274,13 +325,16 @@ void tokenizer_load(Tokenizer *tok, const char *dir) {
               encoder_path);
     }
     fclose(probe);
-    StringIndex index = {0};
-    cJSON *json = NULL;
-    load_encoder(tok, encoder_path, &index, &json);
-    load_merges(tok, merges_path, &index);
-    free(index.keys);
-    free(index.ids);
-    cJSON_Delete(json);
+    size_t encoder_len, merges_len;
+    char *encoder = read_tokenizer_file(encoder_path, &encoder_len);
+    char *merges = read_tokenizer_file(merges_path, &merges_len);
+    char why[READER_ERR_BYTES];
+    if (tokenizer_parse_files(tok, encoder, encoder_len, encoder_path, merges, merges_len,
+                              merges_path, why, sizeof(why)) != 0) {
+        fatal("%s", why);
+    }
+    free(encoder);
+    free(merges);
 
     int err;
     PCRE2_SIZE err_offset;

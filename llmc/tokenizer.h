@@ -56,6 +56,14 @@ typedef struct {
     size_t len, cap;
 } TokenList;
 
+// Parses the contents of encoder.json and vocab.bpe (the names label the
+// messages): the vocabulary and the merge table, without the pre-tokenizer
+// or the word cache (tokenizer_load adds those). 0, or -1 with "NAME: what is
+// wrong" in err and nothing allocated (tokenizer_free is safe either way).
+// Never exits.
+int tokenizer_parse_files(Tokenizer *tok, const char *encoder_json, size_t encoder_bytes,
+                          const char *encoder_name, const char *merges, size_t merges_bytes,
+                          const char *merges_name, char *err, size_t err_bytes);
 // Reads GPT-2's encoder.json and vocab.bpe from dir (data/gpt2 when NULL);
 // dies naming the file on any defect (missing, bad JSON, unknown symbol, a
 // merge of tokens not in the vocabulary).

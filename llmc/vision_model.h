@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "reader.h"
+
 #define VISION_MODEL_MAGIC 20261129
 #define VISION_MODEL_VERSION 1
 #define VISION_HEADER_INTS 256
@@ -35,8 +37,21 @@ enum {
 
 const char *vision_family_name(VisionFamily family);
 
-// Opens path, reads and checks the header (magic, version, family ==
-// expected, norm mode 0..2); dies naming the file otherwise. Returns the open
+// Checks a model header for family `expected`: magic, version, family, norm
+// mode, the family's config (vit_config_error / swin_config_error) and its
+// cost beyond the parameters, then that the input is exactly file_bytes =
+// header + *num_params floats. 0, or -1 with the reason in err. Never exits.
+int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily expected,
+                        size_t file_bytes, size_t *num_params, char *err, size_t err_bytes);
+// Reads n parameters from r and checks each is finite; 0 or -1 (err).
+int vision_params_parse(Reader *r, float *params, size_t n, char *err, size_t err_bytes);
+// Header and parameters of a whole model file from r (*params: caller frees);
+// 0, or -1 with the reason in err and nothing allocated. Never exits.
+int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_HEADER_INTS],
+                       float **params, size_t *num_params, char *err, size_t err_bytes);
+
+// Opens path, reads and checks the header and the file size as
+// vision_header_parse does; dies naming the file otherwise. Returns the open
 // file positioned after the header and its size in bytes.
 FILE *vision_header_read(const char *path, int32_t header[VISION_HEADER_INTS],
                          VisionFamily expected, long *file_bytes);

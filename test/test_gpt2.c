@@ -14,82 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "debug_state.h"
 #include "gpt2.h"
 #include "utils.h"
-
-#define STATE_MAGIC 20240327
-#define STATE_VERSION 2
-
-static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-
-typedef struct {
-    int B, T, num_steps;
-    AdamWConfig adamw;
-    float grad_clip;
-    int *x, *y;
-    float *logits; // (B, T, V)
-    float loss;
-    float *grads;  // num_parameters
-    float *losses; // num_steps
-} DebugState;
-
-static float float_from_bits(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-static void state_load(DebugState *s, const char *path, const GPT2 *model) {
-    FILE *f = fopen_check(path, "rb");
-    long file_bytes = file_size_bytes(f, path);
-    int32_t h[256];
-    fread_check(h, sizeof(int32_t), 256, f, path, "the state header");
-    if (h[0] != STATE_MAGIC) {
-        fatal("%s: not a debug state (magic %d, expected %d)", path, h[0], STATE_MAGIC);
-    }
-    if (h[1] != STATE_VERSION) {
-        fatal("%s: debug state version %d is not supported (expected %d)", path, h[1],
-              STATE_VERSION);
-    }
-    s->B = h[2];
-    s->T = h[3];
-    s->num_steps = h[4];
-    if (s->B <= 0 || s->T <= 0 || s->T > model->config.max_seq_len || s->B > (1 << 16) ||
-        s->num_steps < 0 || s->num_steps > (1 << 20)) {
-        fatal("%s: bad header: B=%d T=%d steps=%d (model maxT %d)", path, s->B, s->T,
-              s->num_steps, model->config.max_seq_len);
-    }
-    s->adamw = (AdamWConfig){.learning_rate = float_from_bits(h[5]), .beta1 = float_from_bits(h[6]),
-                             .beta2 = float_from_bits(h[7]), .eps = float_from_bits(h[8]),
-                             .weight_decay = float_from_bits(h[9])};
-    s->grad_clip = float_from_bits(h[10]);
-    size_t BT = (size_t)s->B * s->T, V = (size_t)model->config.vocab_size;
-    size_t expected = 1024 + 2 * BT * 4 + BT * V * 4 + 4 + model->num_parameters * 4 +
-                      (size_t)s->num_steps * 4;
-    if ((size_t)file_bytes != expected) {
-        fatal("%s: file is %ld bytes, expected %zu for B=%d T=%d V=%zu and %zu parameters", path,
-              file_bytes, expected, s->B, s->T, V, model->num_parameters);
-    }
-    s->x = malloc_check(BT * sizeof(int), "x");
-    s->y = malloc_check(BT * sizeof(int), "y");
-    s->logits = malloc_check(BT * V * sizeof(float), "logits");
-    s->grads = malloc_check(model->num_parameters * sizeof(float), "grads");
-    s->losses = malloc_check(((size_t)s->num_steps + 1) * sizeof(float), "losses");
-    fread_check(s->x, sizeof(int), BT, f, path, "x");
-    fread_check(s->y, sizeof(int), BT, f, path, "y");
-    fread_check(s->logits, sizeof(float), BT * V, f, path, "logits");
-    fread_check(&s->loss, sizeof(float), 1, f, path, "loss");
-    fread_check(s->grads, sizeof(float), model->num_parameters, f, path, "grads");
-    fread_check(s->losses, sizeof(float), (size_t)s->num_steps, f, path, "losses");
-    fclose(f);
-    for (size_t i = 0; i < BT; i++) {
-        if (s->x[i] < 0 || s->x[i] >= (int)V || s->y[i] < -1 || s->y[i] >= (int)V) {
-            fatal("%s: token id out of range [0, %zu) at position %zu", path, V, i);
-        }
-    }
-}
 
 // max|a - b| / max|b| over n values read with strides (row length len).
 static double relative_error(const float *a, const float *b, size_t rows, size_t len,
@@ -159,8 +86,8 @@ int main(int argc, char **argv) {
     if (mode_name != NULL && norm_mode_parse(mode_name, &model.mode) != 0) {
         fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
     }
-    DebugState s;
-    state_load(&s, argv[2], &model);
+    GPT2DebugState s;
+    gpt2_debug_state_load(&s, argv[2], &model);
     const int V = model.config.vocab_size, Vp = model.config.padded_vocab_size;
     const size_t BT = (size_t)s.B * s.T;
     printf("test_gpt2: %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n",
@@ -180,7 +107,7 @@ int main(int argc, char **argv) {
     size_t offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         size_t n = model.param_sizes[i];
-        ok &= check(PARAM_NAMES[i],
+        ok &= check(gpt2_param_name(i),
                     relative_error(model.grads_memory + offset, s.grads + offset, 1, n, n, n),
                     rel_tol);
         offset += n;
@@ -207,10 +134,6 @@ int main(int argc, char **argv) {
 done:
     printf("%s\n", ok ? "OK" : "FAILED");
     gpt2_free(&model);
-    free(s.x);
-    free(s.y);
-    free(s.logits);
-    free(s.grads);
-    free(s.losses);
+    gpt2_debug_state_free(&s);
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

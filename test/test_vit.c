@@ -21,77 +21,22 @@
 #include <string.h>
 
 #include "classifier.h"
+#include "debug_state.h"
 #include "rand.h"
 #include "utils.h"
 
-#define STATE_MAGIC 20261130
-#define STATE_VERSION 1
-
-typedef struct {
-    int B, num_steps;
-    AdamWConfig adamw;
-    float grad_clip, smoothing;
-    float *images;
-    int *labels;
-    float *logits;
-    float loss;
-    float *grads;
-    float *losses;
-} DebugState;
-
-static float float_from_bits(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-static void state_load(DebugState *s, const char *path, Classifier *model) {
+// The vision debug state for this model; dies naming the file.
+static void state_load(VisionDebugState *s, const char *path, const Classifier *model) {
     FILE *f = fopen_check(path, "rb");
-    long file_bytes = file_size_bytes(f, path);
-    int32_t h[256];
-    fread_check(h, sizeof(int32_t), 256, f, path, "the state header");
-    if (h[0] != STATE_MAGIC || h[1] != STATE_VERSION) {
-        fatal("%s: not a vision debug state (magic %d version %d, expected %d version %d)", path,
-              h[0], h[1], STATE_MAGIC, STATE_VERSION);
+    Reader r;
+    char err[READER_ERR_BYTES];
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        vision_debug_state_parse(s, &r, (int)model->family, classifier_image_size(model),
+                                 classifier_image_channels(model), classifier_num_classes(model),
+                                 classifier_num_parameters(model), err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
     }
-    if (h[11] != (int32_t)model->family) {
-        fatal("%s: state of family %d, model of family %d", path, h[11], model->family);
-    }
-    s->B = h[2];
-    s->num_steps = h[3];
-    if (s->B <= 0 || s->B > (1 << 16) || s->num_steps < 0 || s->num_steps > (1 << 20)) {
-        fatal("%s: bad header: B=%d steps=%d", path, s->B, s->num_steps);
-    }
-    s->adamw = (AdamWConfig){.learning_rate = float_from_bits(h[4]), .beta1 = float_from_bits(h[5]),
-                             .beta2 = float_from_bits(h[6]), .eps = float_from_bits(h[7]),
-                             .weight_decay = float_from_bits(h[8])};
-    s->grad_clip = float_from_bits(h[9]);
-    s->smoothing = float_from_bits(h[10]);
-    size_t S = (size_t)classifier_image_size(model), Cin = (size_t)classifier_image_channels(model);
-    size_t B = (size_t)s->B, K = (size_t)classifier_num_classes(model);
-    size_t n_img = B * Cin * S * S, np = classifier_num_parameters(model);
-    size_t expected = 1024 + 4 * (n_img + B + B * K + 1 + np + (size_t)s->num_steps);
-    if ((size_t)file_bytes != expected) {
-        fatal("%s: file is %ld bytes, expected %zu for B=%zu and %zu parameters", path, file_bytes,
-              expected, B, np);
-    }
-    s->images = malloc_check(n_img * sizeof(float), "images");
-    s->labels = malloc_check(B * sizeof(int), "labels");
-    s->logits = malloc_check(B * K * sizeof(float), "logits");
-    s->grads = malloc_check(np * sizeof(float), "grads");
-    s->losses = malloc_check(((size_t)s->num_steps + 1) * sizeof(float), "losses");
-    fread_check(s->images, sizeof(float), n_img, f, path, "images");
-    fread_check(s->labels, sizeof(int), B, f, path, "labels");
-    fread_check(s->logits, sizeof(float), B * K, f, path, "logits");
-    fread_check(&s->loss, sizeof(float), 1, f, path, "loss");
-    fread_check(s->grads, sizeof(float), np, f, path, "grads");
-    fread_check(s->losses, sizeof(float), (size_t)s->num_steps, f, path, "losses");
     fclose(f);
-    for (size_t i = 0; i < B; i++) {
-        if (s->labels[i] < 0 || s->labels[i] >= (int)K) {
-            fatal("%s: label %d out of range [0, %zu)", path, s->labels[i], K);
-        }
-    }
 }
 
 static double relative_error(const float *a, const float *b, size_t n) {
@@ -114,7 +59,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
                            double loss_tol) {
     Classifier model;
     classifier_load(&model, model_path, -1);
-    DebugState s;
+    VisionDebugState s;
     state_load(&s, state_path, &model);
     int K = classifier_num_classes(&model), ok = 1;
     printf("test_vit: %s %s, %zu parameters, B=%d, mode %s, %d steps\n",
@@ -144,11 +89,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
         classifier_backward(&model, 1.0f / (float)s.B);
     }
     classifier_free(&model);
-    free(s.images);
-    free(s.labels);
-    free(s.logits);
-    free(s.grads);
-    free(s.losses);
+    vision_debug_state_free(&s);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok;
 }

@@ -8,24 +8,16 @@
 // writes OUT_PREFIX_train_000000.bin and, when VAL_RECORDS > 0, the last
 // VAL_RECORDS records to OUT_PREFIX_val_000000.bin. A record longer than
 // MAX_TOKENS (the context it will be trained at, default 1024) is an error.
-#include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alpaca.h"
 #include "dataloader.h"
+#include "reader.h"
 #include "tokenizer.h"
 #include "utils.h"
-
-static const char PROMPT_WITH_INPUT[] =
-    "Below is an instruction that describes a task, paired with an input that provides further "
-    "context. Write a response that appropriately completes the request.\n\n"
-    "### Instruction:\n%s\n\n### Input:\n%s\n\n### Response:\n";
-static const char PROMPT_NO_INPUT[] =
-    "Below is an instruction that describes a task. Write a response that appropriately "
-    "completes the request.\n\n### Instruction:\n%s\n\n### Response:\n";
 
 typedef struct {
     TokenList tokens;
@@ -75,19 +67,6 @@ static void write_split(const char *prefix, const char *split, const SftData *d,
     printf("wrote %s: %zu tokens, %zu with loss (response)\n", path, count, response);
 }
 
-static const char *string_field(const cJSON *record, const char *name, int required,
-                                const char *path, int index) {
-    const cJSON *field = cJSON_GetObjectItemCaseSensitive(record, name);
-    if (field == NULL || cJSON_IsNull(field)) {
-        if (required) fatal("%s: record %d has no \"%s\" (a string)", path, index, name);
-        return "";
-    }
-    if (!cJSON_IsString(field)) {
-        fatal("%s: record %d: \"%s\" is not a string", path, index, name);
-    }
-    return field->valuestring;
-}
-
 int main(int argc, char **argv) {
     const char *dir = NULL;
     long max_tokens = 1024;
@@ -119,23 +98,15 @@ int main(int argc, char **argv) {
         if (*end != '\0' || val_records < 0)
             fatal("VAL_RECORDS: expected a count >= 0, got '%s'", argv[a + 2]);
     }
-    FILE *f = fopen_check(path, "rb");
-    long size = file_size_bytes(f, path);
-    char *text = malloc_check((size_t)size + 1, path);
-    fread_check(text, 1, (size_t)size, f, path, "the JSON");
-    fclose(f);
-    text[size] = '\0';
-    const char *error_at = NULL;
-    cJSON *json = cJSON_ParseWithLengthOpts(text, (size_t)size, &error_at, 0);
-    if (json == NULL) {
-        size_t offset = error_at ? (size_t)(error_at - text) : 0;
-        int line = 1;
-        for (size_t i = 0; i < offset && i < (size_t)size; i++) line += text[i] == '\n';
-        fatal("%s: malformed JSON near byte %zu (line %d)", path, offset, line);
+    unsigned char *text;
+    size_t size;
+    AlpacaData alpaca;
+    char err[READER_ERR_BYTES];
+    if (read_file_bytes(path, (size_t)1 << 32, &text, &size, err, sizeof(err)) != 0 ||
+        alpaca_parse(&alpaca, (const char *)text, size, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
     }
-    if (!cJSON_IsArray(json)) fatal("%s: expected a JSON list of Alpaca records", path);
-    int records = cJSON_GetArraySize(json);
-    if (records == 0) fatal("%s: no records", path);
+    int records = alpaca.count;
     if (val_records >= records) {
         fatal("VAL_RECORDS %ld leaves no training record (%d records)", val_records, records);
     }
@@ -143,19 +114,10 @@ int main(int argc, char **argv) {
     tokenizer_load(&tok, dir);
     SftData data = {0};
     size_t val_start = 0;
-    int index = 0;
-    for (const cJSON *r = json->child; r != NULL; r = r->next, index++) {
-        if (!cJSON_IsObject(r)) fatal("%s: record %d is not an object", path, index);
-        const char *instruction = string_field(r, "instruction", 1, path, index);
-        const char *input = string_field(r, "input", 0, path, index);
-        const char *output = string_field(r, "output", 1, path, index);
-        const char *tmpl = input[0] ? PROMPT_WITH_INPUT : PROMPT_NO_INPUT;
-        size_t cap = strlen(tmpl) + strlen(instruction) + strlen(input) + 1;
-        char *prompt = malloc_check(cap, "prompt");
-        if (input[0])
-            snprintf(prompt, cap, PROMPT_WITH_INPUT, instruction, input);
-        else
-            snprintf(prompt, cap, PROMPT_NO_INPUT, instruction);
+    for (int index = 0; index < records; index++) {
+        const AlpacaRecord *r = &alpaca.records[index];
+        char *prompt = alpaca_prompt(r);
+        if (prompt == NULL) fatal("out of memory for the prompt of record %d", index);
         if (index == records - val_records) val_start = data.tokens.len;
         size_t before = data.tokens.len;
         TokenList part = {0};
@@ -163,7 +125,7 @@ int main(int argc, char **argv) {
         tokenizer_encode(&tok, (const unsigned char *)prompt, strlen(prompt), &part);
         for (size_t i = 0; i < part.len; i++) push(&data, part.ids[i], 0);
         part.len = 0;
-        tokenizer_encode(&tok, (const unsigned char *)output, strlen(output), &part);
+        tokenizer_encode(&tok, (const unsigned char *)r->output, strlen(r->output), &part);
         for (size_t i = 0; i < part.len; i++) push(&data, part.ids[i], 1);
         push(&data, tok.eot_token, 1);
         token_list_free(&part);
@@ -183,7 +145,7 @@ int main(int argc, char **argv) {
            data.tokens.len);
     token_list_free(&data.tokens);
     free(data.mask);
-    cJSON_Delete(json);
+    alpaca_free(&alpaca);
     free(text);
     tokenizer_free(&tok);
     return EXIT_SUCCESS;
