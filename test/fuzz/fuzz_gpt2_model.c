@@ -1,0 +1,17 @@
+// The GPT-2 model file (magic 20240326, incl. folded files with their row
+// means): gpt2_read, llmc/gpt2.c.
+#include "fuzz.h"
+#include "gpt2.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Reader r;
+    reader_init_memory(&r, data, size);
+    GPT2 model;
+    char err[READER_ERR_BYTES] = {0};
+    int rc = gpt2_read(&model, &r, err, sizeof(err));
+    fuzz_check_error(rc, err, sizeof(err));
+    if (rc == 0) {
+        gpt2_free(&model);
+    }
+    return 0;
+}

@@ -1,0 +1,22 @@
+// The ViT/Swin model file (magic 20261129): vision_model_parse,
+// llmc/vision_model.c (the family configs of llmc/vit.c and llmc/swin.c), as
+// a ViT and as a Swin file.
+#include "fuzz.h"
+#include "vision_model.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    for (int family = FAMILY_VIT; family <= FAMILY_SWIN; family++) {
+        Reader r;
+        reader_init_memory(&r, data, size);
+        int32_t header[VISION_HEADER_INTS];
+        float *params;
+        size_t n;
+        char err[READER_ERR_BYTES] = {0};
+        int rc = vision_model_parse(&r, (VisionFamily)family, header, &params, &n, err, sizeof(err));
+        fuzz_check_error(rc, err, sizeof(err));
+        if (rc == 0) {
+            free(params);
+        }
+    }
+    return 0;
+}

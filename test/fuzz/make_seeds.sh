@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Seed corpora for the fuzz targets (test/fuzz/fuzz_*.c), generated from real
+# project outputs: small GPT-2 / ViT / Swin models and debug states written by
+# the PyTorch references, a folded model (./fold), a checkpoint's training
+# state (./train_gpt2 -o), slices of the KJV token shards and of GPT-2's
+# encoder.json + vocab.bpe, SFT shards of the Alpaca fixture
+# (./alpaca_to_sft), Fashion-MNIST IDX heads (raw and gzip), an image shard of
+# two opencv-doc JPEGs (./images_to_shard) and the graphs in docs/graphs/.
+#   test/fuzz/make_seeds.sh OUTDIR    writes OUTDIR/<target>/*; a no-op when
+#                                     OUTDIR/.complete exists
+# Needs the gcc build (make cpu) and the Debian data of make deps.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:?usage: make_seeds.sh OUTDIR}
+[ -f "$out/.complete" ] && exit 0
+PY=${PYTHON:-/usr/bin/python3}
+fmnist=/usr/share/datasets/fashion-mnist
+jpegs=/usr/share/doc/opencv-doc/examples/data
+for prog in fold train_gpt2 alpaca_to_sft images_to_shard; do
+    [ -x "./$prog" ] || make -s "$prog"
+done
+[ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
+scripts/prepare_kjv.sh > /dev/null
+scripts/prepare_kjv_bytes.sh > /dev/null
+for f in "$fmnist/t10k-images-idx3-ubyte.gz" "$jpegs/apple.jpg" "$jpegs/orange.jpg"; do
+    [ -f "$f" ] || { echo "make_seeds: $f is missing (make deps installs it)" >&2; exit 1; }
+done
+rm -rf "$out"
+tmp=$out/tmp
+mkdir -p "$tmp"
+for t in test/fuzz/fuzz_*.c; do
+    t=${t#test/fuzz/fuzz_}; mkdir -p "$out/${t%.c}"
+done
+
+# models and debug states from the references (tiny configs: fast to fuzz)
+$PY dev/reference/gpt2.py --mode ln --seed 1 --L 1 --C 8 --NH 2 --V 32 --Vp 32 --maxT 8 --B 1 \
+    --T 4 --steps 2 --model "$tmp/gpt2_ln.bin" --state "$tmp/gpt2_ln_state.bin" > /dev/null
+$PY dev/reference/gpt2.py --mode cbwc --seed 2 --L 2 --C 4 --NH 1 --V 5 --Vp 8 --maxT 3 --B 2 \
+    --T 3 --mask --model "$tmp/gpt2_cbwc.bin" --state "$tmp/gpt2_cbwc_state.bin" > /dev/null
+./fold "$tmp/gpt2_ln.bin" "$tmp/gpt2_folded.bin" > /dev/null
+$PY dev/reference/vit.py --mode ln --image-size 4 --image-channels 1 --patch-size 2 \
+    --num-classes 3 --channels 4 --num-layers 1 --num-heads 2 --mlp-ratio 1 --B 1 --steps 1 \
+    --model "$tmp/vit.bin" --state "$tmp/vit_state.bin" > /dev/null
+$PY dev/reference/swin.py --mode cbwc --image-size 8 --image-channels 1 --patch-size 2 \
+    --num-classes 3 --embed-dim 2 --depths 1,1 --heads 1,2 --window 2 --mlp-ratio 1 --B 1 \
+    --steps 1 --model "$tmp/swin.bin" --state "$tmp/swin_state.bin" > /dev/null
+# a checkpoint's training state: one step of a tiny byte-level model
+./train_gpt2 -e d1c4h1v256t4 -i "data/kjv/kjv_bytes_train_000000.bin" -b 1 -t 4 -x 1 -n 1 -v 0 \
+    -o "$tmp/ckpt" > /dev/null
+# SFT shards of the Alpaca fixture; an image shard of two real JPEGs
+./alpaca_to_sft test/fixtures/alpaca_fixture.json "$tmp/sft" 1 > /dev/null
+mkdir -p "$tmp/jpeg/apple" "$tmp/jpeg/orange"
+cp "$jpegs/apple.jpg" "$tmp/jpeg/apple/"; cp "$jpegs/orange.jpg" "$tmp/jpeg/orange/"
+./images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -s 8 -v 0 > /dev/null
+
+$PY - "$out" "$tmp" "$fmnist" <<'PYEOF'
+import glob, gzip, json, os, shutil, struct, sys
+out, tmp, fmnist = sys.argv[1:4]
+def put(target, name, data):
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(data)
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+def header_ints(b, n):
+    return struct.unpack(f"<{n}i", b[:4 * n])
+
+# GPT-2 model files
+for m in ("ln", "cbwc", "folded"):
+    put("gpt2_model", f"{m}.bin", read(f"{tmp}/gpt2_{m}.bin"))
+# debug states, prefixed with the model they belong to: maxT, V, parameters
+for m in ("ln", "cbwc"):
+    model = read(f"{tmp}/gpt2_{m}.bin")
+    h = header_ints(model, 8)
+    nparams = (len(model) - 1024) // 4
+    put("debug_state", f"{m}.bin", struct.pack("<3I", h[2], h[3], nparams) + read(f"{tmp}/gpt2_{m}_state.bin"))
+# the training state, prefixed with the parameter count and the step
+ckpt = sorted(glob.glob(f"{tmp}/ckpt/state_*.bin"))[-1]
+model = read(ckpt.replace("state_", "model_"))
+step = int(os.path.basename(ckpt)[6:14])
+put("train_state", "state.bin", struct.pack("<Ii", (len(model) - 1024) // 4, step) + read(ckpt))
+# token shards: a re-headed slice of the KJV shard, and its raw head (truncated)
+kjv = read("data/kjv/kjv_train_000000.bin")
+tokens = kjv[1024:1024 + 2 * 300]
+put("token_shard", "kjv_slice.bin", struct.pack("<3i", 20240520, 1, 300) + bytes(1012) + tokens)
+put("token_shard", "kjv_head.bin", kjv[:1024 + 256])
+for p in sorted(glob.glob(f"{tmp}/sft_*.bin")):
+    put("sft_shard", os.path.basename(p), read(p))
+put("sft_shard", "kjv_slice.bin", read(f"{out}/token_shard/kjv_slice.bin"))
+# tokenizer: the 256 byte tokens, the first 40 merges and <|endoftext|>; encoder NUL vocab
+enc = json.load(open("data/gpt2/encoder.json", encoding="utf-8"))
+merges = open("data/gpt2/vocab.bpe", encoding="utf-8").read().split("\n")
+keep = 256 + 40
+small = {t: i for t, i in enc.items() if i < keep}
+small["<|endoftext|>"] = keep
+enc_bytes = json.dumps(small, ensure_ascii=False).encode("utf-8")
+bpe_bytes = "\n".join(merges[:41]).encode("utf-8") + b"\n"
+put("tokenizer", "gpt2_slice", enc_bytes + b"\0" + bpe_bytes)
+put("alpaca", "fixture.json", read("test/fixtures/alpaca_fixture.json"))
+put("alpaca", "one.json", json.dumps([json.load(open("test/fixtures/alpaca_fixture.json"))[0]]).encode())
+# Fashion-MNIST: the header and first images / labels, raw and gzip
+images = gzip.decompress(read(f"{fmnist}/t10k-images-idx3-ubyte.gz"))
+labels = gzip.decompress(read(f"{fmnist}/t10k-labels-idx1-ubyte.gz"))
+img3 = struct.pack(">IIII", 0x803, 3, 28, 28) + images[16:16 + 3 * 784]
+lab = struct.pack(">II", 0x801, 40) + labels[8:48]
+put("idx", "images3.idx", img3)
+put("idx", "images3.idx.gz", gzip.compress(img3))
+put("idx", "labels40.idx", lab)
+put("idx", "labels40.idx.gz", gzip.compress(lab))
+put("idx", "images_head.gz", read(f"{fmnist}/t10k-images-idx3-ubyte.gz")[:2048])
+put("image_shard", "train.bin", read(f"{tmp}/img_train.bin"))
+put("vision_model", "vit.bin", read(f"{tmp}/vit.bin"))
+put("vision_model", "swin.bin", read(f"{tmp}/swin.bin"))
+# vision states, prefixed with family, image size, channels, classes, parameters
+for fam, name in ((0, "vit"), (1, "swin")):
+    model = read(f"{tmp}/{name}.bin")
+    h = header_ints(model, 8)
+    prefix = struct.pack("<5I", fam, h[4], h[5], h[7], (len(model) - 1024) // 4)
+    put("vision_state", f"{name}.bin", prefix + read(f"{tmp}/{name}_state.bin"))
+for p in sorted(glob.glob("docs/graphs/*.txt")):
+    put("graph", os.path.basename(p), read(p))
+PYEOF
+rm -rf "$tmp"
+touch "$out/.complete"
+echo "make_seeds: $(find "$out" -type f ! -name .complete | wc -l) seeds in $out"
