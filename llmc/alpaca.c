@@ -43,6 +43,14 @@ static int alpaca_parse_body(AlpacaData *out, const char *text, size_t len, char
         for (size_t i = 0; i < offset && i < len; i++) line += text[i] == '\n';
         return input_error(err, err_bytes, "malformed JSON near byte %zu (line %d)", offset, line);
     }
+    size_t end = error_at != NULL ? (size_t)(error_at - text) : len; // the first value's end
+    while (end < len && (text[end] == ' ' || text[end] == '\t' || text[end] == '\n' ||
+                         text[end] == '\r')) {
+        end++;
+    }
+    if (end < len) {
+        return input_error(err, err_bytes, "trailing data after the JSON value at byte %zu", end);
+    }
     if (!cJSON_IsArray(json)) {
         return input_error(err, err_bytes, "expected a JSON list of Alpaca records");
     }

@@ -164,8 +164,8 @@ int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode
 static int check_finite(const float *x, size_t n, const char *name, char *err, size_t err_bytes) {
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(x[i])) {
-            return input_error(err, err_bytes, "%s: value %zu of %zu is not finite (%g)", name, i,
-                               n, (double)x[i]);
+            return input_error(err, err_bytes, "tensor %s: value %zu of %zu is not finite (%g)",
+                               name, i, n, (double)x[i]);
         }
     }
     return 0;

@@ -147,11 +147,20 @@ static inline int32_t merge_get(const MergeTable *table, int32_t left, int32_t r
 // token spelled in the byte alphabet, all 256 bytes and <|endoftext|> present.
 static int parse_encoder(Tokenizer *tok, const char *text, size_t len, const char *name,
                          StringIndex *index, cJSON **json_out, char *err, size_t err_bytes) {
-    cJSON *json = cJSON_ParseWithLength(text, len);
+    const char *end = NULL;
+    cJSON *json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     *json_out = json; // freed by the caller, also on error: the index points into it
     if (json == NULL || !cJSON_IsObject(json)) {
         return input_error(err, err_bytes, "%s: not a JSON object of token -> id (GPT-2's encoder.json)",
                            name);
+    }
+    size_t at = end != NULL ? (size_t)(end - text) : len; // cJSON stops after the object
+    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) {
+        at++;
+    }
+    if (at < len) {
+        return input_error(err, err_bytes, "%s: trailing data after the JSON object at byte %zu",
+                           name, at);
     }
     int n = cJSON_GetArraySize(json);
     if (n < 256 || n > 1 << 20) {

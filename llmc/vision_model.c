@@ -1,6 +1,7 @@
 #include "vision_model.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "reader.h"
@@ -44,34 +45,73 @@ static int vit_header_params(const int32_t *h, size_t *num_params, char *err, si
     return 0;
 }
 
-// Swin's parameter count in swin_build's layout (docs/formats.md), with its
-// per-block table sizes; the config is already checked by swin_config_error.
-static int swin_header_params(const SwinConfig *c, size_t *num_params, const char **why) {
+// Swin's tensors in file order (swin_build's layout, docs/formats.md): returns
+// the parameter count and, when name != NULL, names the tensor holding
+// parameter `find`. The config is already checked by swin_config_error.
+static size_t swin_layout(const SwinConfig *c, size_t find, char *name, size_t name_bytes) {
     size_t E = (size_t)c->embed_dim, res = (size_t)(c->image_size / c->patch_size);
     size_t PD = (size_t)c->image_channels * c->patch_size * c->patch_size;
-    size_t total = E * PD + 3 * E, C = E;
-    unsigned long long tables = 0;
+    size_t total = 0, C = E;
+#define SWIN_TENSOR(size, ...)                                                                     \
+    do {                                                                                           \
+        size_t n_ = (size);                                                                        \
+        if (name != NULL && find >= total && find - total < n_) snprintf(name, name_bytes, __VA_ARGS__); \
+        total += n_;                                                                               \
+    } while (0)
+    SWIN_TENSOR(E * PD, "patchw");
+    SWIN_TENSOR(E, "patchb");
+    SWIN_TENSOR(E, "pnw");
+    SWIN_TENSOR(E, "pnb");
     for (int s = 0; s < c->num_stages; s++) {
         C = E << s;
         if (s > 0) {
             res /= 2;
-            total += 4 * C + 2 * C * C; // mnw, mnb (2C each), redw (C, 2C)
+            SWIN_TENSOR(2 * C, "s%d.mnw", s);
+            SWIN_TENSOR(2 * C, "s%d.mnb", s);
+            SWIN_TENSOR(C * 2 * C, "s%d.redw", s);
         }
         size_t W = res <= (size_t)c->window ? res : (size_t)c->window;
         size_t H = C * (size_t)c->mlp_ratio, NH = (size_t)c->heads[s];
-        size_t table = (2 * W - 1) * (2 * W - 1), N = res * res, T = W * W;
-        size_t block = 6 * C + 3 * C * C + 3 * C + table * NH + C * C + H * C + H + C * H;
-        total += (size_t)c->depths[s] * block;
-        unsigned long long per_block = N + T * T + N * T + (unsigned long long)N * NH * T;
-        tables += (unsigned long long)c->depths[s] * per_block;
-        if (tables > SWIN_MAX_TABLES) {
-            *why = "the window tables (window^2 x resolution^2 x heads) exceed 2^28 values";
-            return -1;
+        size_t table = (2 * W - 1) * (2 * W - 1);
+        for (int i = 0; i < c->depths[s]; i++) {
+            SWIN_TENSOR(C, "s%d.b%d.ln1w", s, i);
+            SWIN_TENSOR(C, "s%d.b%d.ln1b", s, i);
+            SWIN_TENSOR(3 * C * C, "s%d.b%d.qkvw", s, i);
+            SWIN_TENSOR(3 * C, "s%d.b%d.qkvb", s, i);
+            SWIN_TENSOR(table * NH, "s%d.b%d.rpb", s, i);
+            SWIN_TENSOR(C * C, "s%d.b%d.projw", s, i);
+            SWIN_TENSOR(C, "s%d.b%d.projb", s, i);
+            SWIN_TENSOR(C, "s%d.b%d.ln2w", s, i);
+            SWIN_TENSOR(C, "s%d.b%d.ln2b", s, i);
+            SWIN_TENSOR(H * C, "s%d.b%d.fcw", s, i);
+            SWIN_TENSOR(H, "s%d.b%d.fcb", s, i);
+            SWIN_TENSOR(C * H, "s%d.b%d.fc2w", s, i);
+            SWIN_TENSOR(C, "s%d.b%d.fc2b", s, i);
         }
     }
-    total += 2 * C + (size_t)c->num_classes * C + (size_t)c->num_classes;
-    *num_params = total;
-    return 0;
+    SWIN_TENSOR(C, "lnfw");
+    SWIN_TENSOR(C, "lnfb");
+    SWIN_TENSOR((size_t)c->num_classes * C, "headw");
+    SWIN_TENSOR((size_t)c->num_classes, "headb");
+#undef SWIN_TENSOR
+    return total;
+}
+
+// What a Swin config costs beyond its parameters: the window tables of
+// every block (perm N, index T^2, mask N*T, bias N*NH*T); NULL or the reason.
+static const char *swin_tables_error(const SwinConfig *c) {
+    size_t res = (size_t)(c->image_size / c->patch_size);
+    unsigned long long tables = 0;
+    for (int s = 0; s < c->num_stages; s++) {
+        res = s > 0 ? res / 2 : res;
+        unsigned long long W = res <= (size_t)c->window ? res : (size_t)c->window;
+        unsigned long long N = (unsigned long long)res * res, T = W * W;
+        tables += (unsigned long long)c->depths[s] * (N + T * T + N * T + N * T * (unsigned)c->heads[s]);
+        if (tables > SWIN_MAX_TABLES) {
+            return "the window tables (window^2 x resolution^2 x heads) exceed 2^28 values";
+        }
+    }
+    return NULL;
 }
 
 static void swin_config_from_header(const int32_t h[VISION_HEADER_INTS], SwinConfig *c) {
@@ -116,7 +156,10 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
         swin_config_from_header(header, &c);
         const char *why = swin_config_error(&c);
         if (why == NULL) {
-            swin_header_params(&c, &n, &why);
+            why = swin_tables_error(&c);
+        }
+        if (why == NULL) {
+            n = swin_layout(&c, 0, NULL, 0);
         }
         if (why != NULL) {
             return input_error(err, err_bytes, "bad Swin header (S=%d P=%d E=%d stages=%d W=%d): %s",
@@ -136,14 +179,42 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
     return 0;
 }
 
-int vision_params_parse(Reader *r, float *params, size_t n, char *err, size_t err_bytes) {
+// Names the tensor of a checked header that holds parameter `index`.
+static void vision_tensor_name(const int32_t h[VISION_HEADER_INTS], size_t index, char *name,
+                               size_t name_bytes) {
+    snprintf(name, name_bytes, "?");
+    if (h[VH_FAMILY] == FAMILY_SWIN) {
+        SwinConfig c;
+        swin_config_from_header(h, &c);
+        swin_layout(&c, index, name, name_bytes);
+        return;
+    }
+    ViTConfig c = {.image_size = h[VH_IMAGE_SIZE], .image_channels = h[VH_IMAGE_CHANNELS],
+                   .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
+                   .channels = h[VH_CHANNELS], .num_layers = h[VH_NUM_LAYERS],
+                   .num_heads = h[VH_NUM_HEADS], .mlp_ratio = h[VH_MLP_RATIO]};
+    size_t sizes[VIT_NUM_PARAM_TENSORS], offset = 0;
+    vit_param_sizes(sizes, &c);
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        if (index - offset < sizes[i]) {
+            snprintf(name, name_bytes, "%s", VIT_PARAM_NAMES[i]);
+            return;
+        }
+        offset += sizes[i];
+    }
+}
+
+int vision_params_parse(Reader *r, const int32_t header[VISION_HEADER_INTS], float *params,
+                        size_t n, char *err, size_t err_bytes) {
     if (reader_read(r, params, n * sizeof(float), "the parameters", err, err_bytes) != 0) {
         return -1;
     }
     for (size_t i = 0; i < n; i++) {
         if (!isfinite(params[i])) {
-            return input_error(err, err_bytes, "parameter %zu is not finite (%g)", i,
-                               (double)params[i]);
+            char name[64];
+            vision_tensor_name(header, i, name, sizeof(name));
+            return input_error(err, err_bytes, "tensor %s: parameter %zu is not finite (%g)",
+                               name, i, (double)params[i]);
         }
     }
     return 0;
@@ -163,7 +234,7 @@ int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_H
     if (p == NULL) {
         return input_error(err, err_bytes, "out of memory for %zu parameters", n);
     }
-    if (vision_params_parse(r, p, n, err, err_bytes) != 0) {
+    if (vision_params_parse(r, header, p, n, err, err_bytes) != 0) {
         free(p);
         return -1;
     }
@@ -190,17 +261,19 @@ FILE *vision_header_read(const char *path, int32_t header[VISION_HEADER_INTS],
 
 void vision_params_read(FILE *f, const char *path, long file_bytes, float *params, size_t n) {
     Reader r;
+    int32_t header[VISION_HEADER_INTS];
     char err[READER_ERR_BYTES];
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
-    }
     size_t expected = VISION_HEADER_INTS * sizeof(int32_t) + n * sizeof(float);
+    if (fseek(f, 0, SEEK_SET) != 0 || reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        reader_read(&r, header, sizeof(header), "the model header", err, sizeof(err)) != 0) {
+        fatal("%s: cannot read the model header again", path);
+    }
     if ((size_t)file_bytes != expected || r.size != expected) {
         fatal("%s: file is %ld bytes but its header describes %zu bytes (%zu parameters)%s", path,
               file_bytes, expected, n,
               (size_t)file_bytes < expected ? ": truncated" : ": trailing data");
     }
-    if (vision_params_parse(&r, params, n, err, sizeof(err)) != 0) {
+    if (vision_params_parse(&r, header, params, n, err, sizeof(err)) != 0) {
         fatal("%s: %s", path, err);
     }
     fclose(f);

@@ -43,8 +43,10 @@ const char *vision_family_name(VisionFamily family);
 // header + *num_params floats. 0, or -1 with the reason in err. Never exits.
 int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily expected,
                         size_t file_bytes, size_t *num_params, char *err, size_t err_bytes);
-// Reads n parameters from r and checks each is finite; 0 or -1 (err).
-int vision_params_parse(Reader *r, float *params, size_t n, char *err, size_t err_bytes);
+// Reads the n parameters of a checked header from r and checks each is
+// finite (naming the tensor otherwise); 0 or -1 (err).
+int vision_params_parse(Reader *r, const int32_t header[VISION_HEADER_INTS], float *params,
+                        size_t n, char *err, size_t err_bytes);
 // Header and parameters of a whole model file from r (*params: caller frees);
 // 0, or -1 with the reason in err and nothing allocated. Never exits.
 int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_HEADER_INTS],

@@ -12,7 +12,7 @@ FUZZ_BUILD := build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SAN := address,undefined
 FUZZ_CFLAGS := -std=c11 -D_DEFAULT_SOURCE -Illmc -Itest/fuzz -g -O1 -Wall -Wextra \
-               -Wno-unknown-pragmas -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+               -Wno-unknown-pragmas -Wno-psabi -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS := -lpcre2-8 -lcjson -lz -lm
 FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_TARGETS := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
