@@ -94,7 +94,8 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
     }
     if (h[0] != TRAIN_STATE_MAGIC || h[1] != TRAIN_STATE_VERSION) {
         return input_error(err, err_bytes,
-                           "not a training state file (magic %d version %d, expected %d version %d)",
+                           "not a training state file (magic %d version %d, expected %d version "
+                           "%d)",
                            h[0], h[1], TRAIN_STATE_MAGIC, TRAIN_STATE_VERSION);
     }
     uint64_t n;

@@ -65,12 +65,14 @@ static int gpt2_state_body(GPT2DebugState *s, Reader *r, int max_seq_len, int vo
     s->grad_clip = float_from_bits(h[10]);
     size_t BT = (size_t)s->B * (size_t)s->T, V = (size_t)vocab_size, BTV, expected;
     if (size_mul(BT, V, &BTV) != 0) {
-        return input_error(err, err_bytes, "size overflow: B*T*V for B=%d T=%d V=%zu", s->B, s->T, V);
+        return input_error(err, err_bytes, "size overflow: B*T*V for B=%d T=%d V=%zu", s->B,
+                           s->T, V);
     }
     size_t counts[] = {BT, BT, BTV, 1, num_parameters, (size_t)s->num_steps};
     if (state_bytes(counts, 6, &expected) != 0 || r->size != expected) {
         return input_error(err, err_bytes,
-                           "file is %zu bytes, expected %zu for B=%d T=%d V=%zu and %zu parameters%s",
+                           "file is %zu bytes, expected %zu for B=%d T=%d V=%zu and %zu "
+                           "parameters%s",
                            r->size, expected, s->B, s->T, V, num_parameters,
                            r->size < expected ? ": truncated" : "");
     }
@@ -152,13 +154,15 @@ static int vision_state_body(VisionDebugState *s, Reader *r, int family, int ima
     s->grad_clip = float_from_bits(h[9]);
     s->smoothing = float_from_bits(h[10]);
     size_t B = (size_t)s->B, K = (size_t)num_classes, n_img, BK, expected;
-    if (size_mul(B * (size_t)image_channels, (size_t)image_size * (size_t)image_size, &n_img) != 0 ||
+    size_t pixels = (size_t)image_size * (size_t)image_size;
+    if (size_mul(B * (size_t)image_channels, pixels, &n_img) != 0 ||
         size_mul(B, K, &BK) != 0) {
         return input_error(err, err_bytes, "size overflow for B=%d", s->B);
     }
     size_t counts[] = {n_img, B, BK, 1, num_parameters, (size_t)s->num_steps};
     if (state_bytes(counts, 6, &expected) != 0 || r->size != expected) {
-        return input_error(err, err_bytes, "file is %zu bytes, expected %zu for B=%zu and %zu parameters%s",
+        return input_error(err, err_bytes,
+                           "file is %zu bytes, expected %zu for B=%zu and %zu parameters%s",
                            r->size, expected, B, num_parameters,
                            r->size < expected ? ": truncated" : "");
     }

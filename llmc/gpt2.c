@@ -246,7 +246,8 @@ void gpt2_load(GPT2 *model, const char *path) {
     FILE *f = fopen_check(path, "rb");
     Reader r;
     char err[READER_ERR_BYTES];
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0 || gpt2_read(model, &r, err, sizeof(err)) != 0) {
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        gpt2_read(model, &r, err, sizeof(err)) != 0) {
         fatal("%s: %s", path, err);
     }
     fclose(f);

@@ -119,7 +119,8 @@ static int idx_parse_source(IdxSource *s, IdxArray *out, int expected_dims, char
                            expected_dims, magic[0], magic[1], magic[2], magic[3], expected_dims);
     }
     uint8_t raw[12];
-    if (source_read_exact(s, raw, 4 * (size_t)expected_dims, "the IDX sizes", err, err_bytes) != 0) {
+    if (source_read_exact(s, raw, 4 * (size_t)expected_dims, "the IDX sizes", err, err_bytes) !=
+        0) {
         return -1;
     }
     uint32_t dims[3] = {1, 1, 1};

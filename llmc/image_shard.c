@@ -43,7 +43,8 @@ static int image_shard_parse_body(Reader *r, ImageShard *s, char *err, size_t er
     size_t expected = sizeof(h) + (size_t)s->count * sizeof(int32_t) + pixels;
     if (r->size != expected) {
         return input_error(err, err_bytes, "file is %zu bytes but its header describes %zu bytes%s",
-                           r->size, expected, r->size < expected ? ": truncated" : ": trailing data");
+                           r->size, expected,
+                           r->size < expected ? ": truncated" : ": trailing data");
     }
     s->labels = malloc((size_t)s->count * sizeof(int32_t));
     s->pixels = malloc(pixels);

@@ -52,8 +52,9 @@ int reader_read(Reader *r, void *dst, size_t n, const char *what, char *err, siz
                 return input_error(err, err_bytes, "read error while reading %s: %s", what,
                                    strerror(errno));
             }
-            return input_error(err, err_bytes, "truncated: the file ends inside %s (%zu of %zu bytes)",
-                               what, got, n);
+            return input_error(err, err_bytes,
+                               "truncated: the file ends inside %s (%zu of %zu bytes)", what, got,
+                               n);
         }
     }
     r->pos += n;

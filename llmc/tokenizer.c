@@ -151,11 +151,12 @@ static int parse_encoder(Tokenizer *tok, const char *text, size_t len, const cha
     cJSON *json = cJSON_ParseWithLengthOpts(text, len, &end, 0);
     *json_out = json; // freed by the caller, also on error: the index points into it
     if (json == NULL || !cJSON_IsObject(json)) {
-        return input_error(err, err_bytes, "%s: not a JSON object of token -> id (GPT-2's encoder.json)",
-                           name);
+        return input_error(err, err_bytes,
+                           "%s: not a JSON object of token -> id (GPT-2's encoder.json)", name);
     }
     size_t at = end != NULL ? (size_t)(end - text) : len; // cJSON stops after the object
-    while (at < len && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) {
+    while (at < len &&
+           (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) {
         at++;
     }
     if (at < len) {
@@ -188,8 +189,9 @@ static int parse_encoder(Tokenizer *tok, const char *text, size_t len, const cha
     for (cJSON *item = json->child; item != NULL; item = item->next) {
         if (!cJSON_IsNumber(item) || item->valuedouble != (double)item->valueint ||
             item->valueint < 0 || item->valueint >= n) {
-            return input_error(err, err_bytes, "%s: token \"%.60s\" has id %g; ids must be integers 0..%d",
-                               name, item->string, item->valuedouble, n - 1);
+            return input_error(err, err_bytes,
+                               "%s: token \"%.60s\" has id %g; ids must be integers 0..%d", name,
+                               item->string, item->valuedouble, n - 1);
         }
         int id = item->valueint;
         if (tok->token_bytes[id] != NULL) {
@@ -198,8 +200,9 @@ static int parse_encoder(Tokenizer *tok, const char *text, size_t len, const cha
         int blen = unicode_to_bytes(item->string, cp_to_byte, buf, (int)sizeof(buf));
         int is_eot = strcmp(item->string, "<|endoftext|>") == 0;
         if (blen <= 0 && !is_eot) {
-            return input_error(err, err_bytes, "%s: token \"%.60s\" is not in GPT-2's byte alphabet",
-                               name, item->string);
+            return input_error(err, err_bytes,
+                               "%s: token \"%.60s\" is not in GPT-2's byte alphabet", name,
+                               item->string);
         }
         if (is_eot) {
             tok->eot_token = id;
@@ -278,8 +281,9 @@ static int parse_merges(Tokenizer *tok, const char *text, size_t len, const char
         int ia = string_index_get(index, a), ib = string_index_get(index, b);
         int im = string_index_get(index, joined);
         if (ia < 0 || ib < 0 || im < 0) {
-            rc = input_error(err, err_bytes, "%s:%d: merge \"%.60s %.60s\" uses a token not in encoder.json",
-                             name, line_no, a, b);
+            rc = input_error(err, err_bytes,
+                             "%s:%d: merge \"%.60s %.60s\" uses a token not in encoder.json", name,
+                             line_no, a, b);
             break;
         }
         merge_put(m, ia, ib, rank++, im);

@@ -55,7 +55,9 @@ static size_t swin_layout(const SwinConfig *c, size_t find, char *name, size_t n
 #define SWIN_TENSOR(size, ...)                                                                     \
     do {                                                                                           \
         size_t n_ = (size);                                                                        \
-        if (name != NULL && find >= total && find - total < n_) snprintf(name, name_bytes, __VA_ARGS__); \
+        if (name != NULL && find >= total && find - total < n_) {                                  \
+            snprintf(name, name_bytes, __VA_ARGS__);                                               \
+        }                                                                                          \
         total += n_;                                                                               \
     } while (0)
     SWIN_TENSOR(E * PD, "patchw");
@@ -106,7 +108,8 @@ static const char *swin_tables_error(const SwinConfig *c) {
         res = s > 0 ? res / 2 : res;
         unsigned long long W = res <= (size_t)c->window ? res : (size_t)c->window;
         unsigned long long N = (unsigned long long)res * res, T = W * W;
-        tables += (unsigned long long)c->depths[s] * (N + T * T + N * T + N * T * (unsigned)c->heads[s]);
+        unsigned long long per_block = N + T * T + N * T + N * T * (unsigned)c->heads[s];
+        tables += (unsigned long long)c->depths[s] * per_block;
         if (tables > SWIN_MAX_TABLES) {
             return "the window tables (window^2 x resolution^2 x heads) exceed 2^28 values";
         }
@@ -162,9 +165,9 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
             n = swin_layout(&c, 0, NULL, 0);
         }
         if (why != NULL) {
-            return input_error(err, err_bytes, "bad Swin header (S=%d P=%d E=%d stages=%d W=%d): %s",
-                               c.image_size, c.patch_size, c.embed_dim, c.num_stages, c.window,
-                               why);
+            return input_error(err, err_bytes,
+                               "bad Swin header (S=%d P=%d E=%d stages=%d W=%d): %s", c.image_size,
+                               c.patch_size, c.embed_dim, c.num_stages, c.window, why);
         }
     }
     size_t expected_bytes = VISION_HEADER_INTS * sizeof(int32_t) + n * sizeof(float);

@@ -436,6 +436,9 @@ for fam in ("vit", "swin"):
         case(f, "huge_windows", consumer, b, expect="window tables|multiple|out of range")
         b = set_i32(set_i32(set_i32(m, 4, 2048), 6, 1), 12, 64)
         case(f, "huge_windows_2048", consumer, b, expect="window tables")
+        # with 2 blocks a stage the second is shifted: its mask alone is 256 GB
+        b = set_i32(set_i32(set_i32(set_i32(set_i32(m, 4, 4096), 6, 1), 12, 64), 8, 2), 16, 2)
+        case(f, "huge_windows_shifted", consumer, b, expect="window tables")
     else:
         # ViT with 4096x4096 patch-1 images: 2^24 tokens, attention scores beyond any memory
         b = set_i32(set_i32(m, 4, 4096), 6, 1)

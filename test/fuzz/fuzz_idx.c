@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < 2; k++) {
         if (ok[k]) {
             // touch every byte: the count and sizes describe the buffer
-            size_t n = (size_t)arrays[k].count * (k == 0 ? (size_t)arrays[k].rows * arrays[k].cols : 1);
+            size_t side = k == 0 ? (size_t)arrays[k].rows * arrays[k].cols : 1;
+            size_t n = (size_t)arrays[k].count * side;
             unsigned sum = 0;
             for (size_t i = 0; i < n; i++) sum += arrays[k].data[i];
             if (sum == 0xFFFFFFFFu) abort();

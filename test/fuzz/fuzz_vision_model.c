@@ -12,7 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         float *params;
         size_t n;
         char err[READER_ERR_BYTES] = {0};
-        int rc = vision_model_parse(&r, (VisionFamily)family, header, &params, &n, err, sizeof(err));
+        int rc =
+            vision_model_parse(&r, (VisionFamily)family, header, &params, &n, err, sizeof(err));
         fuzz_check_error(rc, err, sizeof(err));
         if (rc == 0) {
             free(params);

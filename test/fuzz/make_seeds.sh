@@ -7,12 +7,13 @@
 # (./alpaca_to_sft), Fashion-MNIST IDX heads (raw and gzip), an image shard of
 # two opencv-doc JPEGs (./images_to_shard) and the graphs in docs/graphs/.
 #   test/fuzz/make_seeds.sh OUTDIR    writes OUTDIR/<target>/*; a no-op when
-#                                     OUTDIR/.complete exists
+#                                     OUTDIR/.complete records this script's checksum
 # Needs the gcc build (make cpu) and the Debian data of make deps.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: make_seeds.sh OUTDIR}
-[ -f "$out/.complete" ] && exit 0
+stamp=$(cksum < test/fuzz/make_seeds.sh)
+[ "$(cat "$out/.complete" 2>/dev/null)" = "$stamp" ] && exit 0
 PY=${PYTHON:-/usr/bin/python3}
 fmnist=/usr/share/datasets/fashion-mnist
 jpegs=/usr/share/doc/opencv-doc/examples/data
@@ -121,5 +122,5 @@ for p in sorted(glob.glob("docs/graphs/*.txt")):
     put("graph", os.path.basename(p), read(p))
 PYEOF
 rm -rf "$tmp"
-touch "$out/.complete"
+echo "$stamp" > "$out/.complete"
 echo "make_seeds: $(find "$out" -type f ! -name .complete | wc -l) seeds in $out"
