@@ -3,10 +3,13 @@
 #include <stddef.h>
 
 enum { COLUMN_BLOCK = 256 };
+// Below this many elements a pass runs on one thread: a parallel region's
+// barrier costs more than the work (biases, position tables, small weights).
+enum { PARALLEL_MIN = 1 << 15 };
 
 void cbwc_project_weights(float *V, float *bias_c, const float *W, const float *bias, int OC,
                           int IC) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)OC * IC >= PARALLEL_MIN)
     for (int i0 = 0; i0 < IC; i0 += COLUMN_BLOCK) {
         int width = i0 + COLUMN_BLOCK < IC ? COLUMN_BLOCK : IC - i0;
         float column_mean[COLUMN_BLOCK];
@@ -36,7 +39,7 @@ void cbwc_project_weights(float *V, float *bias_c, const float *W, const float *
 }
 
 void cbwc_center_rows(float *out, const float *x, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * C;
         float *dst = out + (size_t)n * C;

@@ -3,6 +3,10 @@
 #include <math.h>
 #include <stddef.h>
 
+// A batch of logits is usually small (B x K): below PARALLEL_MIN one thread,
+// no parallel region's barrier.
+enum { PARALLEL_MIN = 1 << 15 };
+
 static float row_max(const float *z, int K) {
     float m = z[0];
     for (int k = 1; k < K; k++) {
@@ -13,7 +17,7 @@ static float row_max(const float *z, int K) {
 
 void classifier_loss_forward(float *losses, const float *logits, const int *labels, float smoothing,
                              int N, int K) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * K >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * K;
         float m = row_max(z, K);
@@ -30,7 +34,7 @@ void classifier_loss_forward(float *losses, const float *logits, const int *labe
 
 void classifier_loss_backward(float *dlogits, const float *logits, const int *labels,
                               float smoothing, float scale, int N, int K) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if ((long)N * K >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * K;
         float *dz = dlogits + (size_t)n * K;

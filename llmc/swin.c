@@ -333,7 +333,7 @@ static void swin_lay_out_activations(Swin *m, Arena *a, int B) {
         k->ln1 = arena_take(a, nc);
         k->ln1_mean = arena_take(a, n);
         k->ln1_rstd = arena_take(a, n);
-        k->qkv_win = arena_take(a, 3 * nc);
+        k->qkv = arena_take(a, 3 * nc);
         k->att = arena_take(a, Bs * k->nW * k->NH * k->T * k->T);
         k->atty_img = arena_take(a, nc);
         k->resid2 = arena_take(a, nc);
@@ -360,7 +360,7 @@ static void swin_lay_out_scratch(Swin *m, Arena *a, int B) {
         const SwinBlock *k = &m->blocks[i];
         nc = (size_t)k->N * k->C > nc ? (size_t)k->N * k->C : nc;
         nh = (size_t)k->N * k->hidden > nh ? (size_t)k->N * k->hidden : nh;
-        size_t s = (size_t)k->nW * k->NH * k->T * k->T;
+        size_t s = (size_t)k->NH * k->T * k->T;
         sc = s > sc ? s : sc;
     }
     size_t Bs = (size_t)B;
@@ -369,11 +369,10 @@ static void swin_lay_out_scratch(Swin *m, Arena *a, int B) {
     m->s_dln = arena_take(a, Bs * nc);
     m->s_datty = arena_take(a, Bs * nc);
     m->s_branch = arena_take(a, Bs * nc);
-    m->s_qkv = arena_take(a, 3 * Bs * nc);
     m->s_dqkv = arena_take(a, 3 * Bs * nc);
     m->s_dfch = arena_take(a, Bs * nh);
     m->s_dfchg = arena_take(a, Bs * nh);
-    m->s_dscores = arena_take(a, Bs * sc);
+    m->s_dscore_sum = arena_take(a, sc);
     m->s_pooled = arena_take(a, Bs * m->C_last);
 }
 
@@ -436,26 +435,6 @@ static const float *effective(const Swin *m, size_t offset, int centred_layer) {
                                                  : m->params_memory + offset;
 }
 
-static void add_into(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        out[i] = a[i] + b[i];
-    }
-}
-
-// dst[b, j] = src[b, perm[j]] (gather) or dst[b, perm[j]] = src[b, j] (scatter), rows of width.
-static void permute_rows(float *dst, const float *src, const int *perm, int B, int N, int width,
-                         int scatter) {
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++) {
-        for (int j = 0; j < N; j++) {
-            size_t from = (size_t)b * N + (scatter ? j : perm[j]);
-            size_t to = (size_t)b * N + (scatter ? perm[j] : j);
-            memcpy(dst + to * width, src + from * width, (size_t)width * sizeof(float));
-        }
-    }
-}
-
 // 2x2 patch merging, the official order: parts (dy, dx) = (0,0), (1,0), (0,1), (1,1).
 static void merge_rows(float *merged, float *x, int B, int res_out, int C, int scatter) {
     const int res_in = 2 * res_out;
@@ -482,10 +461,8 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     const float *p = m->params_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    const size_t nc = (size_t)BN * C;
     norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->ln1w, p + k->ln1b, BN, C);
-    matmul_forward(m->s_qkv, k->ln1, p + k->qkvw, p + k->qkvb, BN, C, 3 * C);
-    permute_rows(k->qkv_win, m->s_qkv, k->perm, B, N, 3 * C, 0);
+    matmul_forward(k->qkv, k->ln1, p + k->qkvw, p + k->qkvb, BN, C, 3 * C);
     // score bias: relative position bias (+ the shift mask of window w)
     const float *rpb = p + k->rpb;
     for (int w = 0; w < k->nbias; w++) {
@@ -497,17 +474,17 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
             }
         }
     }
-    attention_bidir_forward(m->s_datty, k->att, k->qkv_win, k->bias, k->nbias, B * k->nW, T, C, NH);
-    permute_rows(k->atty_img, m->s_datty, k->perm, B, N, C, 1);
-    matmul_forward(m->s_branch, k->atty_img, effective(m, k->projw, k->rms_in_cbwc),
-                   effective(m, k->projb, k->rms_in_cbwc), BN, C, C);
-    add_into(k->resid2, x, m->s_branch, nc);
+    // the windows (cyclic shift + partition) are read and written in place through perm
+    attention_bidir_forward(k->atty_img, k->att, k->qkv, k->bias, k->nbias, k->perm, k->nW,
+                            B * k->nW, T, C, NH);
+    matmul_forward_residual(k->resid2, x, k->atty_img, effective(m, k->projw, k->rms_in_cbwc),
+                            effective(m, k->projb, k->rms_in_cbwc), BN, C, C);
     norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->ln2w, p + k->ln2b, BN, C);
     matmul_forward(k->fch, k->ln2, p + k->fcw, p + k->fcb, BN, C, k->hidden);
     gelu_forward(k->fch_gelu, k->fch, (size_t)BN * k->hidden);
-    matmul_forward(m->s_branch, k->fch_gelu, effective(m, k->fc2w, k->rms_in_cbwc),
-                   effective(m, k->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
-    add_into(k->out, k->resid2, m->s_branch, nc);
+    matmul_forward_residual(k->out, k->resid2, k->fch_gelu,
+                            effective(m, k->fc2w, k->rms_in_cbwc),
+                            effective(m, k->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
 }
 
 void swin_forward(Swin *m, const float *images, const int *labels, float smoothing, int B) {
@@ -586,7 +563,7 @@ void swin_zero_grad(Swin *m) {
 }
 
 // Backward of y = x W^T + b; for a centred layer in cbwc the output gradient
-// is centred first (dW = P dV, dx = dy V; cbwc.h). Accumulates.
+// is centred first (dW = P dV, dx = dy V; cbwc.h). Writes dinp, accumulates dW, dbias.
 static void linear_backward(const Swin *m, int centred_layer, float *dinp, float *dW, float *dbias,
                             const float *dout, const float *inp, const float *W, int N, int IC,
                             int OC) {
@@ -594,7 +571,7 @@ static void linear_backward(const Swin *m, int centred_layer, float *dinp, float
         cbwc_center_rows(m->s_branch, dout, N, OC);
         dout = m->s_branch;
     }
-    matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+    matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
 // d holds the gradient of the block's output and leaves with its input's.
@@ -603,36 +580,27 @@ static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int 
     float *g = m->grads_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N, H = k->hidden;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    const size_t nc = (size_t)BN * C;
-    memset(m->s_dfchg, 0, (size_t)BN * H * sizeof(float));
     linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->fc2w, g + k->fc2b, d, k->fch_gelu,
                     p + k->fc2w, BN, H, C);
     gelu_backward(m->s_dfch, k->fch, m->s_dfchg, (size_t)BN * H);
-    memset(m->s_dln, 0, nc * sizeof(float));
-    matmul_backward(m->s_dln, g + k->fcw, g + k->fcb, m->s_dfch, k->ln2, p + k->fcw, BN, C, H);
+    matmul_backward_set_dinp(m->s_dln, g + k->fcw, g + k->fcb, m->s_dfch, k->ln2, p + k->fcw, BN,
+                             C, H);
     norm_backward(kind, d, g + k->ln2w, g + k->ln2b, m->s_dln, k->resid2, p + k->ln2w, k->ln2_mean,
                   k->ln2_rstd, BN, C);
-    memset(m->s_datty, 0, nc * sizeof(float));
     linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->projw, g + k->projb, d, k->atty_img,
                     p + k->projw, BN, C, C);
-    permute_rows(m->s_dln, m->s_datty, k->perm, B, N, C, 0); // dln holds datty in window order
-    memset(m->s_dqkv, 0, 3 * nc * sizeof(float));
     const int G = B * k->nW;
-    attention_bidir_backward(m->s_dqkv, m->s_dscores, m->s_dln, k->qkv_win, k->att, G, T, C, NH);
+    attention_bidir_backward(m->s_dqkv, m->s_dscore_sum, m->s_datty, k->qkv, k->att, k->perm,
+                             k->nW, G, T, C, NH);
     // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
     float *drpb = g + k->rpb;
-#pragma omp parallel for schedule(static)
     for (int h = 0; h < NH; h++) {
-        for (int gg = 0; gg < G; gg++) {
-            const float *ds = m->s_dscores + ((size_t)gg * NH + h) * T * T;
-            for (int ij = 0; ij < T * T; ij++) {
-                drpb[(size_t)k->rel_index[ij] * NH + h] += ds[ij];
-            }
+        for (int ij = 0; ij < T * T; ij++) {
+            drpb[(size_t)k->rel_index[ij] * NH + h] += m->s_dscore_sum[(size_t)h * T * T + ij];
         }
     }
-    permute_rows(m->s_qkv, m->s_dqkv, k->perm, B, N, 3 * C, 1);
-    memset(m->s_dln, 0, nc * sizeof(float));
-    matmul_backward(m->s_dln, g + k->qkvw, g + k->qkvb, m->s_qkv, k->ln1, p + k->qkvw, BN, C, 3 * C);
+    matmul_backward_set_dinp(m->s_dln, g + k->qkvw, g + k->qkvb, m->s_dqkv, k->ln1, p + k->qkvw, BN,
+                             C, 3 * C);
     norm_backward(kind, d, g + k->ln1w, g + k->ln1b, m->s_dln, x, p + k->ln1w, k->ln1_mean,
                   k->ln1_rstd, BN, C);
 }
@@ -647,9 +615,8 @@ void swin_backward(Swin *m, float loss_scale) {
     const int B = m->batch_size, K = c->num_classes, CL = m->C_last, NL = m->N_last;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
     classifier_loss_backward(m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B, K);
-    memset(m->s_pooled, 0, (size_t)B * CL * sizeof(float));
-    matmul_backward(m->s_pooled, g + m->headw, g + m->headb, m->dlogits, m->pooled, p + m->headw, B,
-                    CL, K);
+    matmul_backward_set_dinp(m->s_pooled, g + m->headw, g + m->headb, m->dlogits, m->pooled,
+                             p + m->headw, B, CL, K);
 #pragma omp parallel for schedule(static)
     for (int bb = 0; bb < B; bb++) {
         for (int t = 0; t < NL; t++) {
@@ -672,7 +639,6 @@ void swin_backward(Swin *m, float loss_scale) {
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
             int n = B * mg->N_out, C4 = 4 * mg->C_in;
-            memset(m->s_dln, 0, (size_t)n * C4 * sizeof(float));
             linear_backward(m, mg->centred_reduction, m->s_dln, g + mg->redw, NULL, d, mg->normed,
                             p + mg->redw, n, C4, 2 * mg->C_in);
             memset(m->s_datty, 0, (size_t)n * C4 * sizeof(float));

@@ -53,7 +53,7 @@ typedef struct {
     float *mask;        // (nW, T, T) shifted-window mask, or NULL
     float *bias;        // (nbias, NH, T, T) rpb (+ mask), refreshed every forward
     int nbias;
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv_win, *att, *atty_img, *resid2;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty_img, *resid2;
     float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *out;
 } SwinBlock;
 
@@ -87,8 +87,8 @@ typedef struct {
     float *acts_memory, *scratch_memory;
     float *patches, *patch_out, *pn, *pn_mean, *pn_rstd, *stream0; // stage-1 stream start
     float *lnf, *lnf_mean, *lnf_rstd, *pooled, *logits, *dlogits, *losses;
-    float *s_a, *s_b, *s_dln, *s_datty, *s_branch, *s_qkv, *s_dqkv, *s_dfch, *s_dfchg, *s_dscores,
-        *s_pooled;
+    float *s_a, *s_b, *s_dln, *s_datty, *s_branch, *s_dqkv, *s_dfch, *s_dfchg, *s_pooled;
+    float *s_dscore_sum; // (NH, T, T) of the largest block: score gradients summed over windows
     int *labels;
     float smoothing, mean_loss;
 } Swin;

@@ -222,13 +222,6 @@ static void vit_refresh_centred(ViT *model) {
     model->centred_stale = 0;
 }
 
-static void add_into(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        out[i] = a[i] + b[i];
-    }
-}
-
 void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B) {
     if (model->acts_memory == NULL || B != model->batch_size) {
         vit_allocate_activations(model, B);
@@ -245,7 +238,6 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
     const ViTParams p = model->params;
     const ViTParams e = centred ? model->centred : model->params; // what the stream writers read
     ViTActivations a = model->acts;
-    float *branch = model->scratch.dbranch; // free during the forward
 
     // tokens: [cls, patch_1 .. patch_Np] + pos
     patches_from_images(a.patches, images, B, c->image_channels, c->image_size, c->patch_size);
@@ -270,15 +262,15 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
         matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
                        C, 3 * C);
         attention_bidir_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T,
-                                a.qkv + 3 * lbtc, NULL, 0, B, T, C, NH);
-        matmul_forward(branch, a.atty + lbtc, e.attprojw + lc * C, e.attprojb + lc, BT, C, C);
-        add_into(a.residual2 + lbtc, residual, branch, (size_t)BT * C);
+                                a.qkv + 3 * lbtc, NULL, 0, NULL, 0, B, T, C, NH);
+        matmul_forward_residual(a.residual2 + lbtc, residual, a.atty + lbtc, e.attprojw + lc * C,
+                                e.attprojb + lc, BT, C, C);
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
         matmul_forward(a.fch + lbth, a.ln2 + lbtc, p.fcw + lch, p.fcb + (size_t)l * H, BT, C, H);
         gelu_forward(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H);
-        matmul_forward(branch, a.fch_gelu + lbth, e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
-        add_into(a.residual3 + lbtc, a.residual2 + lbtc, branch, (size_t)BT * C);
+        matmul_forward_residual(a.residual3 + lbtc, a.residual2 + lbtc, a.fch_gelu + lbth,
+                                e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
     }
     // final norm and head on the cls token only (the other rows do not reach the loss)
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
@@ -306,7 +298,7 @@ void vit_zero_grad(ViT *model) {
 }
 
 // Backward of y = x W^T + b for a stream writer: in cbwc the output gradient
-// is centred first, which gives dW = P dV and dx = dy V (cbwc.h).
+// is centred first, which gives dW = P dV and dx = dy V (cbwc.h). Writes dinp.
 static void stream_writer_backward(const ViT *model, float *dinp, float *dW, float *dbias,
                                    const float *dout, const float *inp, const float *W, int N,
                                    int IC, int OC) {
@@ -314,7 +306,7 @@ static void stream_writer_backward(const ViT *model, float *dinp, float *dW, flo
         cbwc_center_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
-    matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+    matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
 void vit_backward(ViT *model, float loss_scale) {
@@ -349,24 +341,19 @@ void vit_backward(ViT *model, float loss_scale) {
         size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
         const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
         // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
-        memset(s.dfch_gelu, 0, (size_t)BT * H * sizeof(float));
         stream_writer_backward(model, s.dfch_gelu, g.fcprojw + lch, g.fcprojb + lc, s.dresidual,
                                a.fch_gelu + lbth, p.fcprojw + lch, BT, H, C);
         gelu_backward(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H);
-        memset(s.dln, 0, btc * sizeof(float));
-        matmul_backward(s.dln, g.fcw + lch, g.fcb + (size_t)l * H, s.dfch, a.ln2 + lbtc,
+        matmul_backward_set_dinp(s.dln, g.fcw + lch, g.fcb + (size_t)l * H, s.dfch, a.ln2 + lbtc,
                         p.fcw + lch, BT, C, H);
         norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
                       p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
         // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
-        memset(s.datty, 0, btc * sizeof(float));
         stream_writer_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc, s.dresidual,
                                a.atty + lbtc, p.attprojw + lc * C, BT, C, C);
-        memset(s.dqkv, 0, 3 * btc * sizeof(float));
         attention_bidir_backward(s.dqkv, NULL, s.datty, a.qkv + 3 * lbtc,
-                                 a.att + (size_t)l * B * NH * T * T, B, T, C, NH);
-        memset(s.dln, 0, btc * sizeof(float));
-        matmul_backward(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
+                                 a.att + (size_t)l * B * NH * T * T, NULL, 0, B, T, C, NH);
+        matmul_backward_set_dinp(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
                         p.qkvw + 3 * lc * C, BT, C, 3 * C);
         norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
                       a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);

@@ -60,7 +60,7 @@ typedef struct {
 #define VIT_NUM_SCRATCH_TENSORS 9
 typedef struct {
     float *dresidual; // (B, T, C)
-    float *dbranch;   // (B, T, C) centred output gradient / forward branch output
+    float *dbranch;   // (B, T, C) centred output gradient (cbwc)
     float *dln;       // (B, T, C)
     float *datty;     // (B, T, C)
     float *dqkv;      // (B, T, 3C)

@@ -5,8 +5,11 @@ side-by-side comparison in scripts/vit_bench.sh (docs/performance.md).
 Builds the model with the reference code (vit.py / swin.py: same parameter
 layout and math as the C code), then times full training steps (forward,
 backward, clip, AdamW) on random 28x28 grey batches and prints the median
-images/s over the timed steps:  "torch: family F mode M images_per_s X".
-Give it the same threads (--threads) as OMP_NUM_THREADS for the C code.
+images/s over the timed steps (and the median of process CPU time, which
+counts every thread):  "torch: family F mode M images_per_s X ... cpu_images_per_s Y".
+Give it the same threads (--threads) as OMP_NUM_THREADS for the C code, and
+set OPENBLAS_NUM_THREADS too: OpenBLAS's pthread build keeps its own pool
+of one thread per core whatever torch.set_num_threads says.
 """
 
 import argparse
@@ -60,9 +63,9 @@ def main():
     opt = torch.optim.AdamW(params, lr=1e-4, weight_decay=0.05)
     x = torch.randn((a.B, 1, 28, 28), generator=gen)
     y = torch.randint(0, 10, (a.B,), generator=gen)
-    times = []
+    times, cpu_times = [], []
     for step in range(a.steps + 2):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         opt.zero_grad(set_to_none=True)
         _, loss = forward(x, y)
         loss.backward()
@@ -70,8 +73,10 @@ def main():
         opt.step()
         if step >= 2:
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.process_time() - c0)
     print(f"torch: family {a.family} mode {a.mode} images_per_s {a.B / statistics.median(times):.1f}"
-          f" threads {a.threads} B {a.B} steps {a.steps}")
+          f" threads {a.threads} B {a.B} steps {a.steps}"
+          f" cpu_images_per_s {a.B / statistics.median(cpu_times):.1f}")
 
 
 if __name__ == "__main__":

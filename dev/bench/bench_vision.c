@@ -1,0 +1,103 @@
+// Training-step time of the demo ViT / Swin (train_vit's defaults, random
+// 28x28 grey images), as train_vit and dev/reference/vision_throughput.py
+// time it: forward, zero_grad, backward, grad norm, AdamW. Prints the median
+// wall time and the median process CPU time per step; on a shared machine
+// the CPU time (at 1 thread) moves less with other jobs than the wall time,
+// which makes it the figure for A/B comparisons of kernels.
+// Usage: bench_vision [-m vit|swin] [-N ln|rms|cbwc] [-b 128] [-r 10] [-w 2]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "classifier.h"
+#include "rand.h"
+#include "utils.h"
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof(double), compare_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    const char *family = "vit", *mode_name = "ln";
+    int B = 128, rounds = 10, warmup = 2;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "-h") == 0 || i + 1 >= argc) {
+            fprintf(stderr, "usage: bench_vision [-m vit|swin] [-N ln|rms|cbwc] [-b B=128] "
+                            "[-r STEPS=10] [-w WARMUP=2]\n");
+            return strcmp(argv[i], "-h") == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        }
+        if (strcmp(argv[i], "-m") == 0) family = argv[i + 1];
+        else if (strcmp(argv[i], "-N") == 0) mode_name = argv[i + 1];
+        else if (strcmp(argv[i], "-b") == 0) B = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-w") == 0) warmup = atoi(argv[i + 1]);
+        else fatal("unknown flag '%s' (see -h)", argv[i]);
+    }
+    NormMode mode;
+    if (norm_mode_parse(mode_name, &mode) != 0) {
+        fatal("-N: unknown norm mode '%s'", mode_name);
+    }
+    if (B < 1 || rounds < 1 || warmup < 0) {
+        fatal("bad sizes: B=%d rounds=%d warmup=%d", B, rounds, warmup);
+    }
+    Classifier model;
+    if (strcmp(family, "vit") == 0) {
+        ViTConfig c = {.image_size = 28, .image_channels = 1, .patch_size = 7, .num_classes = 10,
+                       .channels = 64, .num_layers = 4, .num_heads = 4, .mlp_ratio = 4};
+        classifier_init_vit(&model, &c, mode, 1337);
+    } else if (strcmp(family, "swin") == 0) {
+        SwinConfig c = {.image_size = 28, .image_channels = 1, .patch_size = 2, .num_classes = 10,
+                        .embed_dim = 32, .num_stages = 2, .depths = {2, 2}, .heads = {2, 4},
+                        .window = 7, .mlp_ratio = 2};
+        classifier_init_swin(&model, &c, mode, 1337);
+    } else {
+        fatal("-m: unknown family '%s' (expected vit or swin)", family);
+    }
+    float *images = malloc_check((size_t)B * 28 * 28 * sizeof(float), "images");
+    int *labels = malloc_check((size_t)B * sizeof(int), "labels");
+    Rng rng;
+    rng_seed(&rng, 42);
+    rng_normal_fill(&rng, images, (size_t)B * 28 * 28, 0.0f, 1.0f);
+    for (int b = 0; b < B; b++) {
+        labels[b] = (int)(rng_u32(&rng) % 10);
+    }
+    AdamWConfig adamw = {.learning_rate = 1e-4f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                         .weight_decay = 0.05f};
+    double *wall = malloc_check((size_t)rounds * sizeof(double), "times");
+    double *cpu = malloc_check((size_t)rounds * sizeof(double), "times");
+    for (int step = 0; step < warmup + rounds; step++) {
+        double w0 = now_seconds(), c0 = cpu_seconds();
+        classifier_forward(&model, images, labels, 0.1f, B);
+        classifier_zero_grad(&model);
+        classifier_backward(&model, 1.0f / (float)B);
+        (void)classifier_grad_norm(&model);
+        classifier_update(&model, &adamw, 1.0f);
+        if (step >= warmup) {
+            wall[step - warmup] = now_seconds() - w0;
+            cpu[step - warmup] = cpu_seconds() - c0;
+        }
+    }
+    double wall_ms = 1e3 * median(wall, rounds), cpu_ms = 1e3 * median(cpu, rounds);
+    printf("bench_vision: %s %s B %d | wall %.2f ms (%.1f images/s) | cpu %.2f ms (%.1f images/s "
+           "per core)\n",
+           family, mode_name, B, wall_ms, 1e3 * B / wall_ms, cpu_ms, 1e3 * B / cpu_ms);
+    free(wall);
+    free(cpu);
+    free(images);
+    free(labels);
+    classifier_free(&model);
+    return 0;
+}

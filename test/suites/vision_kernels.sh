@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The vectorized kernels of the ViT/Swin step (fast exp, GELU, tile_gemm,
+# windowed attention forward and backward) against double-precision references.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ -x ./test_kernels ] || make -s test_kernels
+./test_kernels
