@@ -10,10 +10,21 @@
 #include "vision_model.h"
 #include "vit.h"
 
+typedef struct ClassifierReplicas ClassifierReplicas; // classifier.c
+
+// With more than one OpenMP thread and a batch of at least 8 images per
+// thread, a step runs data parallel over threads: per-thread copies of the
+// model (replicas, made on first use and given the model's parameters and
+// mode at every forward) each take a contiguous slice of the batch on one
+// thread, and backward sums their gradients into the model's in slice order
+// (the same result for a given thread count). A step then has a handful of
+// barriers instead of one per kernel (~150), which on a shared machine, where
+// a thread is often descheduled, is most of a 2-thread step's time.
 typedef struct {
     VisionFamily family;
     ViT vit;   // when family == FAMILY_VIT
     Swin swin; // when family == FAMILY_SWIN
+    ClassifierReplicas *replicas; // NULL until a data-parallel forward
 } Classifier;
 
 // Reads the family from the file's header and loads it; when expected >= 0

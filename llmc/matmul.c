@@ -94,32 +94,35 @@ static void accumulate_bias_grad(float *dbias, const float *dout, int N, int OC)
 // dinp (N, IC) += dout W, dweight (OC, IC) += dout^T inp.
 #ifdef FOLDNORM_BLAS
 
-static void gemm_forward(float *out, const float *inp, const float *weight, int N, int IC, int OC,
+static void blas_forward(float *out, const float *inp, const float *weight, int N, int IC, int OC,
                          float beta) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC,
                 beta, out, OC);
 }
 
-static void gemm_dinp(float *dinp, const float *dout, const float *weight, int N, int IC, int OC,
+static void blas_dinp(float *dinp, const float *dout, const float *weight, int N, int IC, int OC,
                       float beta) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC,
                 beta, dinp, IC);
 }
 
-static void gemm_dweight(float *dweight, const float *dout, const float *inp, int N, int IC,
+static void blas_dweight(float *dweight, const float *dout, const float *inp, int N, int IC,
                          int OC) {
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f,
                 dweight, IC);
 }
 
-#else
+#endif
 
 // Portable loops: blocked so that a tile of weight rows stays in cache while
-// the rows of the input stream past it; inner loops vectorize.
+// the rows of the input stream past it; inner loops vectorize. Used without
+// OpenBLAS, and with it inside a parallel region (classifier.c's per-thread
+// model copies): OpenBLAS's OpenMP build makes concurrent callers spin-wait
+// for each other, while these loops just run on the calling thread.
 enum { ROW_TILE = 4, OUT_TILE = 64 };
 
-static void gemm_forward(float *out, const float *inp, const float *weight, int N, int IC, int OC,
-                         float beta) {
+static void portable_forward(float *out, const float *inp, const float *weight, int N, int IC,
+                             int OC, float beta) {
 #pragma omp parallel for collapse(2) schedule(static)
     for (int o0 = 0; o0 < OC; o0 += OUT_TILE) {
         for (int n0 = 0; n0 < N; n0 += ROW_TILE) {
@@ -142,8 +145,8 @@ static void gemm_forward(float *out, const float *inp, const float *weight, int 
     }
 }
 
-static void gemm_dinp(float *dinp, const float *dout, const float *weight, int N, int IC, int OC,
-                      float beta) {
+static void portable_dinp(float *dinp, const float *dout, const float *weight, int N, int IC,
+                          int OC, float beta) {
 #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         float *dx = dinp + (size_t)n * IC;
@@ -164,8 +167,8 @@ static void gemm_dinp(float *dinp, const float *dout, const float *weight, int N
     }
 }
 
-static void gemm_dweight(float *dweight, const float *dout, const float *inp, int N, int IC,
-                         int OC) {
+static void portable_dweight(float *dweight, const float *dout, const float *inp, int N, int IC,
+                             int OC) {
 #pragma omp parallel for
     for (int o = 0; o < OC; o++) {
         float *dw = dweight + (size_t)o * IC;
@@ -180,7 +183,49 @@ static void gemm_dweight(float *dweight, const float *dout, const float *inp, in
     }
 }
 
+#ifdef FOLDNORM_BLAS
+// OpenBLAS where it is built in, unless called inside a parallel region.
+static int use_blas(void) {
+#ifdef _OPENMP
+    return !omp_in_parallel();
+#else
+    return 1;
 #endif
+}
+#endif
+
+static void gemm_forward(float *out, const float *inp, const float *weight, int N, int IC, int OC,
+                         float beta) {
+#ifdef FOLDNORM_BLAS
+    if (use_blas()) {
+        blas_forward(out, inp, weight, N, IC, OC, beta);
+        return;
+    }
+#endif
+    portable_forward(out, inp, weight, N, IC, OC, beta);
+}
+
+static void gemm_dinp(float *dinp, const float *dout, const float *weight, int N, int IC, int OC,
+                      float beta) {
+#ifdef FOLDNORM_BLAS
+    if (use_blas()) {
+        blas_dinp(dinp, dout, weight, N, IC, OC, beta);
+        return;
+    }
+#endif
+    portable_dinp(dinp, dout, weight, N, IC, OC, beta);
+}
+
+static void gemm_dweight(float *dweight, const float *dout, const float *inp, int N, int IC,
+                         int OC) {
+#ifdef FOLDNORM_BLAS
+    if (use_blas()) {
+        blas_dweight(dweight, dout, inp, N, IC, OC);
+        return;
+    }
+#endif
+    portable_dweight(dweight, dout, inp, N, IC, OC);
+}
 
 // Narrow layers (both sides multiples of 16, at most MATMUL_TILE_MAX) go
 // through tile_gemm's register-blocked kernels where the target has

@@ -15,13 +15,22 @@
 //     score bias and a token map, T from 1 to 70, head sizes 1 to 64;
 //     out, att, dqkv and the score gradients summed over the groups within
 //     1e-5 * max |reference| each.
+//   data-parallel steps (classifier.c): a ViT and a Swin in cbwc, B = 32,
+//     two training steps on 1 thread (one model) and on 3 threads (three
+//     per-thread copies): logits, loss and every gradient within 1e-5 *
+//     max |1-thread value|.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "attention_bidir.h"
+#include "classifier.h"
 #include "fast_exp.h"
 #include "gelu.h"
 #include "rand.h"
@@ -343,6 +352,98 @@ static void test_attention(Rng *rng) {
     check("dscores summed over groups", worst[3], 1e-5);
 }
 
+// Two steps (forward, backward, AdamW) of model on fixed random data; the
+// logits, loss and gradients of each step into out (steps x (B K + 1 + P)).
+static void run_steps(Classifier *model, int B, double *out) {
+    const int S = classifier_image_size(model), Cin = classifier_image_channels(model);
+    const int K = classifier_num_classes(model);
+    const size_t P = classifier_num_parameters(model), n_img = (size_t)B * Cin * S * S;
+    float *images = malloc_check(n_img * sizeof(float), "images");
+    int *labels = malloc_check((size_t)B * sizeof(int), "labels");
+    Rng rng;
+    rng_seed(&rng, 7);
+    AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                         .weight_decay = 0.05f};
+    for (int step = 0; step < 2; step++) {
+        rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
+        for (int b = 0; b < B; b++) {
+            labels[b] = (int)(rng_u32(&rng) % (uint32_t)K);
+        }
+        classifier_forward(model, images, labels, 0.1f, B);
+        const float *logits = classifier_logits(model);
+        for (size_t i = 0; i < (size_t)B * K; i++) {
+            *out++ = logits[i];
+        }
+        *out++ = classifier_mean_loss(model);
+        classifier_zero_grad(model);
+        classifier_backward(model, 1.0f / (float)B);
+        const float *grads = classifier_grads(model);
+        for (size_t i = 0; i < P; i++) {
+            *out++ = grads[i];
+        }
+        classifier_update(model, &adamw, 1.0f);
+    }
+    free(images);
+    free(labels);
+}
+
+static void test_data_parallel(void) {
+#ifdef _OPENMP
+    printf("data-parallel steps: 1 thread vs 3 per-thread model copies, B = 32\n");
+    const int B = 32;
+    ViTConfig vit = {.image_size = 12, .image_channels = 3, .patch_size = 3, .num_classes = 5,
+                     .channels = 32, .num_layers = 2, .num_heads = 2, .mlp_ratio = 2};
+    SwinConfig swin = {.image_size = 16, .image_channels = 2, .patch_size = 2, .num_classes = 5,
+                       .embed_dim = 16, .num_stages = 2, .depths = {2, 2}, .heads = {2, 4},
+                       .window = 4, .mlp_ratio = 2, .center_patch = 1};
+    const int saved_threads = omp_get_max_threads();
+    for (int family = 0; family < 2; family++) {
+        Classifier models[2];
+        double *values[2];
+        size_t count = 0;
+        for (int m = 0; m < 2; m++) {
+            if (family == 0) {
+                classifier_init_vit(&models[m], &vit, MODE_CBWC, 99);
+            } else {
+                classifier_init_swin(&models[m], &swin, MODE_CBWC, 99);
+            }
+            count = 2 * ((size_t)B * 5 + 1 + classifier_num_parameters(&models[m]));
+            values[m] = malloc_check(count * sizeof(double), "step values");
+            omp_set_num_threads(m == 0 ? 1 : 3);
+            run_steps(&models[m], B, values[m]);
+        }
+        omp_set_num_threads(saved_threads);
+        int copies = models[1].replicas != NULL;
+        // per step: logits (B K), loss (1), gradients (P); each against its own max
+        const size_t P = classifier_num_parameters(&models[0]), sizes[3] = {(size_t)B * 5, 1, P};
+        double worst[3] = {0.0, 0.0, 0.0};
+        size_t at = 0;
+        for (int step = 0; step < 2; step++) {
+            for (int part = 0; part < 3; part++) {
+                double diff = 0.0, scale = max_abs(values[0] + at, sizes[part]);
+                for (size_t i = at; i < at + sizes[part]; i++) {
+                    diff = fmax(diff, fabs(values[1][i] - values[0][i]));
+                }
+                worst[part] = fmax(worst[part], diff / scale);
+                at += sizes[part];
+            }
+        }
+        const char *names[3] = {"logits", "loss", "gradients"};
+        for (int part = 0; part < 3; part++) {
+            char what[64];
+            snprintf(what, sizeof(what), "%s %s, 3 copies vs 1", family ? "Swin" : "ViT",
+                     names[part]);
+            check(what, worst[part], 1e-5);
+        }
+        check(family ? "Swin ran on copies" : "ViT ran on copies", copies ? 0.0 : 1.0, 0.0);
+        for (int m = 0; m < 2; m++) {
+            classifier_free(&models[m]);
+            free(values[m]);
+        }
+    }
+#endif
+}
+
 int main(int argc, char **argv) {
     uint64_t stride = argc > 1 ? strtoull(argv[1], NULL, 10) : 61;
     if (stride == 0) {
@@ -355,6 +456,7 @@ int main(int argc, char **argv) {
     test_math(stride);
     test_tile_gemm(&rng);
     test_attention(&rng);
+    test_data_parallel();
     printf("%s\n", failures == 0 ? "test_kernels: passed" : "test_kernels: FAILED");
     return failures == 0 ? 0 : 1;
 }
