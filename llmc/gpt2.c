@@ -614,10 +614,6 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     model->mean_loss = -1.0f; // the logits now hold their gradient
 }
 
-double gpt2_grad_norm(const GPT2 *model) {
-    return sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
-}
-
 // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
 static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
     1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};

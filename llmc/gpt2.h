@@ -152,8 +152,6 @@ void gpt2_zero_grad(GPT2 *model);
 // (loss_scale = 1/(B*T) for the mean loss of one micro-batch). Needs a
 // forward with targets first; consumes the logits.
 void gpt2_backward(GPT2 *model, float loss_scale);
-// L2 norm of all gradients.
-double gpt2_grad_norm(const GPT2 *model);
 // One AdamW step with gradient clipping (clip <= 0: none); decay on the
 // matrices only (wte, wpe, qkvw, attprojw, fcw, fcprojw).
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip);
