@@ -31,6 +31,8 @@ ifeq ($(SAN),1)
 endif
 
 BUILD := build
+# every program lands in bin/ (make NAME is a shortcut for make bin/NAME)
+BIN := bin
 LLMC_SRCS := $(wildcard llmc/*.c)
 LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
 # an archive, so each program links only the llmc/ objects it uses
@@ -44,15 +46,18 @@ CUDA_PROGRAMS :=
 .DEFAULT_GOAL := all
 
 # Each feature adds its programs and rules in a fragment mk/NAME.mk:
-#   CPU_PROGRAMS += prog;  prog: $(BUILD)/prog.o $(LLMC_LIB) ; $(LINK)
+#   CPU_PROGRAMS += prog;  $(BIN)/prog: $(BUILD)/.../prog.o $(LLMC_LIB) ; $(LINK)
 include $(wildcard mk/*.mk)
 
-LINK = $(CC) $(filter %.o,$^) $(LLMC_LIB) $(LDLIBS) -o $@
+LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(LLMC_LIB) $(LDLIBS) -o $@
 
 .PHONY: all cpu cuda test demo bench deps clean
 all: cpu cuda
-cpu: $(CPU_PROGRAMS)
-cuda: $(if $(NVCC),$(CUDA_PROGRAMS),)
+cpu: $(addprefix $(BIN)/,$(CPU_PROGRAMS))
+cuda: $(if $(NVCC),$(addprefix $(BIN)/,$(CUDA_PROGRAMS)) $(CUDA_DEV_PROGRAMS),)
+# shortcuts: `make train_gpt2` builds bin/train_gpt2
+.PHONY: $(CPU_PROGRAMS) $(CUDA_PROGRAMS)
+$(CPU_PROGRAMS) $(CUDA_PROGRAMS): %: $(BIN)/%
 
 # Objects depend on a stamp that holds the compiler and flags, so that switching
 # between `make` and `make SAN=1` (or NO_BLAS=1) rebuilds everything instead of
@@ -74,17 +79,17 @@ $(LLMC_LIB): $(LLMC_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_LIB)
+$(BIN)/train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_LIB)
 	$(LINK)
-test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_LIB)
+$(BIN)/test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_LIB)
 	$(LINK)
-test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_LIB)
+$(BIN)/test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_LIB)
 	$(LINK)
-bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
+$(BIN)/bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
 	$(LINK)
-bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_LIB)
+$(BIN)/bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_LIB)
 	$(LINK)
-text_to_shard: $(BUILD)/dev/data/text_to_shard.o $(LLMC_LIB)
+$(BIN)/text_to_shard: $(BUILD)/tools/text_to_shard.o $(LLMC_LIB)
 	$(LINK)
 
 # installs the Debian packages the demo and the tests need (quick no-op when present)
@@ -101,4 +106,4 @@ bench: deps cpu
 	@dev/bench/bench.sh
 
 clean:
-	rm -rf $(BUILD) $(CPU_PROGRAMS) $(CUDA_PROGRAMS)
+	rm -rf $(BUILD) $(BIN)

@@ -303,7 +303,7 @@ int main(int argc, char **argv) {
     dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size, comm.rank,
                     comm.world_size, args.shuffle, args.seed);
     if (args.sft && !train.is_sft) {
-        fatal("-sft 1: %s holds plain token shards, not SFT shards (dev/data/alpaca_to_sft)",
+        fatal("-sft 1: %s holds plain token shards, not SFT shards (bin/alpaca_to_sft)",
               args.train_pattern);
     }
     int have_val = args.val_every > 0;

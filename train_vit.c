@@ -62,7 +62,7 @@ static void usage(void) {
             "  -d <dir>     Fashion-MNIST dir with {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz\n"
             "               (default /usr/share/datasets/fashion-mnist)\n"
             "  -sh <prefix> train on image shards PREFIX_train.bin / PREFIX_val.bin from\n"
-            "               dev/data/images_to_shard (RGB, random-resized-crop + flips)\n"
+            "               bin/images_to_shard (RGB, random-resized-crop + flips)\n"
             "  -i <file>    start from this model file (its config; must be of the -m family)\n"
             "  -o <dir>     output dir for main.log and checkpoints (default: none)\n"
             "  -C <int>     channels (default 64)      -L <int> layers (default 4)\n"

@@ -1,4 +1,4 @@
-// Stanford Alpaca-format JSON, the input of dev/data/alpaca_to_sft: a list of
+// Stanford Alpaca-format JSON, the input of bin/alpaca_to_sft: a list of
 // {"instruction", "input" (optional), "output"} records, and the Alpaca
 // prompt template (docs/formats.md, "SFT shard").
 #ifndef FOLDNORM_ALPACA_H

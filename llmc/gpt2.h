@@ -18,7 +18,7 @@
 #define GPT2_MODEL_VERSION_FP32 3
 #define GPT2_HEADER_SLOT_NORM_MODE 8
 
-// MODE_FOLDED: inference only, written by ./fold from an ln model: every norm
+// MODE_FOLDED: inference only, written by bin/fold from an ln model: every norm
 // RMSNorm, wte/wpe rows and attn/mlp c_proj already centred (V, P b), and the
 // tied head reads V plus m_t = mean(W_t) stored after the parameters
 // (cbwc-math.md sections 4-5). Not accepted by norm_mode_parse.

@@ -1,4 +1,4 @@
-// Image shards for ImageNet-style data sets, written by dev/data/images_to_shard
+// Image shards for ImageNet-style data sets, written by bin/images_to_shard
 // (docs/formats.md, "Image shard"): a 256-slot int32 header, int32 labels,
 // then uint8 RGB pixels, HWC, one side x side square per image.
 //   train shards (kind 0): the shorter side resized to `side`, centre-cropped

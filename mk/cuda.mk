@@ -1,6 +1,6 @@
 # GPT-2 on NVIDIA GPUs (issue 6): built by `make` only where nvcc is found.
-#   train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
-#   train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
+#   bin/train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
+#   bin/train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
 #   build/dev/cuda/<kernel>_{bf16,fp32} dev/cuda kernel checks + timings (make cuda-dev)
 # bf16 objects use --use_fast_math, fp32 ones exact expf/tanhf (the 1e-4 checks).
 # CUDA_ARCHS picks the targets (default sm_80 and sm_90; `make CUDA_ARCHS=90`
@@ -28,7 +28,7 @@ CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy encoder \
                   gelu layernorm rmsnorm norm matmul tile_gemm rand utils reader dataloader logger \
                   schedule)
-CUDA_LINK = $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -fopenmp $(CUDA_LDLIBS) -o $@
+CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -fopenmp $(CUDA_LDLIBS) -o $@
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -42,13 +42,13 @@ $(BUILD)/cuda/%.fp32.o: %.cu $(CUDA_HEADERS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -DFOLDNORM_FP32 -c $< -o $@
 
-train_gpt2cu: $(BUILD)/cuda/train_gpt2.bf16.o $(CUDA_HOST_LIB)
+$(BIN)/train_gpt2cu: $(BUILD)/cuda/train_gpt2.bf16.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
-train_gpt2fp32cu: $(BUILD)/cuda/train_gpt2.fp32.o $(CUDA_HOST_LIB)
+$(BIN)/train_gpt2fp32cu: $(BUILD)/cuda/train_gpt2.fp32.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
-test_gpt2cu: $(BUILD)/cuda/test/test_gpt2.bf16.o $(CUDA_HOST_LIB)
+$(BIN)/test_gpt2cu: $(BUILD)/cuda/test/test_gpt2.bf16.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
-test_gpt2fp32cu: $(BUILD)/cuda/test/test_gpt2.fp32.o $(CUDA_HOST_LIB)
+$(BIN)/test_gpt2fp32cu: $(BUILD)/cuda/test/test_gpt2.fp32.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
 
 # dev/cuda: one program per kernel family, fp32 and bf16
@@ -56,7 +56,6 @@ CUDA_DEV_SRCS := $(wildcard dev/cuda/*.cu)
 CUDA_DEV_PROGRAMS := $(foreach s,$(CUDA_DEV_SRCS),$(BUILD)/$(s:.cu=)_bf16 $(BUILD)/$(s:.cu=)_fp32)
 .PHONY: cuda-dev
 .PRECIOUS: $(BUILD)/cuda/dev/cuda/%.o
-CUDA_PROGRAMS += $(CUDA_DEV_PROGRAMS)
 cuda-dev: $(CUDA_DEV_PROGRAMS)
 $(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o
 	@mkdir -p $(dir $@)

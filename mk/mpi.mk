@@ -11,5 +11,5 @@ ifneq ($(NO_MPI),1)
 endif
 
 CPU_PROGRAMS += test_comm
-test_comm: $(BUILD)/test/test_comm.o $(LLMC_LIB)
+$(BIN)/test_comm: $(BUILD)/test/test_comm.o $(LLMC_LIB)
 	$(LINK)

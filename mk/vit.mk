@@ -2,23 +2,23 @@
 CPU_PROGRAMS += train_vit test_vit
 LDLIBS += -lz
 
-train_vit: $(BUILD)/train_vit.o $(LLMC_LIB)
+$(BIN)/train_vit: $(BUILD)/train_vit.o $(LLMC_LIB)
 	$(LINK)
-test_vit: $(BUILD)/test/test_vit.o $(LLMC_LIB)
+$(BIN)/test_vit: $(BUILD)/test/test_vit.o $(LLMC_LIB)
 	$(LINK)
 
 CPU_PROGRAMS += images_to_shard
-images_to_shard: $(BUILD)/dev/data/images_to_shard.o $(LLMC_LIB)
+$(BIN)/images_to_shard: $(BUILD)/tools/images_to_shard.o $(LLMC_LIB)
 	$(LINK) -ljpeg
 
 # the vectorized kernels (fast_exp.h, gelu.c, tile_gemm.c, attention_bidir.c) vs double references
 CPU_PROGRAMS += test_kernels
-test_kernels: $(BUILD)/test/test_kernels.o $(LLMC_LIB)
+$(BIN)/test_kernels: $(BUILD)/test/test_kernels.o $(LLMC_LIB)
 	$(LINK)
 
 # training-step time of the demo ViT / Swin, wall and CPU (dev/bench/bench_vision.c)
 CPU_PROGRAMS += bench_vision
-bench_vision: $(BUILD)/dev/bench/bench_vision.o $(LLMC_LIB)
+$(BIN)/bench_vision: $(BUILD)/dev/bench/bench_vision.o $(LLMC_LIB)
 	$(LINK)
 
 # tile_gemm's multiply-adds as FMAs (-std=c11 turns contraction off)

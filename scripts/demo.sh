@@ -12,7 +12,7 @@ mkdir -p $out
 for mode in ln rms cbwc; do
     echo "=== mode $mode: d4c128h4v50257t256 (GPT-2 vocabulary), B=8 T=64, $steps steps ==="
     rm -rf "$out/$mode"
-    ./train_gpt2 -N $mode -e d4c128h4v50257t256 -b 8 -t 64 -x "$steps" -l 3e-3 -u 20 -q 0.1 \
+    bin/train_gpt2 -N $mode -e d4c128h4v50257t256 -b 8 -t 64 -x "$steps" -l 3e-3 -u 20 -q 0.1 \
         -c 0.1 -v 50 -m 10 -s "$steps" -g 48 -tk 40 -sd 1337 -o "$out/$mode" | tee "$out/$mode.out" |
         awk -v n="$steps" '/^step/ { split($2, a, "/"); if (a[1] % 50 == 0 || a[1] == n) print; next }
                            /val loss/ || /^sample/ || /^---/ || s { print } /^sample/ { s = 1 } /^---/ { s = 0 }'

@@ -18,11 +18,11 @@ fi
 json=$1 model=$2 out=$3; shift 3
 T=${SFT_T:-256}
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
-[ -x ./alpaca_to_sft ] && [ -x ./train_gpt2 ] || make -s alpaca_to_sft train_gpt2
+[ -x bin/alpaca_to_sft ] && [ -x bin/train_gpt2 ] || make -s alpaca_to_sft train_gpt2
 [ -f "$json" ] || { echo "error: $json: no such Alpaca JSON file" >&2; exit 1; }
 mkdir -p "$out"
 records=$(grep -o '"instruction"' "$json" | wc -l)
 val=${SFT_VAL:-$(( records / 20 > 0 ? records / 20 : 1 ))}
-./alpaca_to_sft -t "$T" "$json" "$out/sft" "$val"
-./train_gpt2 -e "$model" -i "$out/sft_train_*.bin" -j "$out/sft_val_*.bin" -sft 1 \
+bin/alpaca_to_sft -t "$T" "$json" "$out/sft" "$val"
+bin/train_gpt2 -e "$model" -i "$out/sft_train_*.bin" -j "$out/sft_val_*.bin" -sft 1 \
     -b 4 -t "$T" -x 200 -l 1e-4 -v 20 -m 10 -s 100 -o "$out" "$@"

@@ -13,9 +13,9 @@ fi
 src=/usr/share/dictd/gcide.dict.dz
 [ -f $src ] || { echo "error: $src not found: run make deps (Debian dict-gcide)" >&2; exit 1; }
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
-[ -x ./bpe_shards ] || make -s bpe_shards
+[ -x bin/bpe_shards ] || make -s bpe_shards
 mkdir -p $out
 # the dictd text; an unindented "Headword \\pron\\" line after a blank line starts an entry
 zcat $src | awk 'prev == "" && /^[^ \t].* \\[^\\]*\\/ && NR > 1 { printf "<|endoftext|>" }
                  { print; prev = $0 }' > $out/gcide.txt
-./bpe_shards $out/gcide.txt $out/gcide 0.05 2097152
+bin/bpe_shards $out/gcide.txt $out/gcide 0.05 2097152

@@ -11,7 +11,7 @@ if ls $out/kjv_train_*.bin >/dev/null 2>&1 && ls $out/kjv_val_*.bin >/dev/null 2
 fi
 command -v bible >/dev/null || { echo "error: 'bible' not found: run make deps (Debian bible-kjv)" >&2; exit 1; }
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
-[ -x ./bpe_shards ] || make -s bpe_shards
+[ -x bin/bpe_shards ] || make -s bpe_shards
 mkdir -p $out
 t0=$(date +%s%N)
 # -f prints one verse a line as "Ge1:1 text"; a new book abbreviation starts a document
@@ -19,5 +19,5 @@ bible -f "Gen1:1-Rev22:21" | awk '
     { match($0, /^[1-4]?[A-Za-z]+/); book = substr($0, 1, RLENGTH)
       if (NR > 1 && book != prev) print "<|endoftext|>"
       prev = book; sub(/^[1-4]?[A-Za-z]+[0-9]+:[0-9]+ /, ""); print }' > $out/kjv_books.txt
-./bpe_shards $out/kjv_books.txt $out/kjv 0.05 262144
+bin/bpe_shards $out/kjv_books.txt $out/kjv 0.05 262144
 echo "KJV shards ready in $(( ($(date +%s%N) - t0) / 1000000 )) ms"

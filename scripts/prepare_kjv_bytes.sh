@@ -8,9 +8,9 @@ if ls $out/kjv_bytes_train_*.bin >/dev/null 2>&1 && [ -f $out/kjv_bytes_val_0000
     exit 0
 fi
 command -v bible >/dev/null || { echo "error: 'bible' not found: run make deps (Debian bible-kjv)" >&2; exit 1; }
-[ -x ./text_to_shard ] || make -s text_to_shard
+[ -x bin/text_to_shard ] || make -s text_to_shard
 mkdir -p $out
 # -f prints one verse a line as "Ge1:1 text"; drop the reference
 bible -f "Gen1:1-Rev22:21" | sed -E 's/^[1-4]?[A-Za-z]+[0-9]+:[0-9]+ //' > $out/kjv.txt
 echo "KJV text: $(wc -c < $out/kjv.txt) bytes"
-./text_to_shard $out/kjv.txt $out/kjv_bytes 0.05
+bin/text_to_shard $out/kjv.txt $out/kjv_bytes 0.05

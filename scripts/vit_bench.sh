@@ -4,7 +4,7 @@
 # for each family and mode the two run back to back, in ROUNDS rounds; each
 # prints the median images/s over its timed steps (after 2 warm-up steps).
 #   scripts/vit_bench.sh            (env: THREADS=2 ROUNDS=2 STEPS=8 B=128 MODES="ln rms cbwc"
-#                                    FAMILIES="vit swin" TRAIN_VIT=./train_vit TORCH_BLAS_THREADS=1)
+#                                    FAMILIES="vit swin" TRAIN_VIT=bin/train_vit TORCH_BLAS_THREADS=1)
 # Debian's torch calls OpenBLAS's pthread build, whose own pool ignores
 # torch.set_num_threads and starts one thread per core: at THREADS=1 torch
 # would use both cores for its matmuls. TORCH_BLAS_THREADS (OPENBLAS_NUM_THREADS
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 train_vit=${TRAIN_VIT:-./train_vit}
-[ -n "${TRAIN_VIT:-}" ] || [ -x ./train_vit ] || make -s train_vit
+[ -n "${TRAIN_VIT:-}" ] || [ -x bin/train_vit ] || make -s train_vit
 threads=${THREADS:-2}; rounds=${ROUNDS:-2}; steps=${STEPS:-8}; B=${B:-128}
 modes=${MODES:-ln rms cbwc}; families=${FAMILIES:-vit swin}
 torch_blas_threads=${TORCH_BLAS_THREADS:-1}

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 out=${1:-out/vit_fashion}
 mkdir -p "$out"
 data=$(scripts/prepare_fashion_mnist.sh)
-[ -x ./train_vit ] || make -s train_vit
+[ -x bin/train_vit ] || make -s train_vit
 export OMP_NUM_THREADS=${THREADS:-2}
 vit_epochs=${VIT_EPOCHS:-3}
 swin_epochs=${SWIN_EPOCHS:-1}
@@ -28,9 +28,9 @@ for family in $families; do
             # (2x2 windows with a shift of 3 in stage 1, one window in stage 2)
             args=(-m swin -e "$swin_epochs" -nt "$swin_train" -u 20)
         fi
-        echo "== $family $mode: ./train_vit ${args[*]} -N $mode -d $data -o $run"
+        echo "== $family $mode: bin/train_vit ${args[*]} -N $mode -d $data -o $run"
         start=$SECONDS
-        ./train_vit "${args[@]}" -N "$mode" -d "$data" -o "$run" -pe 100 | tee "$run.out"
+        bin/train_vit "${args[@]}" -N "$mode" -d "$data" -o "$run" -pe 100 | tee "$run.out"
         echo "wall_seconds $((SECONDS - start))" >> "$run.out"
     done
 done

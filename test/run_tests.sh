@@ -29,11 +29,11 @@ run_test() {
 check_reference() {
     local mode=$1 tag=$2 s=$3; shift 3
     $PY dev/reference/gpt2.py --mode "$mode" --seed "$s" --model "$work/$tag.bin" \
-        --state "$work/${tag}_state.bin" "$@" && ./test_gpt2 "$work/$tag.bin" "$work/${tag}_state.bin"
+        --state "$work/${tag}_state.bin" "$@" && bin/test_gpt2 "$work/$tag.bin" "$work/${tag}_state.bin"
 }
 check_equivalence() {
     $PY dev/reference/gpt2.py --mode ln --seed "$1" --model "$work/eq.bin" &&
-        ./test_equivalence "$work/eq.bin" "$2" 60
+        bin/test_equivalence "$work/eq.bin" "$2" 60
 }
 
 # 1. logits, loss, every gradient and AdamW steps vs the PyTorch reference

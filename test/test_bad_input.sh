@@ -59,7 +59,7 @@ b = bytearray(model); b[1024 + 4 * 100:1024 + 4 * 101] = struct.pack("<f", float
 open(f"{w}/nan.bin", "wb").write(bytes(b))
 PYEOF
 
-train() { ./train_gpt2 -v 0 -x 1 -b 4 -t 16 "$@"; }
+train() { bin/train_gpt2 -v 0 -x 1 -b 4 -t 16 "$@"; }
 W=$work
 expect_error truncated_model   "truncated.bin.*truncated"        train -e $W/truncated.bin -i $W/good_shard.bin
 expect_error header_only_model "header_only.bin.*truncated"      train -e $W/header_only.bin -i $W/good_shard.bin
@@ -80,7 +80,7 @@ expect_error seq_len_too_long  "-t 32: .*maxT 16"                train -e $W/goo
 expect_error bad_int_flag      "-b: expected an integer"         train -e $W/good.bin -i $W/good_shard.bin -b four
 expect_error unknown_flag      "unknown flag '-Z'"               train -e $W/good.bin -i $W/good_shard.bin -Z 1
 expect_error total_batch       "-d 100: .*multiple of B\*T"      train -e $W/good.bin -i $W/good_shard.bin -d 100
-expect_error truncated_state   "trunc_state.bin: file is .* bytes" ./test_gpt2 $W/good.bin $W/trunc_state.bin
-expect_error state_magic       "magic_state.bin: not a debug state" ./test_gpt2 $W/good.bin $W/magic_state.bin
+expect_error truncated_state   "trunc_state.bin: file is .* bytes" bin/test_gpt2 $W/good.bin $W/trunc_state.bin
+expect_error state_magic       "magic_state.bin: not a debug state" bin/test_gpt2 $W/good.bin $W/magic_state.bin
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -8,16 +8,16 @@ cd "$(dirname "$0")/.."
 work=${1:-$(mktemp -d)}/train_resume
 rm -rf "$work"; mkdir -p "$work"
 cat llmc/*.c llmc/*.h train_gpt2.c > "$work/text.txt"
-./text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
+bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 for mode in ln rms cbwc; do
     flags=(-N $mode -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin"
            -b 4 -t 32 -x 8 -n 4 -v 4 -m 2 -l 3e-3 -u 2 -q 0.1 -c 0.1 -sd 7)
-    ./train_gpt2 "${flags[@]}" -o "$work/$mode.full" > "$work/$mode.full.out" 2>&1 || { fail "$mode: full run"; continue; }
+    bin/train_gpt2 "${flags[@]}" -o "$work/$mode.full" > "$work/$mode.full.out" 2>&1 || { fail "$mode: full run"; continue; }
     mkdir -p "$work/$mode.resumed"
     cp "$work/$mode.full/model_00000004.bin" "$work/$mode.full/state_00000004.bin" "$work/$mode.resumed/"
-    ./train_gpt2 "${flags[@]}" -o "$work/$mode.resumed" -y 1 > "$work/$mode.resumed.out" 2>&1 || { fail "$mode: resumed run"; continue; }
+    bin/train_gpt2 "${flags[@]}" -o "$work/$mode.resumed" -y 1 > "$work/$mode.resumed.out" 2>&1 || { fail "$mode: resumed run"; continue; }
     log=$work/$mode.full/main.log
     grep -qE '^s:8 trl:[0-9.]+' "$log" && grep -qE '^s:8 tel:[0-9.]+' "$log" || fail "$mode: main.log lacks s:8 trl/tel lines"
     first=$(grep -oE '^s:1 trl:[0-9.]+' "$log" | cut -d: -f3)

@@ -19,7 +19,7 @@ echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 if [ -n "${LLMC_DIR:-}" ]; then
     llmc_run=$out/llmc_run
     mkdir -p "$llmc_run/dev/data/tinyshakespeare"
-    ./train_gpt2 -e d12 -x 0 -v 0 -o "$out/d12init" > /dev/null
+    bin/train_gpt2 -e d12 -x 0 -v 0 -o "$out/d12init" > /dev/null
     ln -sf "$PWD/$out/d12init/model_00000000.bin" "$llmc_run/gpt2_124M.bin"
     ln -sf "$PWD/data/kjv/kjv_bytes_train_000000.bin" "$llmc_run/dev/data/tinyshakespeare/tiny_shakespeare_train.bin"
     ln -sf "$PWD/data/kjv/kjv_bytes_val_000000.bin" "$llmc_run/dev/data/tinyshakespeare/tiny_shakespeare_val.bin"
@@ -29,7 +29,7 @@ median() { sort -n | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else prin
 rss_mb() { grep 'Maximum resident' "$1" | awk '{printf "%.0f", $6 / 1024}'; }
 
 run_ours() { # MODE ROUND
-    /usr/bin/time -v -o "$out/ours_$1_$2.time" ./train_gpt2 -e d12 -N "$1" -b 4 -t 64 -x $((steps + 2)) -v 0 \
+    /usr/bin/time -v -o "$out/ours_$1_$2.time" bin/train_gpt2 -e d12 -N "$1" -b 4 -t 64 -x $((steps + 2)) -v 0 \
         > "$out/ours_$1_$2.log"
 }
 run_llmc() { # ROUND: llm.c runs 40 steps with eval and sampling; stop it after ours' count
@@ -66,14 +66,14 @@ done
 echo
 echo "## The three modes side by side in one process (bench_gpt2: one step of each mode per round)"
 echo
-./bench_gpt2 -e d12 -b 4 -t 64 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
+bin/bench_gpt2 -e d12 -b 4 -t 64 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
 echo
 echo "## LayerNorm vs RMSNorm kernels"
 echo
-./bench_norms
+bin/bench_norms
 echo
 echo "## Inference: folded vs LN (bench_fold: forward only, the two models interleaved)"
 echo
-./bench_fold -e d4c256h4v256t1024 -b "1 8" -t "64 256 1024" -r "${BENCH_FOLD_ROUNDS:-7}"
-./bench_fold -e d4c256h4v256t2048 -b 1 -t 2048 -r 5
-./bench_fold -e d12 -b 1 -t "64 256" -r 5
+bin/bench_fold -e d4c256h4v256t1024 -b "1 8" -t "64 256 1024" -r "${BENCH_FOLD_ROUNDS:-7}"
+bin/bench_fold -e d4c256h4v256t2048 -b 1 -t 2048 -r 5
+bin/bench_fold -e d12 -b 1 -t "64 256" -r 5

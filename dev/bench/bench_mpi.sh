@@ -19,10 +19,10 @@ tok_s() { grep -oE '[0-9]+ tok/s' "$1" | awk 'NR > 2 {print $1}' | sort -n |
           awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 flags=(-e "$model" -N "$mode" -t "$T" -x "$steps" -v 0 -sd 7)
 for r in $(seq 1 "$rounds"); do
-    OMP_NUM_THREADS=2 ./train_gpt2 "${flags[@]}" -b "$gb" > "$out/one.log"
+    OMP_NUM_THREADS=2 bin/train_gpt2 "${flags[@]}" -b "$gb" > "$out/one.log"
     tok_s "$out/one.log" >> "$out/one"
     for z in 0 1; do
-        OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 ./train_gpt2 "${flags[@]}" -b $((gb / 2)) -z $z \
+        OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 bin/train_gpt2 "${flags[@]}" -b $((gb / 2)) -z $z \
             > "$out/two_z$z.log"
         tok_s "$out/two_z$z.log" >> "$out/two_z$z"
     done

@@ -3,8 +3,8 @@
 // that each kernel is reported as bytes moved, GB/s and a fraction of copy
 // bandwidth. Prints a markdown table for docs/performance.md.
 //
-//   ./bench_norms                 shapes (4096, 768) and (1024, 1600)
-//   ./bench_norms -n 2048 -c 1024 one custom shape
+//   bin/bench_norms                 shapes (4096, 768) and (1024, 1600)
+//   bin/bench_norms -n 2048 -c 1024 one custom shape
 #include <errno.h>
 #include <limits.h>
 #include <math.h>

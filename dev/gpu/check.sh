@@ -54,7 +54,7 @@ small="--steps 5"
 odd="--L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 5 --lr 3e-3"
 gpu_test() { # NAME BINARY MODEL STATE [flags]: one row, the log in $out/NAME.log
     local name=$1 bin=$2; shift 2
-    if timeout 120 "./$bin" "$@" > "$out/$name.log" 2>&1 && ! grep -q '^SKIP' "$out/$name.log"; then
+    if timeout 120 "bin/$bin" "$@" > "$out/$name.log" 2>&1 && ! grep -q '^SKIP' "$out/$name.log"; then
         row "$name" "PASS"
     else
         row "$name" "FAIL ($name.log)"; tail -25 "$out/$name.log"
@@ -78,7 +78,7 @@ done
 
 stage "compute-sanitizer memcheck on one fp32 reference test (where the runtime allows it)"
 if command -v compute-sanitizer > /dev/null && [ -f "$work/cbwc_odd.bin" ]; then
-    if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 ./test_gpt2fp32cu \
+    if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 bin/test_gpt2fp32cu \
             "$work/cbwc_odd.bin" "$work/cbwc_odd_state.bin" > "$out/memcheck.log" 2>&1 &&
        ! grep -q '^SKIP' "$out/memcheck.log"; then
         row "memcheck test_gpt2fp32cu cbwc odd" "PASS"
@@ -109,7 +109,7 @@ for name, n, seed in (("bench_train_000000.bin", 4 << 20, 1), ("bench_val_000000
 EOF
 for mode in ln rms cbwc; do
     log="$out/train_$mode.log"
-    if timeout 150 ./train_gpt2cu -e d12 -N $mode -b $B -t 1024 -x $STEPS -v 0 -sh 0 -l 1e-4 \
+    if timeout 150 bin/train_gpt2cu -e d12 -N $mode -b $B -t 1024 -x $STEPS -v 0 -sh 0 -l 1e-4 \
             -i "$data/bench_train_*.bin" -j "$data/bench_val_*.bin" > "$log" 2>&1; then
         row "train d12 $mode" "$(grep '^summary' "$log" | sed 's/^summary | //')"
     else
@@ -120,7 +120,7 @@ stage "inference: LN vs RMS (= folded) forward, 16384 tokens a pass, T = 1024 ..
 for T in 1024 2048 4096 8192 16384; do
     b=$(( 16384 / T ))
     for mode in ln rms; do
-        timeout 90 ./train_gpt2cu -e d12t16384 -N $mode -b $b -t $T -inf 5 \
+        timeout 90 bin/train_gpt2cu -e d12t16384 -N $mode -b $b -t $T -inf 5 \
             > "$out/inference_${mode}_$T.log" 2>&1 || echo "FAIL inference $mode T=$T" >> "$out/inference_${mode}_$T.log"
     done
     ms_ln=$(grep -oE '[0-9.]+ ms/forward' "$out/inference_ln_$T.log" | cut -d' ' -f1)

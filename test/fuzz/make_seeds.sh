@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Seed corpora for the fuzz targets (test/fuzz/fuzz_*.c), generated from real
 # project outputs: small GPT-2 / ViT / Swin models and debug states written by
-# the PyTorch references, a folded model (./fold), a checkpoint's training
-# state (./train_gpt2 -o), slices of the KJV token shards and of GPT-2's
+# the PyTorch references, a folded model (bin/fold), a checkpoint's training
+# state (bin/train_gpt2 -o), slices of the KJV token shards and of GPT-2's
 # encoder.json + vocab.bpe, SFT shards of the Alpaca fixture
-# (./alpaca_to_sft), Fashion-MNIST IDX heads (raw and gzip), an image shard of
-# two opencv-doc JPEGs (./images_to_shard) and the graphs in docs/graphs/.
+# (bin/alpaca_to_sft), Fashion-MNIST IDX heads (raw and gzip), an image shard of
+# two opencv-doc JPEGs (bin/images_to_shard) and the graphs in docs/graphs/.
 #   test/fuzz/make_seeds.sh OUTDIR    writes OUTDIR/<target>/*; a no-op when
 #                                     OUTDIR/.complete records this script's checksum
 # Needs the gcc build (make cpu) and the Debian data of make deps.
@@ -18,7 +18,7 @@ PY=${PYTHON:-/usr/bin/python3}
 fmnist=/usr/share/datasets/fashion-mnist
 jpegs=/usr/share/doc/opencv-doc/examples/data
 for prog in fold train_gpt2 alpaca_to_sft images_to_shard; do
-    [ -x "./$prog" ] || make -s "$prog"
+    [ -x "bin/$prog" ] || make -s "$prog"
 done
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
 scripts/prepare_kjv.sh > /dev/null
@@ -38,7 +38,7 @@ $PY dev/reference/gpt2.py --mode ln --seed 1 --L 1 --C 8 --NH 2 --V 32 --Vp 32 -
     --T 4 --steps 2 --model "$tmp/gpt2_ln.bin" --state "$tmp/gpt2_ln_state.bin" > /dev/null
 $PY dev/reference/gpt2.py --mode cbwc --seed 2 --L 2 --C 4 --NH 1 --V 5 --Vp 8 --maxT 3 --B 2 \
     --T 3 --mask --model "$tmp/gpt2_cbwc.bin" --state "$tmp/gpt2_cbwc_state.bin" > /dev/null
-./fold "$tmp/gpt2_ln.bin" "$tmp/gpt2_folded.bin" > /dev/null
+bin/fold "$tmp/gpt2_ln.bin" "$tmp/gpt2_folded.bin" > /dev/null
 $PY dev/reference/vit.py --mode ln --image-size 4 --image-channels 1 --patch-size 2 \
     --num-classes 3 --channels 4 --num-layers 1 --num-heads 2 --mlp-ratio 1 --B 1 --steps 1 \
     --model "$tmp/vit.bin" --state "$tmp/vit_state.bin" > /dev/null
@@ -46,13 +46,13 @@ $PY dev/reference/swin.py --mode cbwc --image-size 8 --image-channels 1 --patch-
     --num-classes 3 --embed-dim 2 --depths 1,1 --heads 1,2 --window 2 --mlp-ratio 1 --B 1 \
     --steps 1 --model "$tmp/swin.bin" --state "$tmp/swin_state.bin" > /dev/null
 # a checkpoint's training state: one step of a tiny byte-level model
-./train_gpt2 -e d1c4h1v256t4 -i "data/kjv/kjv_bytes_train_000000.bin" -b 1 -t 4 -x 1 -n 1 -v 0 \
+bin/train_gpt2 -e d1c4h1v256t4 -i "data/kjv/kjv_bytes_train_000000.bin" -b 1 -t 4 -x 1 -n 1 -v 0 \
     -o "$tmp/ckpt" > /dev/null
 # SFT shards of the Alpaca fixture; an image shard of two real JPEGs
-./alpaca_to_sft test/fixtures/alpaca_fixture.json "$tmp/sft" 1 > /dev/null
+bin/alpaca_to_sft test/fixtures/alpaca_fixture.json "$tmp/sft" 1 > /dev/null
 mkdir -p "$tmp/jpeg/apple" "$tmp/jpeg/orange"
 cp "$jpegs/apple.jpg" "$tmp/jpeg/apple/"; cp "$jpegs/orange.jpg" "$tmp/jpeg/orange/"
-./images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -s 8 -v 0 > /dev/null
+bin/images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -s 8 -v 0 > /dev/null
 
 $PY - "$out" "$tmp" "$fmnist" <<'PYEOF'
 import glob, gzip, json, os, shutil, struct, sys

@@ -18,7 +18,7 @@ mkdir -p "$good" "$run"
 fmnist=/usr/share/datasets/fashion-mnist
 jpegs=/usr/share/doc/opencv-doc/examples/data
 progs="train_gpt2 test_gpt2 fold sample tokenizer alpaca_to_sft train_vit test_vit foldcheck images_to_shard"
-for p in $progs; do [ -x "./$p" ] || make -s "$p" || { echo "FAIL: cannot build $p"; exit 1; }; done
+for p in $progs; do [ -x "bin/$p" ] || make -s "$p" || { echo "FAIL: cannot build $p"; exit 1; }; done
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
 scripts/prepare_kjv.sh > /dev/null && scripts/prepare_kjv_bytes.sh > /dev/null ||
     { echo "FAIL: cannot prepare the KJV shards"; exit 1; }
@@ -31,7 +31,7 @@ t0=$SECONDS
 setup() { "$@" > "$work/setup.log" 2>&1 || { echo "FAIL: setup: $*"; cat "$work/setup.log"; exit 1; }; }
 setup $PY dev/reference/gpt2.py --mode ln --seed 3 --L 1 --C 8 --NH 2 --V 256 --Vp 256 --maxT 8 \
     --B 1 --T 4 --steps 2 --model "$good/gpt2.bin" --state "$good/gpt2_state.bin"
-setup ./fold "$good/gpt2.bin" "$good/gpt2_folded.bin"
+setup bin/fold "$good/gpt2.bin" "$good/gpt2_folded.bin"
 setup $PY dev/reference/vit.py --mode cbwc --image-size 4 --image-channels 1 --patch-size 2 \
     --num-classes 3 --channels 4 --num-layers 1 --num-heads 2 --mlp-ratio 1 --B 2 --steps 1 \
     --model "$good/vit.bin" --state "$good/vit_state.bin"
@@ -56,11 +56,11 @@ for split, n in (("train", 100), ("t10k", 50)):
     with open(f"{good}/fmnist/{split}-labels-idx1-ubyte.gz", "wb") as f:
         f.write(gzip.compress(struct.pack(">II", 0x801, n) + lab[8:8 + n]))
 PYEOF
-setup ./train_gpt2 -e "$good/gpt2.bin" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 1 -n 1 -v 0 -o "$good/ckpt"
-setup ./alpaca_to_sft test/fixtures/alpaca_fixture.json "$good/sft" 1
+setup bin/train_gpt2 -e "$good/gpt2.bin" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 1 -n 1 -v 0 -o "$good/ckpt"
+setup bin/alpaca_to_sft test/fixtures/alpaca_fixture.json "$good/sft" 1
 mkdir -p "$good/jpeg/a" "$good/jpeg/b" "$good/gpt2"
 cp "$jpegs/apple.jpg" "$jpegs/orange.jpg" "$good/jpeg/a/"; cp "$jpegs/baboon.jpg" "$jpegs/butterfly.jpg" "$good/jpeg/b/"
-setup ./images_to_shard -i "$good/jpeg" -o "$good/img" -s 8 -v 0.5
+setup bin/images_to_shard -i "$good/jpeg" -o "$good/img" -s 8 -v 0.5
 cp "$jpegs/apple.jpg" "$good/"
 cp data/gpt2/encoder.json data/gpt2/vocab.bpe "$good/gpt2/"
 cp test/fixtures/alpaca_fixture.json "$good/alpaca.json"
@@ -73,27 +73,27 @@ echo "bad_files: valid files and $(wc -l < "$bad/manifest.tsv") cases written in
 consume() {
     local consumer=$1 f=$2
     case $consumer in
-    gpt2_model) ./train_gpt2 -e "$f" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 1 -v 0 ;;
-    gpt2_model_fold) ./fold "$f" "$run/folded.bin" ;;
-    gpt2_model_sample) ./sample -e "$f" -p "In the" -n 1 ;;
-    gpt2_model_test) ./test_gpt2 "$f" "$good/gpt2_state.bin" --forward-only ;;
-    debug_state) ./test_gpt2 "$good/gpt2.bin" "$f" ;;
+    gpt2_model) bin/train_gpt2 -e "$f" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 1 -v 0 ;;
+    gpt2_model_fold) bin/fold "$f" "$run/folded.bin" ;;
+    gpt2_model_sample) bin/sample -e "$f" -p "In the" -n 1 ;;
+    gpt2_model_test) bin/test_gpt2 "$f" "$good/gpt2_state.bin" --forward-only ;;
+    debug_state) bin/test_gpt2 "$good/gpt2.bin" "$f" ;;
     train_state) # a fresh copy: resuming writes new checkpoints
         rm -rf "$run/ckpt"; cp -r "$f" "$run/ckpt"
-        ./train_gpt2 -o "$run/ckpt" -y 1 -i "$good/bytes_shard.bin" -b 1 -t 4 -x 2 -v 0 ;;
-    token_shard) ./train_gpt2 -e "$good/gpt2.bin" -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
-    sft_shard) ./train_gpt2 -e d1c8h2v50257t8 -sft 1 -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
-    tokenizer) ./tokenizer -v "$f" encode "$good/text.txt" ;;
-    alpaca) ./alpaca_to_sft "$f" "$run/sft" 0 ;;
-    idx) ./train_vit -d "$f" -C 16 -L 1 -H 2 -b 10 -x 1 -nt 100 -ne 50 ;;
-    image_shard) ./train_vit -sh "$f" -C 16 -L 1 -H 2 -p 4 -x 1 -b 2 ;;
-    vision_model_vit) ./test_vit "$f" "$good/vit_state.bin" ;;
-    vision_model_swin) ./test_vit "$f" "$good/swin_state.bin" ;;
-    vision_state_vit) ./test_vit "$good/vit.bin" "$f" ;;
-    vision_state_swin) ./test_vit "$good/swin.bin" "$f" ;;
-    graph) ./foldcheck "$f" ;;
-    images_to_shard) ./images_to_shard -i "$f" -o "$run/i2s" -s 8 ;;
-    images_to_shard_classes) ./images_to_shard -i "$f" -o "$run/i2s" -s 8 -c "$f.classes" ;;
+        bin/train_gpt2 -o "$run/ckpt" -y 1 -i "$good/bytes_shard.bin" -b 1 -t 4 -x 2 -v 0 ;;
+    token_shard) bin/train_gpt2 -e "$good/gpt2.bin" -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
+    sft_shard) bin/train_gpt2 -e d1c8h2v50257t8 -sft 1 -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
+    tokenizer) bin/tokenizer -v "$f" encode "$good/text.txt" ;;
+    alpaca) bin/alpaca_to_sft "$f" "$run/sft" 0 ;;
+    idx) bin/train_vit -d "$f" -C 16 -L 1 -H 2 -b 10 -x 1 -nt 100 -ne 50 ;;
+    image_shard) bin/train_vit -sh "$f" -C 16 -L 1 -H 2 -p 4 -x 1 -b 2 ;;
+    vision_model_vit) bin/test_vit "$f" "$good/vit_state.bin" ;;
+    vision_model_swin) bin/test_vit "$f" "$good/swin_state.bin" ;;
+    vision_state_vit) bin/test_vit "$good/vit.bin" "$f" ;;
+    vision_state_swin) bin/test_vit "$good/swin.bin" "$f" ;;
+    graph) bin/foldcheck "$f" ;;
+    images_to_shard) bin/images_to_shard -i "$f" -o "$run/i2s" -s 8 ;;
+    images_to_shard_classes) bin/images_to_shard -i "$f" -o "$run/i2s" -s 8 -c "$f.classes" ;;
     *) echo "bad_files: unknown consumer $consumer" >&2; return 99 ;;
     esac
 }

@@ -16,7 +16,7 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 bins=()
-for b in test_gpt2fp32cu test_gpt2cu; do [ -x "./$b" ] && bins+=("$b"); done
+for b in test_gpt2fp32cu test_gpt2cu; do [ -x "bin/$b" ] && bins+=("$b"); done
 if [ ${#bins[@]} -eq 0 ]; then
     echo "SKIP: no CUDA test binaries (nvcc not found at build time: make builds them where it is)"
     exit 0
@@ -38,16 +38,16 @@ printf 'not a state file at all, just text padding it out to more than a kilobyt
     > "$work/garbage.bin"
 cp "$work/ln_state.bin" "$work/long_state.bin"; printf 'xxxx' >> "$work/long_state.bin"
 for b in "${bins[@]}"; do
-    expect_error "$b: truncated state" "truncated_state.bin" ./$b "$work/ln.bin" "$work/truncated_state.bin"
-    expect_error "$b: state with trailing bytes" "long_state.bin" ./$b "$work/ln.bin" "$work/long_state.bin"
-    expect_error "$b: state that is no state" "not a debug state" ./$b "$work/ln.bin" "$work/garbage.bin"
-    expect_error "$b: model that is no model" "garbage.bin" ./$b "$work/garbage.bin" "$work/ln_state.bin"
-    expect_error "$b: missing model" "missing.bin" ./$b "$work/missing.bin" "$work/ln_state.bin"
-    expect_error "$b: bad mode" "-N" ./$b "$work/ln.bin" "$work/ln_state.bin" -N layer
+    expect_error "$b: truncated state" "truncated_state.bin" bin/$b "$work/ln.bin" "$work/truncated_state.bin"
+    expect_error "$b: state with trailing bytes" "long_state.bin" bin/$b "$work/ln.bin" "$work/long_state.bin"
+    expect_error "$b: state that is no state" "not a debug state" bin/$b "$work/ln.bin" "$work/garbage.bin"
+    expect_error "$b: model that is no model" "garbage.bin" bin/$b "$work/garbage.bin" "$work/ln_state.bin"
+    expect_error "$b: missing model" "missing.bin" bin/$b "$work/missing.bin" "$work/ln_state.bin"
+    expect_error "$b: bad mode" "-N" bin/$b "$work/ln.bin" "$work/ln_state.bin" -N layer
 done
 
 # 2. the GPU checks, or SKIP with the reason (asked once, before more reference states)
-probe=$(./${bins[0]} "$work/ln.bin" "$work/ln_state.bin" 2>&1)
+probe=$(bin/${bins[0]} "$work/ln.bin" "$work/ln_state.bin" 2>&1)
 if grep -q '^SKIP' <<< "$probe"; then
     echo "SKIP GPU checks of ${bins[*]}: $(grep '^SKIP' <<< "$probe")"
     [ $fails -eq 0 ]; exit
@@ -59,7 +59,7 @@ for b in "${bins[@]}"; do
             --state "$work/${mode}_state.bin" --steps 3 > /dev/null 2>&1 || { bad "reference $mode"; continue; }
         extra=(--curve 5 --seed $m)
         [ $mode = ln ] && extra+=(--equivalence 5)
-        if out=$(./$b "$work/$mode.bin" "$work/${mode}_state.bin" "${extra[@]}" 2>&1); then
+        if out=$(bin/$b "$work/$mode.bin" "$work/${mode}_state.bin" "${extra[@]}" 2>&1); then
             ok "$b $mode: logits, loss, gradients, steps, curve vs CPU"
         else
             bad "$b $mode"; echo "$out" | sed 's/^/     /' | tail -30

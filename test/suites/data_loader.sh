@@ -11,7 +11,7 @@ seed=${FOLDNORM_TEST_SEED:-$RANDOM}
 echo "seed $seed"
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-./test_dataloader "$work" "$seed" || fail "test_dataloader"
+bin/test_dataloader "$work" "$seed" || fail "test_dataloader"
 
 /usr/bin/python3 - "$work" <<'PY'
 import struct, sys
@@ -33,11 +33,11 @@ shard(f"{w}/mix_0.bin", 600)
 shard(f"{w}/mix_1.bin", 600, magic=20241202, mask=[0, 1] * 300)
 PY
 expect_error() { # NAME PATTERN SHARDS
-    local out; out=$(./train_gpt2 -e d1c32h2v256t64 -i "$3" -v 0 -x 1 -b 2 -t 32 2>&1); local rc=$?
+    local out; out=$(bin/train_gpt2 -e d1c32h2v256t64 -i "$3" -v 0 -x 1 -b 2 -t 32 2>&1); local rc=$?
     if [ $rc -ne 0 ] && echo "$out" | grep -qE "$2"; then echo "ok   $1: $(echo "$out" | tail -1)"
     else fail "$1: rc $rc, output: $out"; fi
 }
-./train_gpt2 -e d1c32h2v256t64 -i "$work/good.bin" -v 0 -x 1 -b 2 -t 32 > /dev/null 2>&1 || fail "good shard rejected"
+bin/train_gpt2 -e d1c32h2v256t64 -i "$work/good.bin" -v 0 -x 1 -b 2 -t 32 > /dev/null 2>&1 || fail "good shard rejected"
 expect_error wrong_magic "magic.bin: not a token shard \(magic 20240521" "$work/magic.bin"
 expect_error wrong_version "version.bin: shard version 2" "$work/version.bin"
 expect_error truncated "trunc.bin: .*truncated" "$work/trunc.bin"

@@ -18,7 +18,7 @@ fixture=test/fixtures/alpaca_fixture.json
 for mode in ln rms cbwc; do
     /usr/bin/python3 dev/reference/gpt2.py --mode $mode --seed $((seed + 10)) --mask --steps 3 \
         --model "$work/m_$mode.bin" --state "$work/s_$mode.bin" > "$work/ref_$mode.out" 2>&1 &&
-    ./test_gpt2 "$work/m_$mode.bin" "$work/s_$mode.bin" > "$work/test_$mode.out" 2>&1 \
+    bin/test_gpt2 "$work/m_$mode.bin" "$work/s_$mode.bin" > "$work/test_$mode.out" 2>&1 \
         && echo "ok   $mode: masked loss, gradients and 3 steps match the reference" \
         || { fail "$mode: masked loss vs reference"; tail -5 "$work/test_$mode.out"; }
 done
@@ -30,12 +30,12 @@ l_full=$(grep -oE 'loss0 [0-9.]+' "$work/ref_nomask.out" | cut -d' ' -f2)
     || fail "masked loss ($l_mask) equals the unmasked one ($l_full)"
 
 # 2. the converter: response tokens (mask 1) decode to exactly the outputs + <|endoftext|>
-./alpaca_to_sft -t 128 $fixture "$work/fx" 0 > /dev/null || fail "alpaca_to_sft on the fixture"
+bin/alpaca_to_sft -t 128 $fixture "$work/fx" 0 > /dev/null || fail "alpaca_to_sft on the fixture"
 n=$(od -An -t d4 -j 8 -N 4 "$work/fx_train_000000.bin" | xargs)
 od -An -v -t u2 -j 1024 -N $((2 * n)) "$work/fx_train_000000.bin" | xargs -n1 > "$work/tokens.txt"
 od -An -v -t u1 -j $((1024 + 2 * n)) -N "$n" "$work/fx_train_000000.bin" | xargs -n1 > "$work/mask.txt"
 paste -d' ' "$work/tokens.txt" "$work/mask.txt" | awk '$2 == 1 { printf "%s ", $1 }' > "$work/response.ids"
-./tokenizer decode "$work/response.ids" > "$work/response.txt"
+bin/tokenizer decode "$work/response.ids" > "$work/response.txt"
 /usr/bin/python3 -c "
 import json, sys
 recs = json.load(open('$fixture'))
@@ -44,11 +44,11 @@ cmp -s "$work/response.txt" "$work/expected_response.txt" \
     && echo "ok   converter: the $n tokens' loss mask selects exactly the outputs" \
     || fail "converter: masked-in tokens do not decode to the outputs"
 paste -d' ' "$work/tokens.txt" "$work/mask.txt" | awk '$2 == 0 { printf "%s ", $1 }' > "$work/prompt.ids"
-./tokenizer decode "$work/prompt.ids" | grep -c "### Response:" | grep -qx 16 \
+bin/tokenizer decode "$work/prompt.ids" | grep -c "### Response:" | grep -qx 16 \
     && echo "ok   converter: 16 prompts with the Alpaca template, masked out" || fail "converter: prompts"
 
 # 3. fine-tune a GPT-2-vocabulary checkpoint on the fixture: the loss falls
-./train_gpt2 -e d2c64h4v50257t128 -i "$work/fx_train_000000.bin" -v 0 -x 1 -b 2 -t 32 \
+bin/train_gpt2 -e d2c64h4v50257t128 -i "$work/fx_train_000000.bin" -v 0 -x 1 -b 2 -t 32 \
     -sd $((seed % 100000)) -o "$work/base" > "$work/base.out" 2>&1 || fail "making the base checkpoint"
 for mode in ln rms cbwc; do
     SFT_T=128 SFT_VAL=4 scripts/finetune_alpaca.sh $fixture "$work/base/model_00000001.bin" "$work/ft_$mode" \
@@ -65,15 +65,15 @@ done
 # sampling from the fine-tuned checkpoint: same seed -> same text, greedy ignores the seed
 m=$work/ft_ln/model_00000030.bin
 if [ -f "$m" ]; then
-    a=$(./sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
-    b=$(./sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
-    c=$(./sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $((seed + 1)))
-    g1=$(./sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 1)
-    g2=$(./sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 2)
+    a=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
+    b=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
+    c=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $((seed + 1)))
+    g1=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 1)
+    g2=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 2)
     [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok   sample: same seed, same text" || fail "sample: same seed gave different text"
     [ "$a" != "$c" ] && echo "ok   sample: another seed, other text" || fail "sample: the seed changes nothing"
     [ "$g1" = "$g2" ] && echo "ok   sample: temperature 0 is greedy" || fail "sample: -tp 0 depends on the seed"
-    ./train_gpt2 -e "$m" -i "$work/fx_train_000000.bin" -v 0 -x 1 -b 1 -t 128 -s 1 -g 8 > "$work/s.out" 2>&1 \
+    bin/train_gpt2 -e "$m" -i "$work/fx_train_000000.bin" -v 0 -x 1 -b 1 -t 128 -s 1 -g 8 > "$work/s.out" 2>&1 \
         && grep -q "^sample: " "$work/s.out" && echo "ok   train_gpt2 -s prints a decoded sample" \
         || fail "train_gpt2 -s: no decoded sample"
 fi
@@ -91,14 +91,14 @@ printf '[{"output": "b"}]' > "$work/no_instruction.json"
 printf '[{"instruction": 3, "output": "b"}]' > "$work/not_string.json"
 printf '{"instruction": "a", "output": "b"}' > "$work/not_list.json"
 /usr/bin/python3 -c "import json; print(json.dumps([{'instruction': 'x', 'output': 'word ' * 300}]))" > "$work/long.json"
-expect_error malformed_json "malformed.json.*malformed JSON" ./alpaca_to_sft "$work/malformed.json" "$work/o" 0
-expect_error missing_output "no_output.json.*record 0.*\"output\"" ./alpaca_to_sft "$work/no_output.json" "$work/o" 0
-expect_error missing_instruction "record 0.*\"instruction\"" ./alpaca_to_sft "$work/no_instruction.json" "$work/o" 0
-expect_error field_not_string "\"instruction\" is not a string" ./alpaca_to_sft "$work/not_string.json" "$work/o" 0
-expect_error not_a_list "expected a JSON list" ./alpaca_to_sft "$work/not_list.json" "$work/o" 0
-expect_error record_too_long "record 0 is [0-9]+ tokens, longer than the context of 64" ./alpaca_to_sft -t 64 "$work/long.json" "$work/o" 0
-expect_error missing_encoder "encoder.json.*cannot open" ./alpaca_to_sft -v "$work/nowhere" $fixture "$work/o" 0
-./text_to_shard $fixture "$work/plain" 0.1 > /dev/null
-expect_error sft_flag_plain "not SFT shards" ./train_gpt2 -e d2c64h4v50257t64 -i "$work/plain_train_*.bin" -sft 1 -v 0 -x 1 -b 2 -t 32
+expect_error malformed_json "malformed.json.*malformed JSON" bin/alpaca_to_sft "$work/malformed.json" "$work/o" 0
+expect_error missing_output "no_output.json.*record 0.*\"output\"" bin/alpaca_to_sft "$work/no_output.json" "$work/o" 0
+expect_error missing_instruction "record 0.*\"instruction\"" bin/alpaca_to_sft "$work/no_instruction.json" "$work/o" 0
+expect_error field_not_string "\"instruction\" is not a string" bin/alpaca_to_sft "$work/not_string.json" "$work/o" 0
+expect_error not_a_list "expected a JSON list" bin/alpaca_to_sft "$work/not_list.json" "$work/o" 0
+expect_error record_too_long "record 0 is [0-9]+ tokens, longer than the context of 64" bin/alpaca_to_sft -t 64 "$work/long.json" "$work/o" 0
+expect_error missing_encoder "encoder.json.*cannot open" bin/alpaca_to_sft -v "$work/nowhere" $fixture "$work/o" 0
+bin/text_to_shard $fixture "$work/plain" 0.1 > /dev/null
+expect_error sft_flag_plain "not SFT shards" bin/train_gpt2 -e d2c64h4v50257t64 -i "$work/plain_train_*.bin" -sft 1 -v 0 -x 1 -b 2 -t 32
 echo "$fails failed"
 [ $fails -eq 0 ]

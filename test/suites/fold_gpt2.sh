@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ./fold: folded GPT-2 models give the ln model's logits and loss (against the
+# bin/fold: folded GPT-2 models give the ln model's logits and loss (against the
 # PyTorch reference's state of the ln model), the same logits on real KJV
 # tokens and the same 100 greedy tokens, for random small models and for a
 # checkpoint trained here by train_gpt2 -N ln; bad input gives clear errors.
@@ -30,22 +30,22 @@ for shape in "--L 2 --C 64 --NH 4 --V 256 --Vp 256 --maxT 64 --B 2 --T 32" \
     i=$((i + 1)); s=$(( (seed + 100 * i) % 1000000 ))
     $PY dev/reference/gpt2.py --mode ln --seed $s $shape --model "$work/r$i.bin" --state "$work/r${i}_state.bin" > /dev/null ||
         { bad "reference model $i"; continue; }
-    run "fold random model $i (seed $s)" ./fold "$work/r$i.bin" "$work/r${i}_folded.bin"
+    run "fold random model $i (seed $s)" bin/fold "$work/r$i.bin" "$work/r${i}_folded.bin"
     run "folded model $i vs the ln model's reference state (--forward-only)" \
-        ./test_gpt2 "$work/r${i}_folded.bin" "$work/r${i}_state.bin" --forward-only
+        bin/test_gpt2 "$work/r${i}_folded.bin" "$work/r${i}_state.bin" --forward-only
     run "random model $i on KJV tokens: logits and 100 greedy tokens" \
-        ./test_fold "$work/r$i.bin" "$work/r${i}_folded.bin" $val -o $(( s * 7 % (ntok - 4096) ))
+        bin/test_fold "$work/r$i.bin" "$work/r${i}_folded.bin" $val -o $(( s * 7 % (ntok - 4096) ))
 done
 
 # 2. a checkpoint trained in ln mode on the KJV bytes (a short run of the demo's trainer)
-./train_gpt2 -N ln -e d2c64h4v256t64 -i "data/kjv/kjv_bytes_train_*.bin" -j "$val" -b 8 -t 64 -x 40 -l 3e-3 -v 0 -sd $((seed % 100000)) \
+bin/train_gpt2 -N ln -e d2c64h4v256t64 -i "data/kjv/kjv_bytes_train_*.bin" -j "$val" -b 8 -t 64 -x 40 -l 3e-3 -v 0 -sd $((seed % 100000)) \
     -o "$work/run" > "$work/train.log" 2>&1 || { bad "train_gpt2 -N ln"; tail -5 "$work/train.log"; }
 ckpt=$(ls "$work"/run/model_*.bin 2> /dev/null | tail -1)
 echo "     trained: $(grep -E '^step +40/' "$work/train.log" | cut -c1-40)"
-run "fold the trained checkpoint" ./fold "$ckpt" "$work/trained_folded.bin"
+run "fold the trained checkpoint" bin/fold "$ckpt" "$work/trained_folded.bin"
 run "trained checkpoint on KJV val tokens: logits and 100 greedy tokens" \
-    ./test_fold "$ckpt" "$work/trained_folded.bin" $val -o $(( seed % (ntok - 4096) ))
-./foldcheck "$work/trained_folded.bin" > "$work/foldcheck.out"
+    bin/test_fold "$ckpt" "$work/trained_folded.bin" $val -o $(( seed % (ntok - 4096) ))
+bin/foldcheck "$work/trained_folded.bin" > "$work/foldcheck.out"
 grep -q "^foldable: 5/5 LNs, cbwc layers: 6" "$work/foldcheck.out" &&
     ok "foldcheck reads the folded file" || bad "foldcheck on the folded file"
 
@@ -68,21 +68,21 @@ expect_error() { # NAME PATTERN COMMAND...
 for m in rms cbwc; do
     $PY dev/reference/gpt2.py --mode $m --seed 3 --L 1 --C 32 --NH 2 --V 256 --Vp 256 --maxT 16 --B 1 --T 8 \
         --model "$work/$m.bin" --state "$work/${m}_state.bin" > /dev/null
-    expect_error "fold_$m" "$m.bin: norm mode is '$m'; fold takes an ln-mode model" ./fold "$work/$m.bin" "$work/x.bin"
+    expect_error "fold_$m" "$m.bin: norm mode is '$m'; fold takes an ln-mode model" bin/fold "$work/$m.bin" "$work/x.bin"
 done
-expect_error fold_folded "norm mode is 'folded'; fold takes an ln-mode model" ./fold "$work/trained_folded.bin" "$work/x.bin"
-expect_error fold_text "not a GPT-2 model file" ./fold docs/graphs/gpt2-d12.txt "$work/x.bin"
-expect_error fold_missing "cannot open" ./fold "$work/none.bin" "$work/x.bin"
+expect_error fold_folded "norm mode is 'folded'; fold takes an ln-mode model" bin/fold "$work/trained_folded.bin" "$work/x.bin"
+expect_error fold_text "not a GPT-2 model file" bin/fold docs/graphs/gpt2-d12.txt "$work/x.bin"
+expect_error fold_missing "cannot open" bin/fold "$work/none.bin" "$work/x.bin"
 size=$(stat -c %s "$work/trained_folded.bin")
 head -c $((size - 4)) "$work/trained_folded.bin" > "$work/trunc.bin"
-expect_error folded_truncated "trunc.bin: file is $((size - 4)) bytes .*truncated" ./test_fold "$ckpt" "$work/trunc.bin" $val
+expect_error folded_truncated "trunc.bin: file is $((size - 4)) bytes .*truncated" bin/test_fold "$ckpt" "$work/trunc.bin" $val
 # a folded file without the head's row means (the ln layout's size) is rejected too
 head -c $((size - 4 * 256)) "$work/trained_folded.bin" > "$work/no_means.bin"
-expect_error folded_no_means "no_means.bin: file is .*truncated" ./test_fold "$ckpt" "$work/no_means.bin" $val
+expect_error folded_no_means "no_means.bin: file is .*truncated" bin/test_fold "$ckpt" "$work/no_means.bin" $val
 cp "$work/trained_folded.bin" "$work/slot9.bin"
 printf '\x04\x00\x00\x00' | dd of="$work/slot9.bin" bs=1 seek=36 conv=notrunc 2> /dev/null
-expect_error folded_header "slot9.bin: folded model records 4 folded norms" ./test_fold "$ckpt" "$work/slot9.bin" $val
-expect_error train_folded "folded model is for inference only" ./test_gpt2 "$work/r1_folded.bin" "$work/r1_state.bin"
+expect_error folded_header "slot9.bin: folded model records 4 folded norms" bin/test_fold "$ckpt" "$work/slot9.bin" $val
+expect_error train_folded "folded model is for inference only" bin/test_gpt2 "$work/r1_folded.bin" "$work/r1_state.bin"
 
 [ $fails -eq 0 ] && echo "fold_gpt2: all passed" || echo "fold_gpt2: $fails failed"
 [ $fails -eq 0 ]

@@ -12,8 +12,8 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-./test_graph || fails=$((fails + 1))
-./test_graph_soundness $((seed + 11)) 2000 || fails=$((fails + 1))
+bin/test_graph || fails=$((fails + 1))
+bin/test_graph_soundness $((seed + 11)) 2000 || fails=$((fails + 1))
 
 # last_line NET EXPECTED: foldcheck's summary line. The expected counts are
 # worked out by hand (cbwc-math.md section 3), not taken from the tool:
@@ -29,7 +29,7 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 #              op before the merge) = 25
 last_line() {
     local got
-    got=$(./foldcheck "$1" | tail -1)
+    got=$(bin/foldcheck "$1" | tail -1)
     [ "$got" = "$2" ] && ok "foldcheck $1: $got" || bad "foldcheck $1: '$got', expected '$2'"
 }
 last_line gpt2-d12 "foldable: 25/25 LNs, cbwc layers: 26"
@@ -37,7 +37,7 @@ last_line gpt2-d2c64h4v256t64 "foldable: 5/5 LNs, cbwc layers: 6"
 last_line vit-tiny "foldable: 25/25 LNs, cbwc layers: 27"
 last_line swin-tiny "foldable: 6/29 LNs, cbwc layers: 6"
 last_line swin-tiny-centered "foldable: 29/29 LNs, cbwc layers: 25"
-./foldcheck swin-tiny > "$work/swin.out"; ./foldcheck gpt2-d12 > "$work/gpt2.out"  # (grep -q on a pipe + pipefail: SIGPIPE)
+bin/foldcheck swin-tiny > "$work/swin.out"; bin/foldcheck gpt2-d12 > "$work/gpt2.out"  # (grep -q on a pipe + pipefail: SIGPIPE)
 grep -q "LN layers.0.downsample.norm .*NOT foldable: .*broken at patch_embed.norm" "$work/swin.out" &&
     ok "swin-tiny: first merging LN blamed on the patch norm" || bad "swin-tiny: merging LN reason"
 grep -q "LN layers.2.blocks.0.norm1 .*NOT foldable: .*layers.1.downsample.reduction centred, but that shifts what layers.2.downsample.cat (concat) reads" "$work/swin.out" &&
@@ -47,24 +47,24 @@ grep -q "note: weight wte is centred for wte but lm_head reads it uncentred" "$w
 
 # the example graphs parse and analyse; the emitted built-ins are in sync
 for f in docs/graphs/*.txt; do
-    ./foldcheck "$f" > "$work/ex.out" 2>&1 && tail -1 "$work/ex.out" | grep -q '^foldable: ' &&
+    bin/foldcheck "$f" > "$work/ex.out" 2>&1 && tail -1 "$work/ex.out" | grep -q '^foldable: ' &&
         ok "example $f: $(tail -1 "$work/ex.out")" || bad "example $f: $(tail -2 "$work/ex.out")"
 done
 for net in gpt2-d12 vit-tiny swin-tiny; do
-    ./foldcheck $net --emit | cmp -s - docs/graphs/$net.txt && ok "docs/graphs/$net.txt == foldcheck $net --emit" ||
-        bad "docs/graphs/$net.txt is stale: regenerate with ./foldcheck $net --emit"
+    bin/foldcheck $net --emit | cmp -s - docs/graphs/$net.txt && ok "docs/graphs/$net.txt == foldcheck $net --emit" ||
+        bad "docs/graphs/$net.txt is stale: regenerate with bin/foldcheck $net --emit"
 done
 
 # a model file: its config's graph
 /usr/bin/python3 dev/reference/gpt2.py --mode ln --seed $((seed % 100000)) --L 3 --C 32 --NH 2 --V 256 --Vp 256 \
     --maxT 16 --B 1 --T 8 --model "$work/m.bin" --state "$work/m_state.bin" > /dev/null || bad "reference model"
-got=$(./foldcheck "$work/m.bin" | tail -1)
+got=$(bin/foldcheck "$work/m.bin" | tail -1)
 [ "$got" = "foldable: 7/7 LNs, cbwc layers: 8" ] && ok "model file L=3: $got" || bad "model file: $got"
 
 # bad input: exit status 1 and a message naming the file (and line)
 expect_error() { # NAME PATTERN ARGS...
     local name=$1 pattern=$2; shift 2
-    ./foldcheck "$@" > "$work/$name.out" 2> "$work/$name.err"
+    bin/foldcheck "$@" > "$work/$name.out" 2> "$work/$name.err"
     local rc=$?
     if [ $rc -eq 1 ] && grep -qE -- "$pattern" "$work/$name.err"; then
         ok "bad $name: $(head -1 "$work/$name.err")"

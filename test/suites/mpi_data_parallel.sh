@@ -7,7 +7,7 @@
 # run resumed from its checkpoint continues the uninterrupted run.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if ! command -v mpirun > /dev/null || ! ./test_comm | grep -q "backend mpi"; then
+if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
     echo "FAIL: this build has no MPI (scripts/deps/mpi.txt installs Debian's Open MPI)"
     exit 1
 fi
@@ -16,7 +16,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 fails=0
 for np in 1 2 4; do
-    if mpirun --oversubscribe -np $np ./test_comm > /tmp/test_comm_$$.out 2>&1; then
+    if mpirun --oversubscribe -np $np bin/test_comm > /tmp/test_comm_$$.out 2>&1; then
         echo "ok   comm allreduce over $np ranks: $(tail -1 /tmp/test_comm_$$.out)"
     else
         echo "FAIL comm allreduce over $np ranks:"; sed 's/^/    /' /tmp/test_comm_$$.out; fails=$((fails + 1))
@@ -27,7 +27,7 @@ rm -f /tmp/test_comm_$$.out
 work=${1:-$(mktemp -d)}/mpi
 rm -rf "$work"; mkdir -p "$work"
 cat llmc/*.c llmc/*.h > "$work/text.txt"
-./text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
+bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 # max |loss difference| over the 20 logged train steps of two runs (or "missing")
 max_loss_diff() {
     paste <(grep -oE '^s:[0-9]+ trl:[0-9.]+' "$1/main.log" | cut -d: -f3) \
@@ -36,7 +36,7 @@ max_loss_diff() {
 }
 train() { # NAME NP EXTRA_FLAGS...
     local name=$1 np=$2; shift 2
-    mpirun --oversubscribe -np $np ./train_gpt2 -e d2c64h4v256t64 -i "$work/src_train_*.bin" \
+    mpirun --oversubscribe -np $np bin/train_gpt2 -e d2c64h4v256t64 -i "$work/src_train_*.bin" \
         -j "$work/src_val_*.bin" -b $((4 / np)) -t 32 -x 20 -v 0 -l 2e-3 -c 0.1 -sd 11 \
         -o "$work/$name" "$@" > "$work/$name.out" 2>&1 ||
         { echo "FAIL $name: mpirun -np $np: $(tail -2 "$work/$name.out")"; fails=$((fails + 1)); return 1; }

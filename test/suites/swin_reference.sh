@@ -11,7 +11,7 @@ work=${1:-$(mktemp -d)}
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 echo "swin_reference: seed $seed"
-[ -x ./test_vit ] || make -s test_vit
+[ -x bin/test_vit ] || make -s test_vit
 # A: 16x16, patch 2 -> 8x8 tokens, window 4: 2x2 windows, shift 2; then 4x4 (one window, no shift)
 cfg_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 12 --depths 2,2 --heads 2,4 --window 4 --B 2"
 # B: 24x24 RGB, patch 2 -> 12x12, window 3: 4x4 windows shift 1; 6x6: 2x2 windows shift 1; 3x3
@@ -21,24 +21,24 @@ for mode in ln rms cbwc; do
         echo "== $mode, config A, centring ops $center"
         $PY dev/reference/swin.py --mode $mode --seed $((seed + 21 + center)) --steps 4 $cfg_a \
             --center-patch $center --model "$work/swa_$mode$center.bin" --state "$work/swa_${mode}${center}_s.bin"
-        ./test_vit "$work/swa_$mode$center.bin" "$work/swa_${mode}${center}_s.bin"
+        bin/test_vit "$work/swa_$mode$center.bin" "$work/swa_${mode}${center}_s.bin"
     done
     echo "== $mode, config B (3 stages), centring ops 0"
     $PY dev/reference/swin.py --mode $mode --seed $((seed + 23)) --steps 3 $cfg_b --lr 3e-3 \
         --model "$work/swb_$mode.bin" --state "$work/swb_${mode}_s.bin"
-    ./test_vit "$work/swb_$mode.bin" "$work/swb_${mode}_s.bin"
+    bin/test_vit "$work/swb_$mode.bin" "$work/swb_${mode}_s.bin"
 done
 for center in 0 1; do
     echo "== equivalence ln vs cbwc, config B, centring ops $center, 30 steps"
     $PY dev/reference/swin.py --mode ln --seed $((seed + 24 + center)) $cfg_b --center-patch $center \
         --model "$work/sweq$center.bin"
-    ./test_vit --equivalence "$work/sweq$center.bin" $((seed + 26 + center)) 30
+    bin/test_vit --equivalence "$work/sweq$center.bin" $((seed + 26 + center)) 30
 done
 echo "== Swin-Tiny layout: 224x224, patch 4, embed 96, depths 2,2,6,2, heads 3,6,12,24, window 7, 1000 classes"
 $PY dev/reference/swin.py --mode ln --seed $((seed + 28)) --image-size 224 --image-channels 3 --patch-size 4 \
     --embed-dim 96 --depths 2,2,6,2 --heads 3,6,12,24 --window 7 --mlp-ratio 4 --num-classes 1000 --B 1 \
     --model "$work/swin_tiny.bin"
-count=$(./test_vit --count "$work/swin_tiny.bin")
+count=$(bin/test_vit --count "$work/swin_tiny.bin")
 echo "$count"
 rm -f "$work/swin_tiny.bin"
 # the published Swin-T parameter count (Liu et al. 2021; timm's swin_tiny_patch4_window7_224)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPT-2 tokenizer (./tokenizer) vs gpt-3-encoder's own JavaScript encoder,
+# GPT-2 tokenizer (bin/tokenizer) vs gpt-3-encoder's own JavaScript encoder,
 # token for token: the whole King James Bible, a random 300 kB window of
 # GCIDE, seeded adversarial text; and decode(encode(x)) == x for random
 # bytes (invalid UTF-8 included), the adversarial text and the KJV.
@@ -12,9 +12,9 @@ echo "seed $seed"
 js=dev/data/gpt3_encoder_ids.js
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-# parity NAME FILE: ids of ./tokenizer and of gpt-3-encoder must be equal
+# parity NAME FILE: ids of bin/tokenizer and of gpt-3-encoder must be equal
 parity() {
-    ./tokenizer encode "$2" > "$work/$1.c.ids" || { fail "$1: tokenizer encode failed"; return; }
+    bin/tokenizer encode "$2" > "$work/$1.c.ids" || { fail "$1: tokenizer encode failed"; return; }
     node $js "$2" > "$work/$1.js.ids" || { fail "$1: gpt-3-encoder failed"; return; }
     local n; n=$(wc -w < "$work/$1.c.ids")
     if cmp -s "$work/$1.c.ids" "$work/$1.js.ids"; then
@@ -25,7 +25,7 @@ parity() {
     fi
 }
 roundtrip() {
-    ./tokenizer encode "$2" > "$work/$1.rt.ids" && ./tokenizer decode "$work/$1.rt.ids" > "$work/$1.rt.out" \
+    bin/tokenizer encode "$2" > "$work/$1.rt.ids" && bin/tokenizer decode "$work/$1.rt.ids" > "$work/$1.rt.out" \
         || { fail "$1: encode/decode failed"; return; }
     cmp -s "$2" "$work/$1.rt.out" && echo "ok   $1: decode(encode(x)) == x ($(wc -c < "$2") bytes)" \
         || fail "$1: decode(encode(x)) != x"
@@ -54,7 +54,7 @@ for s in "" " " "  " "\n" " \n " "a" "'s" "''s" " 's" "  hello  " "hello\n\n\nwo
          "$(printf 'a%.0s' {1..3000})" "x$(printf ' %.0s' {1..3000})y" "$(printf '9%.0s' {1..999})" \
          "$(printf '!?%.0s' {1..700})"; do
     printf "$s" > "$work/edge$i.txt"
-    ./tokenizer encode "$work/edge$i.txt" > "$work/edge$i.c" && node $js "$work/edge$i.txt" > "$work/edge$i.js" \
+    bin/tokenizer encode "$work/edge$i.txt" > "$work/edge$i.c" && node $js "$work/edge$i.txt" > "$work/edge$i.js" \
         && cmp -s "$work/edge$i.c" "$work/edge$i.js" || fail "edge case '$s': ids differ"
     i=$((i + 1))
 done
@@ -65,7 +65,7 @@ roundtrip random_bytes "$work/random.bin"
 perl -e "srand($seed + 1); print map { chr(128 + int(rand(128))) } 1..5000" > "$work/high.bin"
 roundtrip high_bytes "$work/high.bin"
 
-./tokenizer bin "$work/gpt2_tokenizer.bin" || fail "tokenizer bin failed"
+bin/tokenizer bin "$work/gpt2_tokenizer.bin" || fail "tokenizer bin failed"
 magic=$(od -An -t d4 -N 16 "$work/gpt2_tokenizer.bin" | xargs)
 [ "$magic" = "20240328 2 50257 50256" ] && echo "ok   gpt2_tokenizer.bin header: $magic" \
     || fail "gpt2_tokenizer.bin header is '$magic'"

@@ -4,5 +4,5 @@
 # and data-parallel steps on per-thread model copies against one thread.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-[ -x ./test_kernels ] || make -s test_kernels
-./test_kernels
+[ -x bin/test_kernels ] || make -s test_kernels
+bin/test_kernels

@@ -9,20 +9,20 @@ work=${1:-$(mktemp -d)}
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 echo "vit_reference: seed $seed"
-[ -x ./test_vit ] || make -s test_vit
+[ -x bin/test_vit ] || make -s test_vit
 for mode in ln rms cbwc; do
     echo "== $mode, small (8x8, 2 channels, patch 2, C 24, 3 heads, 2 layers)"
     $PY dev/reference/vit.py --mode $mode --seed $((seed + 11)) --steps 6 \
         --model "$work/vit_$mode.bin" --state "$work/vit_${mode}_state.bin"
-    ./test_vit "$work/vit_$mode.bin" "$work/vit_${mode}_state.bin"
+    bin/test_vit "$work/vit_$mode.bin" "$work/vit_${mode}_state.bin"
     echo "== $mode, odd (12x12 RGB, patch 3, C 32, 2 heads, 3 layers, mlp 2, 5 classes, B 5)"
     $PY dev/reference/vit.py --mode $mode --seed $((seed + 12)) --steps 4 --image-size 12 \
         --image-channels 3 --patch-size 3 --channels 32 --num-heads 2 --num-layers 3 \
         --mlp-ratio 2 --num-classes 5 --B 5 --smoothing 0 --lr 3e-3 \
         --model "$work/vit_odd_$mode.bin" --state "$work/vit_odd_${mode}_state.bin"
-    ./test_vit "$work/vit_odd_$mode.bin" "$work/vit_odd_${mode}_state.bin"
+    bin/test_vit "$work/vit_odd_$mode.bin" "$work/vit_odd_${mode}_state.bin"
 done
 echo "== equivalence ln vs cbwc, 40 steps"
 $PY dev/reference/vit.py --mode ln --seed $((seed + 13)) --model "$work/vit_eq.bin"
-./test_vit --equivalence "$work/vit_eq.bin" $((seed + 14)) 40
+bin/test_vit --equivalence "$work/vit_eq.bin" $((seed + 14)) 40
 echo "vit_reference: all checks passed"

@@ -10,7 +10,7 @@ mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 echo "vit_train_bad_input: seed $seed"
-[ -x ./train_vit ] || make -s train_vit
+[ -x bin/train_vit ] || make -s train_vit
 fmnist=/usr/share/datasets/fashion-mnist
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
@@ -18,7 +18,7 @@ ok() { echo "ok: $*"; }
 
 # 1. a short run: log lines, checkpoint header, restart in another mode
 run=$work/run
-./train_vit -N cbwc -C 32 -L 2 -H 2 -nt 512 -ne 256 -b 64 -x 12 -pe 4 -u 2 -sd $seed -o "$run" \
+bin/train_vit -N cbwc -C 32 -L 2 -H 2 -nt 512 -ne 256 -b 64 -x 12 -pe 4 -u 2 -sd $seed -o "$run" \
     > "$work/train.out" 2>&1 || fail "train_vit run exited $?"
 cat "$work/train.out"
 grep -q '^s:12 trl:' "$run/main.log" && ok "log has s:12 trl:" || fail "no s:12 trl: line"
@@ -32,13 +32,13 @@ if [ -f "$ckpt" ]; then
 else
     fail "no checkpoint $ckpt"
 fi
-./train_vit -i "$ckpt" -N ln -nt 256 -ne 128 -b 64 -x 2 -o "$work/run2" > "$work/train2.out" 2>&1 \
+bin/train_vit -i "$ckpt" -N ln -nt 256 -ne 128 -b 64 -x 2 -o "$work/run2" > "$work/train2.out" 2>&1 \
     && grep -q 'mode ln' "$work/train2.out" && ok "restart from the checkpoint in mode ln" \
     || { cat "$work/train2.out"; fail "restart from checkpoint"; }
 
 # Swin: a short run with the centring ops, its checkpoint, restart in ln
 srun=$work/swin_run
-./train_vit -m swin -N cbwc -k 1 -E 8 -A 1,2 -nt 64 -ne 32 -b 16 -x 8 -pe 4 -u 2 -sd $seed \
+bin/train_vit -m swin -N cbwc -k 1 -E 8 -A 1,2 -nt 64 -ne 32 -b 16 -x 8 -pe 4 -u 2 -sd $seed \
     -o "$srun" > "$work/swin.out" 2>&1 || fail "train_vit -m swin exited $?"
 tail -4 "$work/swin.out"
 sckpt=$srun/model_00000008.bin
@@ -50,7 +50,7 @@ else
     fail "no Swin checkpoint $sckpt"
 fi
 grep -q '^s:8 tea:' "$srun/main.log" && ok "Swin log has s:8 tea:" || fail "Swin: no tea line"
-./train_vit -m swin -i "$sckpt" -N ln -nt 32 -ne 16 -b 16 -x 1 > "$work/swin2.out" 2>&1 \
+bin/train_vit -m swin -i "$sckpt" -N ln -nt 32 -ne 16 -b 16 -x 1 > "$work/swin2.out" 2>&1 \
     && grep -q 'mode ln' "$work/swin2.out" && ok "Swin restart from its checkpoint in mode ln" \
     || { cat "$work/swin2.out"; fail "Swin restart"; }
 
@@ -81,7 +81,7 @@ for split, n in (("train", 100), ("t10k", 50)):
 PYEOF
 }
 good=$work/good; mkdata "$good"
-train() { ./train_vit -C 16 -L 1 -H 2 -b 10 -x 1 "$@"; }
+train() { bin/train_vit -C 16 -L 1 -H 2 -b 10 -x 1 "$@"; }
 train -d "$good" > /dev/null 2>&1 && ok "the synthetic data set trains" || fail "synthetic data set"
 
 bad=$work/corrupt; mkdata "$bad"
@@ -125,7 +125,7 @@ $PY -c "import sys,struct; b=bytearray(open(sys.argv[1],'rb').read()); b[2000:20
     "$ckpt" "$work/nan.bin"
 expect_error "non-finite weight" "not finite" train -d "$good" -i "$work/nan.bin"
 expect_error "model/data mismatch (16x16 model)" "the model takes 16x16" \
-    bash -c "$PY dev/reference/vit.py --mode ln --image-size 16 --image-channels 1 --patch-size 4 --num-classes 10 --model '$work/v16.bin' >/dev/null && ./train_vit -d '$good' -i '$work/v16.bin' -x 1 -b 10"
+    bash -c "$PY dev/reference/vit.py --mode ln --image-size 16 --image-channels 1 --patch-size 4 --num-classes 10 --model '$work/v16.bin' >/dev/null && bin/train_vit -d '$good' -i '$work/v16.bin' -x 1 -b 10"
 
 # flags
 expect_error "unknown mode" "-N" train -d "$good" -N layer
