@@ -18,3 +18,10 @@ $(BIN)/sample: $(BUILD)/tools/sample.o $(LLMC_LIB)
 CPU_PROGRAMS += bench_tokenizer
 $(BIN)/bench_tokenizer: $(BUILD)/dev/bench/bench_tokenizer.o $(LLMC_LIB)
 	$(LINK)
+# real instruction data: GCIDE entries into Alpaca JSON (issue 11's sft study)
+CPU_PROGRAMS += gcide_to_alpaca
+$(BIN)/gcide_to_alpaca: $(BUILD)/tools/gcide_to_alpaca.o $(LLMC_LIB)
+	$(LINK)
+CPU_PROGRAMS += test_gcide
+$(BIN)/test_gcide: $(BUILD)/test/test_gcide.o $(LLMC_LIB)
+	$(LINK)

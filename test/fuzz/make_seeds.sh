@@ -118,6 +118,10 @@ for fam, name in ((0, "vit"), (1, "swin")):
     h = header_ints(model, 8)
     prefix = struct.pack("<5I", fam, h[4], h[5], h[7], (len(model) - 1024) // 4)
     put("vision_state", f"{name}.bin", prefix + read(f"{tmp}/{name}_state.bin"))
+# GCIDE: the dictionary's start and a stretch from its middle (tools/gcide_to_alpaca)
+gcide = gzip.decompress(read("/usr/share/dictd/gcide.dict.dz"))
+put("gcide", "start.txt", gcide[:16384])
+put("gcide", "middle.txt", gcide[len(gcide) // 2:len(gcide) // 2 + 16384])
 for p in sorted(glob.glob("docs/graphs/*.txt")):
     put("graph", os.path.basename(p), read(p))
 PYEOF
