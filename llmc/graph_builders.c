@@ -1,5 +1,8 @@
 // Built-in networks written in the graph text format: GPT-2 (llm.c's
-// layout), ViT (timm's vit_*_patch16_224) and Swin (v1, as in timm/torchvision).
+// layout), ViT (timm's vit_*_patch16_224), Swin (v1, as in timm/torchvision)
+// and the other architectures the paper evaluates, with Hugging Face's module
+// names: BERT (post-LN), OPT-125m (pre-LN), OPT-350m (post-LN with its
+// embedding projections) and Phi-2 (attention and MLP in parallel).
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +160,119 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
     emit(b, "layernorm norm %s\navgpool pool norm\nlinear head pool out=1000\n", x);
 }
 
+// q, k, v projections of one input, attention over them, the output
+// projection PREFIX.OUT: the attention module of BERT, OPT and Phi.
+static void qkv_attention(TextBuf *b, const char *p, const char *x, int dim, int heads,
+                          const char *out) {
+    emit(b, "linear %s.q_proj %s out=%d\nlinear %s.k_proj %s out=%d\nlinear %s.v_proj %s out=%d\n",
+         p, x, dim, p, x, dim, p, x, dim);
+    emit(b, "attention %s.attn %s.q_proj %s.k_proj %s.v_proj heads=%d\n", p, p, p, p, heads);
+    emit(b, "linear %s.%s %s.attn out=%d\n", p, out, p, dim);
+}
+
+// BERT (post-LN): each block's stream is the previous LN's output
+// (gamma x_hat + beta, any mean), so only the embedding LN can fold.
+static void bert_text(TextBuf *b, int dim, int depth, int heads, int vocab) {
+    emit(b, "# BERT (post-LN; Hugging Face names, shortened): dim=%d depth=%d heads=%d vocab=%d\n",
+         dim, depth, heads, vocab);
+    emit(b, "graph bert\ninput tokens dim=1\ninput token_types dim=1\n");
+    emit(b, "embedding emb.word tokens vocab=%d out=%d\nparam emb.position dim=%d\n", vocab, dim, dim);
+    emit(b, "embedding emb.token_type token_types vocab=2 out=%d\n", dim);
+    emit(b, "add emb.sum emb.word emb.position emb.token_type\nlayernorm emb.LayerNorm emb.sum\n");
+    emit(b, "dropout x0 emb.LayerNorm\n");
+    for (int l = 0; l < depth; l++) {
+        char p[32], x[16];
+        snprintf(p, sizeof(p), "layer.%d", l);
+        snprintf(x, sizeof(x), "x%d", l);
+        qkv_attention(b, p, x, dim, heads, "attn_out");
+        emit(b, "add %s.res1 %s.attn_out %s\nlayernorm %s.attn_LayerNorm %s.res1\n", p, p, x, p, p);
+        emit(b, "linear %s.intermediate %s.attn_LayerNorm out=%d\n", p, p, 4 * dim);
+        emit(b, "gelu %s.act %s.intermediate\nlinear %s.output %s.act out=%d\n", p, p, p, p, dim);
+        emit(b, "add %s.res2 %s.output %s.attn_LayerNorm\n", p, p, p);
+        emit(b, "layernorm %s.out_LayerNorm %s.res2\ndropout x%d %s.out_LayerNorm\n", p, p, l + 1, p);
+    }
+    emit(b, "linear mlm.transform x%d out=%d\ngelu mlm.act mlm.transform\n", depth, dim);
+    emit(b, "layernorm mlm.LayerNorm mlm.act\n");
+    emit(b, "linear mlm.decoder mlm.LayerNorm out=%d weight=emb.word  # tied\n", vocab);
+}
+
+// OPT: pre-LN blocks as GPT-2's (ReLU MLP, separate q/k/v, learned
+// positions), or post-LN (do_layer_norm_before = false, OPT-350m): its
+// 512-wide embeddings go through project_in / project_out, and it has no
+// final LN. The LM head is tied to embed_tokens.
+static void opt_text(TextBuf *b, int dim, int depth, int heads, int embed_dim, int pre_ln) {
+    const int vocab = 50272;
+    emit(b, "# OPT (%s; Hugging Face names): dim=%d depth=%d heads=%d, embeddings %d wide\n",
+         pre_ln ? "pre-LN" : "post-LN", dim, depth, heads, embed_dim);
+    emit(b, "graph opt\ninput tokens dim=1\n");
+    emit(b, "embedding embed_tokens tokens vocab=%d out=%d\n", vocab, embed_dim);
+    if (embed_dim != dim) {
+        emit(b, "linear project_in embed_tokens out=%d bias=0\n", dim);
+    }
+    emit(b, "param embed_positions dim=%d\nadd x0 %s embed_positions\n", dim,
+         embed_dim != dim ? "project_in" : "embed_tokens");
+    for (int l = 0; l < depth; l++) {
+        char p[32], x[16], attn_in[64], mlp_in[64], res1_other[64];
+        snprintf(p, sizeof(p), "layers.%d", l);
+        snprintf(x, sizeof(x), "x%d", l);
+        if (pre_ln) { // x + attn(LN(x)), then + mlp(LN(.))
+            emit(b, "layernorm %s.self_attn_layer_norm %s\n", p, x);
+            snprintf(attn_in, sizeof(attn_in), "%s.self_attn_layer_norm", p);
+        } else { // LN(x + attn(x)), then LN(. + mlp(.))
+            snprintf(attn_in, sizeof(attn_in), "%s", x);
+        }
+        qkv_attention(b, p, attn_in, dim, heads, "out_proj");
+        emit(b, "add %s.res1 %s %s.out_proj\n", p, x, p);
+        if (pre_ln) {
+            emit(b, "layernorm %s.final_layer_norm %s.res1\n", p, p);
+            snprintf(mlp_in, sizeof(mlp_in), "%s.final_layer_norm", p);
+            snprintf(res1_other, sizeof(res1_other), "%s.res1", p);
+        } else {
+            emit(b, "layernorm %s.self_attn_layer_norm %s.res1\n", p, p);
+            snprintf(mlp_in, sizeof(mlp_in), "%s.self_attn_layer_norm", p);
+            snprintf(res1_other, sizeof(res1_other), "%s.self_attn_layer_norm", p);
+        }
+        emit(b, "linear %s.fc1 %s out=%d\nrelu %s.act %s.fc1\nlinear %s.fc2 %s.act out=%d\n", p,
+             mlp_in, 4 * dim, p, p, p, p, dim);
+        if (pre_ln) {
+            emit(b, "add x%d %s %s.fc2\n", l + 1, res1_other, p);
+        } else {
+            emit(b, "add %s.res2 %s %s.fc2\nlayernorm %s.final_layer_norm %s.res2\n", p, res1_other,
+                 p, p, p);
+            emit(b, "dropout x%d %s.final_layer_norm\n", l + 1, p);
+        }
+    }
+    const char *last = "final_layer_norm";
+    if (pre_ln) {
+        emit(b, "layernorm final_layer_norm x%d\n", depth);
+    } else {
+        last = "project_out";
+        emit(b, "linear project_out x%d out=%d bias=0\n", depth, embed_dim);
+    }
+    emit(b, "linear lm_head %s out=%d bias=0 weight=embed_tokens  # tied\n", last, vocab);
+}
+
+// Phi-2: one LN per block feeds attention and MLP in parallel, and both
+// outputs join the stream in one add (rotary embeddings act on q and k
+// only, which reach nothing but the softmax). Untied LM head with a bias.
+static void phi_text(TextBuf *b, int dim, int depth, int heads, int vocab) {
+    emit(b, "# Phi-2 (parallel attention and MLP; Hugging Face names): dim=%d depth=%d heads=%d\n",
+         dim, depth, heads);
+    emit(b, "graph phi\ninput tokens dim=1\n");
+    emit(b, "embedding embed_tokens tokens vocab=%d out=%d\ndropout x0 embed_tokens\n", vocab, dim);
+    for (int l = 0; l < depth; l++) {
+        char p[32], ln[64];
+        snprintf(p, sizeof(p), "layers.%d", l);
+        emit(b, "layernorm %s.input_layernorm x%d\n", p, l);
+        snprintf(ln, sizeof(ln), "%s.input_layernorm", p);
+        qkv_attention(b, p, ln, dim, heads, "dense");
+        emit(b, "linear %s.fc1 %s out=%d\ngelu %s.act %s.fc1\nlinear %s.fc2 %s.act out=%d\n", p, ln,
+             4 * dim, p, p, p, p, dim);
+        emit(b, "add x%d x%d %s.dense %s.fc2\n", l + 1, l, p, p);
+    }
+    emit(b, "layernorm final_layernorm x%d\nlinear lm_head final_layernorm out=%d\n", depth, vocab);
+}
+
 char *graph_builtin_text(const char *name) {
     if (strncmp(name, "gpt2-", 5) == 0) {
         GPT2Config cfg;
@@ -174,6 +290,26 @@ char *graph_builtin_text(const char *name) {
             vit_text(&b, vits[i].dim, vits[i].depth, vits[i].heads);
             return b.text;
         }
+    }
+    static const struct { const char *name; int dim, depth, heads, embed_dim, kind; } others[] = {
+        {"bert-base", 768, 12, 12, 0, 0}, {"bert-large", 1024, 24, 16, 0, 0},
+        {"opt-125m", 768, 12, 12, 768, 1}, {"opt-350m", 1024, 24, 16, 512, 2},
+        {"phi-2", 2560, 32, 32, 0, 3}};
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        if (strcmp(name, others[i].name) != 0) {
+            continue;
+        }
+        TextBuf b;
+        buf_init(&b);
+        if (others[i].kind == 0) {
+            bert_text(&b, others[i].dim, others[i].depth, others[i].heads, 30522);
+        } else if (others[i].kind == 3) {
+            phi_text(&b, others[i].dim, others[i].depth, others[i].heads, 51200);
+        } else {
+            opt_text(&b, others[i].dim, others[i].depth, others[i].heads, others[i].embed_dim,
+                     others[i].kind == 1);
+        }
+        return b.text;
     }
     static const int heads[4] = {3, 6, 12, 24};
     static const int tiny[4] = {2, 2, 6, 2}, small[4] = {2, 2, 18, 2};

@@ -16,7 +16,8 @@ static void usage(void) {
             "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
             "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
             "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
-            "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered\n"
+            "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered,\n"
+            "             bert-base, bert-large, opt-125m, opt-350m, phi-2\n"
             "  --emit     print the graph text instead of the analysis\n"
             "Prints each LN's verdict, the CBWC layer set, and ends with\n"
             "'foldable: N/M LNs, cbwc layers: K'.\n");

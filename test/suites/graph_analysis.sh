@@ -37,6 +37,18 @@ last_line gpt2-d2c64h4v256t64 "foldable: 5/5 LNs, cbwc layers: 6"
 last_line vit-tiny "foldable: 25/25 LNs, cbwc layers: 27"
 last_line swin-tiny "foldable: 6/29 LNs, cbwc layers: 6"
 last_line swin-tiny-centered "foldable: 29/29 LNs, cbwc layers: 25"
+# the paper's other architectures (by hand, from where the norms sit):
+#   BERT post-LN: only the embedding LN (word + position + token type = 3 layers);
+#                 26 LNs = embedding + 2 per layer + the MLM head's (50 for large)
+#   OPT-125m pre-LN: as GPT-2, S = embed_tokens, positions, 12 out_proj, 12 fc2
+#   OPT-350m post-LN: 0/48; project_in + positions would make the first LN's
+#                 input zero-mean but their shift reaches layer 0's q/k/v
+#   Phi-2: 32 input LNs + final; S = embedding + 32 dense + 32 fc2 = 65
+last_line bert-base "foldable: 1/26 LNs, cbwc layers: 3"
+last_line bert-large "foldable: 1/50 LNs, cbwc layers: 3"
+last_line opt-125m "foldable: 25/25 LNs, cbwc layers: 26"
+last_line opt-350m "foldable: 0/48 LNs, cbwc layers: 0"
+last_line phi-2 "foldable: 33/33 LNs, cbwc layers: 65"
 bin/foldcheck swin-tiny > "$work/swin.out"; bin/foldcheck gpt2-d12 > "$work/gpt2.out"  # (grep -q on a pipe + pipefail: SIGPIPE)
 grep -q "LN layers.0.downsample.norm .*NOT foldable: .*broken at patch_embed.norm" "$work/swin.out" &&
     ok "swin-tiny: first merging LN blamed on the patch norm" || bad "swin-tiny: merging LN reason"
