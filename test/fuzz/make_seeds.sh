@@ -118,6 +118,20 @@ for fam, name in ((0, "vit"), (1, "swin")):
     h = header_ints(model, 8)
     prefix = struct.pack("<5I", fam, h[4], h[5], h[7], (len(model) - 1024) // 4)
     put("vision_state", f"{name}.bin", prefix + read(f"{tmp}/{name}_state.bin"))
+# safetensors: a tiny GPT-2 (L=1, C=4, V=8, maxT=4) in Hugging Face's layout, f32 and bf16
+sys.path.insert(0, "dev/reference")
+import hf_gpt2, numpy as np
+rng = np.random.default_rng(0)
+tiny = {"wte.weight": (8, 4), "wpe.weight": (4, 4), "ln_f.weight": (4,), "ln_f.bias": (4,)}
+for name, shape in (("ln_1.weight", (4,)), ("ln_1.bias", (4,)), ("attn.c_attn.weight", (4, 12)),
+                    ("attn.c_attn.bias", (12,)), ("attn.c_proj.weight", (4, 4)), ("attn.c_proj.bias", (4,)),
+                    ("ln_2.weight", (4,)), ("ln_2.bias", (4,)), ("mlp.c_fc.weight", (4, 16)),
+                    ("mlp.c_fc.bias", (16,)), ("mlp.c_proj.weight", (16, 4)), ("mlp.c_proj.bias", (4,))):
+    tiny["h.0." + name] = shape
+tensors = {"transformer." + k: rng.standard_normal(v).astype(np.float32) for k, v in tiny.items()}
+for dt in ("f32", "bf16"):
+    hf_gpt2.write_safetensors(f"{tmp}/tiny_{dt}.safetensors", tensors, dt)
+    put("safetensors", f"tiny_{dt}.safetensors", read(f"{tmp}/tiny_{dt}.safetensors"))
 # GCIDE: the dictionary's start and a stretch from its middle (tools/gcide_to_alpaca)
 gcide = gzip.decompress(read("/usr/share/dictd/gcide.dict.dz"))
 put("gcide", "start.txt", gcide[:16384])
