@@ -96,13 +96,19 @@ $(BIN)/text_to_shard: $(BUILD)/tools/text_to_shard.o $(LLMC_LIB)
 deps:
 	@scripts/install_deps.sh
 
-test: deps cpu
+# deps first, then a fresh make for the build: the Makefile looks for OpenBLAS
+# and MPI when it is read, so on a fresh machine the build must start after
+# deps installed them (else the first build would use the portable matmul)
+test: deps
+	@$(MAKE) --no-print-directory cpu
 	@test/run_tests.sh
 
-demo: deps cpu
+demo: deps
+	@$(MAKE) --no-print-directory cpu
 	@scripts/demo.sh
 
-bench: deps cpu
+bench: deps
+	@$(MAKE) --no-print-directory cpu
 	@dev/bench/bench.sh
 
 clean:
