@@ -1,12 +1,10 @@
 // GPT-2 training on the CPU in fp32 with three norm modes (ln, rms, cbwc).
 // Flags follow llm.c's train_gpt2.cu; -N picks the norm mode. The model,
 // kernels and data loader live in llmc/; this file is the training loop.
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -15,6 +13,7 @@
 #include "comm.h"
 #include "dataloader.h"
 #include "gpt2.h"
+#include "gpt2_train_args.h"
 #include "logger.h"
 #include "matmul.h"
 #include "rand.h"
@@ -23,178 +22,21 @@
 #include "tokenizer.h"
 #include "utils.h"
 
-typedef struct {
-    const char *train_pattern;
-    const char *val_pattern;
-    const char *model;      // model file or descriptor (d12, d4c128h4v256t256, ...)
-    const char *output_dir; // NULL: no log, no checkpoints
-    const char *norm_mode;  // NULL: the model file's mode (ln for descriptors)
-    int batch_size;
-    int seq_len;
-    int total_batch_tokens; // -1: one micro-batch per step
-    float learning_rate;
-    int warmup_steps;
-    float final_lr_fraction;
-    float weight_decay;
-    float grad_clip;
-    int max_steps;          // -1: one epoch
-    int val_every;
-    int val_max_steps;
-    int sample_every;
-    int gen_tokens;
-    int checkpoint_every;
-    int checkpoint_keep;
-    int resume;
-    int overfit_single_batch;
-    int shuffle;            // permute train shards and samples every epoch
-    int sft;                // 1: the train shards must be SFT shards (loss masks)
-    int top_k;              // sampling
-    float temperature;
-    const char *vocab_dir;  // GPT-2 encoder.json + vocab.bpe, to decode samples
-    unsigned long long seed;
-    int zero_stage;         // 1: ZeRO-1 sharded AdamW across ranks, 0: all-reduce
-} TrainArgs;
-
-static void usage(void) {
-    fprintf(stderr,
-            "usage: train_gpt2 [options]\n"
-            "  -N <mode>   norm mode: ln | rms | cbwc (default: the model file's, ln for descriptors)\n"
-            "  -e <model>  model file (llm.c format) or descriptor d<L>[c<C>h<NH>v<V>t<maxT>]\n"
-            "              e.g. d12, d4c128h4v50257t256 (default d4c128h4v50257t256)\n"
-            "  -i <glob>   train token or SFT shards (default data/kjv/kjv_train_*.bin, GPT-2 BPE\n"
-            "              from scripts/prepare_kjv.sh)\n"
-            "  -j <glob>   val token shards (default data/kjv/kjv_val_*.bin)\n"
-            "  -sh <0|1>   shuffle train shards and samples every epoch, seeded by -sd (default 1)\n"
-            "  -sft <0|1>  supervised fine-tuning: -i must be SFT shards, loss on response\n"
-            "              tokens only (SFT shards are detected anyway) (default 0)\n"
-            "  -o <dir>    output dir for main.log and checkpoints (default: none)\n"
-            "  -b <int>    micro-batch size B (default 4)\n"
-            "  -t <int>    sequence length T <= maxT (default 64)\n"
-            "  -d <int>    total batch size in tokens, a multiple of B*T (default B*T)\n"
-            "  -l <float>  learning rate (default 3e-4)\n"
-            "  -u <int>    warmup steps (default 0)\n"
-            "  -q <float>  final learning rate as a fraction of -l, cosine decay (default 1.0)\n"
-            "  -c <float>  weight decay on matrices (default 0.0)\n"
-            "  -gc <float> gradient clipping by global norm, 0 = off (default 1.0)\n"
-            "  -x <int>    max steps (default: one epoch of the train shards)\n"
-            "  -v <int>    evaluate every this many steps, 0 = never (default 20)\n"
-            "  -m <int>    max val batches per evaluation (default 20)\n"
-            "  -s <int>    sample every this many steps, 0 = never (default 0)\n"
-            "  -g <int>    tokens to generate when sampling (default 64)\n"
-            "  -tk <int>   sampling top-k, 0 = all (default 0)\n"
-            "  -tp <float> sampling temperature (default 1.0)\n"
-            "  -vd <dir>   GPT-2 tokenizer files, to print samples as text when V = 50257\n"
-            "              (default data/gpt2)\n"
-            "  -n <int>    checkpoint every this many steps, 0 = only at the end (default 0)\n"
-            "  -nk <int>   keep only the newest this many checkpoints, 0 = all (default 0)\n"
-            "  -y <0|1>    resume from the newest checkpoint in -o (default 0)\n"
-            "  -a <0|1>    overfit a single batch (default 0)\n"
-            "  -sd <int>   seed for init and sampling (default 1337)\n"
-            "  -z <0|1>    under mpirun: 1 = ZeRO-1, reduce-scatter the gradients, each rank\n"
-            "              runs AdamW on its 1/ranks of the parameters, all-gather them;\n"
-            "              0 = all-reduce, every rank updates all (default 1)\n"
-            "  -h          this help\n");
-}
-
-static int parse_int_flag(const char *flag, const char *value) {
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno != 0 || *end != '\0' || v < -2147483647L || v > 2147483647L) {
-        fatal("%s: expected an integer, got '%s'", flag, value);
-    }
-    return (int)v;
-}
-
-static float parse_float_flag(const char *flag, const char *value) {
-    char *end;
-    errno = 0;
-    float v = strtof(value, &end);
-    if (errno != 0 || *end != '\0' || !isfinite(v)) {
-        fatal("%s: expected a number, got '%s'", flag, value);
-    }
-    return v;
-}
+typedef Gpt2TrainArgs TrainArgs;
 
 static TrainArgs parse_args(int argc, char **argv) {
-    TrainArgs a = {
-        .train_pattern = "data/kjv/kjv_train_*.bin",
-        .val_pattern = "data/kjv/kjv_val_*.bin",
-        .model = "d4c128h4v50257t256",
-        .batch_size = 4,
-        .seq_len = 64,
-        .total_batch_tokens = -1,
-        .learning_rate = 3e-4f,
-        .final_lr_fraction = 1.0f,
-        .grad_clip = 1.0f,
-        .max_steps = -1,
-        .val_every = 20,
-        .val_max_steps = 20,
-        .gen_tokens = 64,
-        .shuffle = 1,
-        .temperature = 1.0f,
-        .vocab_dir = "data/gpt2",
-        .seed = 1337,
-        .zero_stage = 1,
+    TrainArgs args = gpt2_train_args_defaults();
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS];
+    CliSpec spec = {
+        .program = "train_gpt2",
+        .synopsis = "[options]",
+        .about = "GPT-2 training on the CPU in fp32 (llm.c's flags; -N picks the norm mode).\n",
+        .flags = flags,
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS, flags),
     };
-    for (int i = 1; i < argc; i += 2) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
-            usage();
-            exit(EXIT_SUCCESS);
-        }
-        if (f[0] != '-' || f[1] == '\0') {
-            usage();
-            fatal("unexpected argument '%s'", f);
-        }
-        if (i + 1 >= argc) {
-            fatal("%s: missing value", f);
-        }
-        const char *v = argv[i + 1];
-        if (strcmp(f, "-N") == 0) a.norm_mode = v;
-        else if (strcmp(f, "-e") == 0) a.model = v;
-        else if (strcmp(f, "-i") == 0) a.train_pattern = v;
-        else if (strcmp(f, "-j") == 0) a.val_pattern = v;
-        else if (strcmp(f, "-o") == 0) a.output_dir = v;
-        else if (strcmp(f, "-b") == 0) a.batch_size = parse_int_flag(f, v);
-        else if (strcmp(f, "-t") == 0) a.seq_len = parse_int_flag(f, v);
-        else if (strcmp(f, "-d") == 0) a.total_batch_tokens = parse_int_flag(f, v);
-        else if (strcmp(f, "-l") == 0) a.learning_rate = parse_float_flag(f, v);
-        else if (strcmp(f, "-u") == 0) a.warmup_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-q") == 0) a.final_lr_fraction = parse_float_flag(f, v);
-        else if (strcmp(f, "-c") == 0) a.weight_decay = parse_float_flag(f, v);
-        else if (strcmp(f, "-gc") == 0) a.grad_clip = parse_float_flag(f, v);
-        else if (strcmp(f, "-x") == 0) a.max_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-v") == 0) a.val_every = parse_int_flag(f, v);
-        else if (strcmp(f, "-m") == 0) a.val_max_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-s") == 0) a.sample_every = parse_int_flag(f, v);
-        else if (strcmp(f, "-g") == 0) a.gen_tokens = parse_int_flag(f, v);
-        else if (strcmp(f, "-n") == 0) a.checkpoint_every = parse_int_flag(f, v);
-        else if (strcmp(f, "-nk") == 0) a.checkpoint_keep = parse_int_flag(f, v);
-        else if (strcmp(f, "-y") == 0) a.resume = parse_int_flag(f, v);
-        else if (strcmp(f, "-a") == 0) a.overfit_single_batch = parse_int_flag(f, v);
-        else if (strcmp(f, "-sh") == 0) a.shuffle = parse_int_flag(f, v);
-        else if (strcmp(f, "-sft") == 0) a.sft = parse_int_flag(f, v);
-        else if (strcmp(f, "-tk") == 0) a.top_k = parse_int_flag(f, v);
-        else if (strcmp(f, "-tp") == 0) a.temperature = parse_float_flag(f, v);
-        else if (strcmp(f, "-vd") == 0) a.vocab_dir = v;
-        else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_int_flag(f, v);
-        else if (strcmp(f, "-z") == 0) a.zero_stage = parse_int_flag(f, v);
-        else {
-            usage();
-            fatal("unknown flag '%s'", f);
-        }
-    }
-    if (a.batch_size <= 0) fatal("-b: batch size must be positive, got %d", a.batch_size);
-    if (a.seq_len <= 0) fatal("-t: sequence length must be positive, got %d", a.seq_len);
-    if (a.val_every < 0 || a.val_max_steps < 0 || a.sample_every < 0 || a.gen_tokens < 0 ||
-        a.checkpoint_every < 0 || a.checkpoint_keep < 0 || a.warmup_steps < 0) {
-        fatal("-v, -m, -s, -g, -n, -nk and -u take values >= 0");
-    }
-    if (a.learning_rate <= 0.0f) fatal("-l: learning rate must be positive");
-    if (a.resume && a.output_dir == NULL) fatal("-y 1 needs -o, the directory to resume from");
-    if (a.zero_stage != 0 && a.zero_stage != 1) fatal("-z: expected 0 or 1, got %d", a.zero_stage);
-    return a;
+    cli_parse(&spec, argc, argv, NULL);
+    gpt2_train_args_check(&spec, &args);
+    return args;
 }
 
 static void setup_model(GPT2 *model, const TrainArgs *args) {
@@ -327,8 +169,8 @@ int main(int argc, char **argv) {
         max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
         max_steps = max_steps > 0 ? max_steps : 1;
     }
-    if (args.output_dir != NULL && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
-        fatal("-o %s: cannot create directory: %s", args.output_dir, strerror(errno));
+    if (args.output_dir != NULL) {
+        make_directories(args.output_dir);
     }
     if (resumed_from >= 0) {
         dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);

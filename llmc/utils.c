@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,6 +116,32 @@ void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx)
     }
     fsync_directory_of(path);
     free(tmp);
+}
+
+void make_directories(const char *path) {
+    size_t n = strlen(path) + 1;
+    char *prefix = malloc_check(n, "directory path");
+    memcpy(prefix, path, n);
+    // each parent in turn: cut the path after every '/' but a leading one
+    for (char *p = prefix + 1;; p++) {
+        if (*p != '/' && *p != '\0') {
+            continue;
+        }
+        char saved = *p;
+        *p = '\0';
+        struct stat st;
+        if (mkdir(prefix, 0755) != 0 && errno != EEXIST) {
+            fatal("%s: cannot create directory %s: %s", path, prefix, strerror(errno));
+        }
+        if (stat(prefix, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fatal("%s: %s exists and is not a directory", path, prefix);
+        }
+        *p = saved;
+        if (saved == '\0') {
+            break;
+        }
+    }
+    free(prefix);
 }
 
 double now_seconds(void) {

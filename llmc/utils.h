@@ -35,6 +35,9 @@ size_t mul_size_check(size_t n, size_t m, const char *what);
 typedef void (*file_writer_fn)(FILE *f, const char *path, const void *ctx);
 void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx);
 
+// Creates the directory and any missing parents (mkdir -p), or dies naming it.
+void make_directories(const char *path);
+
 // Wall-clock seconds from a monotonic clock.
 double now_seconds(void);
 
