@@ -1,10 +1,11 @@
 // ViT and Swin training on the CPU in fp32 with three norm modes (ln, rms,
-// cbwc) on Fashion-MNIST (IDX, gzip). The models and kernels live in llmc/
-// (vit.c, swin.c over the shared norm, CBWC, matmul, GELU and AdamW
-// kernels, classifier.c dispatching on the family); this file is the training loop: AdamW with warmup + cosine, label smoothing, gradient
-// clipping, per-epoch test loss and top-1 accuracy, llm.c-style log lines and
-// checkpoints (the vision model file, mode and config in its header).
-#include <errno.h>
+// cbwc) on Fashion-MNIST (IDX, gzip) or image shards. The models and kernels
+// live in llmc/ (vit.c, swin.c over the shared norm, CBWC, matmul, GELU and
+// AdamW kernels, classifier.c dispatching on the family); this file reads top
+// down: flags -> model config -> data -> model -> training loop (AdamW with
+// warmup + cosine, label smoothing, gradient clipping, per-epoch test loss and
+// top-1 accuracy, llm.c-style log lines and checkpoints: the vision model
+// file, mode and config in its header).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "classifier.h"
 #include "classifier_loss.h"
+#include "cli.h"
 #include "idx.h"
 #include "image_shard.h"
 #include "logger.h"
@@ -26,15 +28,23 @@
 #define FMNIST_STD 0.3530f
 #define FMNIST_CLASSES 10
 
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+// The shape flags; 0 (an empty list, -1 for -K) where not given: the family's
+// default, or the swin-tiny preset's, applies.
 typedef struct {
-    const char *family;     // "vit" or "swin"
+    int channels, layers, heads, patch, mlp_ratio; // -C -L -H -P -R
+    int embed_dim, window, centre_ops;             // -E -W -K
+    CliList depths, stage_heads;                   // -D -A
+} ShapeFlags;
+
+typedef struct {
+    const char *model;      // vit | swin | swin-tiny | a model file
     const char *norm_mode;  // NULL: the loaded file's, ln for a fresh model
-    const char *data_dir;
-    const char *shard_prefix; // image shards PREFIX_{train,val}.bin instead of Fashion-MNIST
-    const char *init_path;  // model file to start from, or NULL
+    const char *train_data; // a Fashion-MNIST folder or an image shard
+    const char *test_data;  // NULL: the -i folder, or the -i shard's _val twin
     const char *output_dir; // NULL: no log, no checkpoints
-    ViTConfig vit;
-    SwinConfig swin;
+    ShapeFlags shape;
     int batch_size;
     int epochs;
     int max_steps;          // -1: epochs * batches per epoch
@@ -51,181 +61,124 @@ typedef struct {
     unsigned long long seed;
 } TrainArgs;
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: train_vit [options]\n"
-            "  -m <family>  model family: vit | swin (default vit)\n"
-            "  -c <preset>  swin-tiny: Swin-T (patch 4, embed 96, depths 2,2,6,2, heads\n"
-            "               3,6,12,24, window 7, MLP 4; 224x224 RGB from -sh shards); later\n"
-            "               flags override it\n"
-            "  -N <mode>    norm mode: ln | rms | cbwc (default: the -i file's, else ln)\n"
-            "  -d <dir>     Fashion-MNIST dir with {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz\n"
-            "               (default /usr/share/datasets/fashion-mnist)\n"
-            "  -sh <prefix> train on image shards PREFIX_train.bin / PREFIX_val.bin from\n"
-            "               bin/images_to_shard (RGB, random-resized-crop + flips)\n"
-            "  -i <file>    start from this model file (its config; must be of the -m family)\n"
-            "  -o <dir>     output dir for main.log and checkpoints (default: none)\n"
-            "  -C <int>     channels (default 64)      -L <int> layers (default 4)\n"
-            "  -H <int>     heads (default 4)          -p <int> patch size (default 7)\n"
-            "  -r <int>     MLP ratio (default 4; Swin 2)\n"
-            "  Swin (-m swin): -E <int> embed dim (default 32), -D <list> depths (default 2,2),\n"
-            "               -A <list> heads (default 2,4), -w <int> window (default 7),\n"
-            "               -p <int> patch (default 2), -k <0|1> centring ops after the patch norm\n"
-            "               and before each merge (default 0)\n"
-            "  -b <int>     batch size (default 128)\n"
-            "  -e <int>     epochs (default 3)\n"
-            "  -x <int>     max steps (default: all epochs)\n"
-            "  -nt <int>    use only the first this many train images (default: all)\n"
-            "  -ne <int>    use only the first this many test images (default: all)\n"
-            "  -l <float>   peak learning rate (default 2e-3)\n"
-            "  -q <float>   final learning rate as a fraction of -l (default 0.01)\n"
-            "  -u <int>     warmup steps (default 100)\n"
-            "  -c <float>   weight decay on the matrices (default 0.05)\n"
-            "  -gc <float>  gradient clipping by global norm, 0 = off (default 1.0)\n"
-            "  -ls <float>  label smoothing (default 0.1)\n"
-            "  -f <0|1>     random horizontal flips (default 1)\n"
-            "  -pe <int>    progress line every this many steps (default 50)\n"
-            "  -sd <int>    seed for init, shuffling and flips (default 1337)\n"
-            "  -h           this help\n");
-}
-
-static long parse_long(const char *flag, const char *value, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno != 0 || *end != '\0' || end == value || v < lo || v > hi) {
-        fatal("%s: expected an integer in [%ld, %ld], got '%s'", flag, lo, hi, value);
-    }
-    return v;
-}
-
-static float parse_float(const char *flag, const char *value, float lo, float hi) {
-    char *end;
-    errno = 0;
-    float v = strtof(value, &end);
-    if (errno != 0 || *end != '\0' || end == value || !(v >= lo && v <= hi)) {
-        fatal("%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, value);
-    }
-    return v;
-}
-
-// Comma-separated positive integers into values[SWIN_MAX_STAGES]; returns the count.
-static int parse_list(const char *flag, const char *text, int *values) {
-    int n = 0;
-    const char *s = text;
-    while (*s != '\0') {
-        char *end;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno != 0 || end == s || v <= 0 || v > 256 || n == SWIN_MAX_STAGES ||
-            (*end != ',' && *end != '\0')) {
-            fatal("%s: expected up to %d comma-separated integers in [1, 256], got '%s'", flag,
-                  SWIN_MAX_STAGES, text);
-        }
-        values[n++] = (int)v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    if (n == 0) {
-        fatal("%s: empty list", flag);
-    }
-    return n;
-}
+#define MAX_COUNT 1073741824.0 // 2^30
 
 static TrainArgs parse_args(int argc, char **argv) {
-    TrainArgs a = {.family = "vit", .data_dir = "/usr/share/datasets/fashion-mnist",
-                   .vit = {.image_size = 28, .image_channels = 1, .patch_size = 7,
-                           .num_classes = FMNIST_CLASSES, .channels = 64, .num_layers = 4,
-                           .num_heads = 4, .mlp_ratio = 4},
-                   .batch_size = 128, .epochs = 3, .max_steps = -1, .max_train = -1,
-                   .max_test = -1, .learning_rate = 2e-3f, .final_lr_fraction = 0.01f,
-                   .warmup_steps = 100, .weight_decay = 0.05f, .grad_clip = 1.0f,
-                   .smoothing = 0.1f, .flip = 1, .print_every = 50, .seed = 1337};
-    a.swin = (SwinConfig){.image_size = 28, .image_channels = 1, .patch_size = 2,
-                          .num_classes = FMNIST_CLASSES, .embed_dim = 32, .num_stages = 2,
-                          .depths = {2, 2}, .heads = {2, 4}, .window = 7, .mlp_ratio = 2};
-    int heads_given = 2;
-    int patch_given = 0, ratio_given = 0;
-    for (int i = 1; i < argc; i += 2) {
-        const char *f = argv[i];
-        patch_given |= strcmp(f, "-p") == 0;
-        ratio_given |= strcmp(f, "-r") == 0;
-        if (strcmp(f, "-h") == 0) {
-            usage();
-            exit(EXIT_SUCCESS);
-        }
-        if (f[0] != '-' || i + 1 >= argc) {
-            usage();
-            fatal("%s: expected a flag with a value", f);
-        }
-        const char *v = argv[i + 1];
-        if (strcmp(f, "-m") == 0) a.family = v;
-        else if (strcmp(f, "-c") == 0) {
-            if (strcmp(v, "swin-tiny") != 0) {
-                fatal("-c: unknown preset '%s' (expected swin-tiny)", v);
-            }
-            a.family = "swin";
-            a.swin.embed_dim = 96;
-            a.swin.num_stages = 4;
-            int depths[4] = {2, 2, 6, 2}, heads[4] = {3, 6, 12, 24};
-            memcpy(a.swin.depths, depths, sizeof(depths));
-            memcpy(a.swin.heads, heads, sizeof(heads));
-            heads_given = 4;
-            a.swin.window = 7;
-            a.swin.patch_size = 4;
-            a.swin.mlp_ratio = 4;
-            patch_given = ratio_given = 1;
-        }
-        else if (strcmp(f, "-N") == 0) a.norm_mode = v;
-        else if (strcmp(f, "-d") == 0) a.data_dir = v;
-        else if (strcmp(f, "-sh") == 0) a.shard_prefix = v;
-        else if (strcmp(f, "-i") == 0) a.init_path = v;
-        else if (strcmp(f, "-o") == 0) a.output_dir = v;
-        else if (strcmp(f, "-C") == 0) a.vit.channels = (int)parse_long(f, v, 1, 8192);
-        else if (strcmp(f, "-L") == 0) a.vit.num_layers = (int)parse_long(f, v, 1, 1024);
-        else if (strcmp(f, "-H") == 0) a.vit.num_heads = (int)parse_long(f, v, 1, 1024);
-        else if (strcmp(f, "-p") == 0) a.vit.patch_size = a.swin.patch_size = (int)parse_long(f, v, 1, 28);
-        else if (strcmp(f, "-r") == 0) a.vit.mlp_ratio = a.swin.mlp_ratio = (int)parse_long(f, v, 1, 64);
-        else if (strcmp(f, "-E") == 0) a.swin.embed_dim = (int)parse_long(f, v, 1, 4096);
-        else if (strcmp(f, "-D") == 0) a.swin.num_stages = parse_list(f, v, a.swin.depths);
-        else if (strcmp(f, "-A") == 0) heads_given = parse_list(f, v, a.swin.heads);
-        else if (strcmp(f, "-w") == 0) a.swin.window = (int)parse_long(f, v, 1, 64);
-        else if (strcmp(f, "-k") == 0) a.swin.center_patch = (int)parse_long(f, v, 0, 1);
-        else if (strcmp(f, "-b") == 0) a.batch_size = (int)parse_long(f, v, 1, 1 << 16);
-        else if (strcmp(f, "-e") == 0) a.epochs = (int)parse_long(f, v, 1, 100000);
-        else if (strcmp(f, "-x") == 0) a.max_steps = (int)parse_long(f, v, 1, 1L << 30);
-        else if (strcmp(f, "-nt") == 0) a.max_train = (int)parse_long(f, v, 1, 1L << 30);
-        else if (strcmp(f, "-ne") == 0) a.max_test = (int)parse_long(f, v, 1, 1L << 30);
-        else if (strcmp(f, "-l") == 0) a.learning_rate = parse_float(f, v, 0.0f, 10.0f);
-        else if (strcmp(f, "-q") == 0) a.final_lr_fraction = parse_float(f, v, 0.0f, 1.0f);
-        else if (strcmp(f, "-u") == 0) a.warmup_steps = (int)parse_long(f, v, 0, 1L << 30);
-        else if (strcmp(f, "-c") == 0) a.weight_decay = parse_float(f, v, 0.0f, 10.0f);
-        else if (strcmp(f, "-gc") == 0) a.grad_clip = parse_float(f, v, 0.0f, 1e6f);
-        else if (strcmp(f, "-ls") == 0) a.smoothing = parse_float(f, v, 0.0f, 1.0f);
-        else if (strcmp(f, "-f") == 0) a.flip = (int)parse_long(f, v, 0, 1);
-        else if (strcmp(f, "-pe") == 0) a.print_every = (int)parse_long(f, v, 1, 1L << 30);
-        else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_long(f, v, 0, 1L << 62);
-        else {
-            usage();
-            fatal("unknown flag %s", f);
-        }
-    }
-    if (strcmp(a.family, "vit") != 0 && strcmp(a.family, "swin") != 0) {
-        fatal("-m: unknown model family '%s' (expected vit or swin)", a.family);
-    }
-    if (heads_given != a.swin.num_stages) {
-        fatal("-A: %d head counts for %d stages (-D)", heads_given, a.swin.num_stages);
-    }
-    if (!patch_given) {
-        a.swin.patch_size = 2;
-    }
-    if (!ratio_given) {
-        a.swin.mlp_ratio = 2;
-    }
-    NormMode mode;
-    if (a.norm_mode != NULL && norm_mode_parse(a.norm_mode, &mode) != 0) {
-        fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", a.norm_mode);
-    }
+    TrainArgs a = {.model = "vit", .train_data = FMNIST_DIR, .batch_size = 128, .epochs = 3,
+                   .max_steps = -1, .max_train = -1, .max_test = -1, .learning_rate = 2e-3f,
+                   .final_lr_fraction = 0.01f, .warmup_steps = 100, .weight_decay = 0.05f,
+                   .grad_clip = 1.0f, .smoothing = 0.1f, .flip = 1, .print_every = 50,
+                   .seed = 1337, .shape = {.centre_ops = -1}};
+    ShapeFlags *m = &a.shape;
+    CliFlag flags[] = {
+        {"-e", CLI_STRING, &a.model, 0, 0,
+         "model: vit | swin | swin-tiny (Swin-T: patch 4, embed 96, depths 2,2,6,2,\n"
+         "heads 3,6,12,24, window 7, MLP 4; for 224x224 RGB shards) | a model file\n"
+         "to start from (its family and config) (default vit)", "model", 0, 0},
+        {"-N", CLI_CHOICE, &a.norm_mode, 0, 0, "norm mode (default: the -e file's, else ln)",
+         "ln|rms|cbwc", 0, 0},
+        {"-i", CLI_STRING, &a.train_data, 0, 0,
+         "train data: a Fashion-MNIST folder with {train,t10k}-{images-idx3,labels-idx1}-\n"
+         "ubyte.gz (default " FMNIST_DIR "), or an image shard\n"
+         "PREFIX_train.bin from bin/images_to_shard (RGB, random-resized-crop + flips)",
+         "path", 0, 0},
+        {"-j", CLI_STRING, &a.test_data, 0, 0,
+         "test data, the same kinds (default: the -i folder's t10k files, or the -i\n"
+         "shard's PREFIX_val.bin)", "path", 0, 0},
+        {"-o", CLI_STRING, &a.output_dir, 0, 0,
+         "output dir for main.log and checkpoints, created with its parents\n"
+         "(default: none)", "dir", 0, 0},
+        {"-C", CLI_INT, &m->channels, 1, 8192, "ViT channels (default 64)", NULL, 0, 0},
+        {"-L", CLI_INT, &m->layers, 1, 1024, "ViT layers (default 4)", NULL, 0, 0},
+        {"-H", CLI_INT, &m->heads, 1, 1024, "ViT heads (default 4)", NULL, 0, 0},
+        {"-P", CLI_INT, &m->patch, 1, 1024, "patch size (default: ViT 7, Swin 2)", NULL, 0, 0},
+        {"-R", CLI_INT, &m->mlp_ratio, 1, 64, "MLP ratio (default: ViT 4, Swin 2)", NULL, 0, 0},
+        {"-E", CLI_INT, &m->embed_dim, 1, 4096, "Swin embed dim (default 32)", NULL, 0, 0},
+        {"-D", CLI_LIST, &m->depths, 1, 256, "Swin depths per stage (default 2,2)", NULL, 0, 0},
+        {"-A", CLI_LIST, &m->stage_heads, 1, 256, "Swin heads per stage (default 2,4)", NULL, 0,
+         0},
+        {"-W", CLI_INT, &m->window, 1, 64, "Swin window (default 7)", NULL, 0, 0},
+        {"-K", CLI_INT, &m->centre_ops, 0, 1,
+         "Swin centring ops after the patch norm and before each merge (default 0)", NULL, 0, 0},
+        {"-b", CLI_INT, &a.batch_size, 1, 65536, "batch size (default 128)", NULL, 0, 0},
+        {"-ep", CLI_INT, &a.epochs, 1, 100000, "epochs (default 3)", NULL, 0, 0},
+        {"-x", CLI_INT, &a.max_steps, 1, MAX_COUNT, "max steps (default: all epochs)", NULL, 0,
+         0},
+        {"-nt", CLI_INT, &a.max_train, 1, MAX_COUNT,
+         "use only the first this many train images (default: all)", NULL, 0, 0},
+        {"-ne", CLI_INT, &a.max_test, 1, MAX_COUNT,
+         "use only the first this many test images (default: all)", NULL, 0, 0},
+        {"-l", CLI_FLOAT, &a.learning_rate, 0, 10, "peak learning rate (default 2e-3)", NULL, 1,
+         0},
+        {"-q", CLI_FLOAT, &a.final_lr_fraction, 0, 1,
+         "final learning rate as a fraction of -l (default 0.01)", NULL, 0, 0},
+        {"-u", CLI_INT, &a.warmup_steps, 0, MAX_COUNT, "warmup steps (default 100)", NULL, 0, 0},
+        {"-c", CLI_FLOAT, &a.weight_decay, 0, 10, "weight decay on the matrices (default 0.05)",
+         NULL, 0, 0},
+        {"-gc", CLI_FLOAT, &a.grad_clip, 0, 1e6,
+         "gradient clipping by global norm, 0 = off (default 1.0)", NULL, 0, 0},
+        {"-ls", CLI_FLOAT, &a.smoothing, 0, 1, "label smoothing (default 0.1)", NULL, 0, 0},
+        {"-f", CLI_INT, &a.flip, 0, 1, "random horizontal flips (default 1)", NULL, 0, 0},
+        {"-pe", CLI_INT, &a.print_every, 1, MAX_COUNT,
+         "progress line every this many steps (default 50)", NULL, 0, 0},
+        {"-sd", CLI_SEED, &a.seed, 0, 0, "seed for init, shuffling and flips (default 1337)",
+         NULL, 0, 0},
+    };
+    CliSpec spec = {
+        .program = "train_vit",
+        .synopsis = "[options]",
+        .about = "ViT / Swin training on the CPU in fp32 (Fashion-MNIST or image shards).\n"
+                 "Shape flags override the -e family's defaults (or the swin-tiny preset's).\n",
+        .flags = flags,
+        .num_flags = CLI_COUNT(flags),
+    };
+    cli_parse(&spec, argc, argv, NULL);
     return a;
+}
+
+static int is_family_name(const char *model) {
+    return strcmp(model, "vit") == 0 || strcmp(model, "swin") == 0 ||
+           strcmp(model, "swin-tiny") == 0;
+}
+
+// A fresh ViT: the defaults, then the shape flags.
+static ViTConfig vit_config_from_flags(const ShapeFlags *f) {
+    ViTConfig c = {.patch_size = 7, .channels = 64, .num_layers = 4, .num_heads = 4,
+                   .mlp_ratio = 4};
+    if (f->channels > 0) c.channels = f->channels;
+    if (f->layers > 0) c.num_layers = f->layers;
+    if (f->heads > 0) c.num_heads = f->heads;
+    if (f->patch > 0) c.patch_size = f->patch;
+    if (f->mlp_ratio > 0) c.mlp_ratio = f->mlp_ratio;
+    return c;
+}
+
+// A fresh Swin: the small default (or the Swin-T preset), then the shape flags.
+static SwinConfig swin_config_from_flags(const ShapeFlags *f, int tiny) {
+    SwinConfig c = {.patch_size = 2, .embed_dim = 32, .num_stages = 2, .depths = {2, 2},
+                    .heads = {2, 4}, .window = 7, .mlp_ratio = 2};
+    if (tiny) {
+        c = (SwinConfig){.patch_size = 4, .embed_dim = 96, .num_stages = 4,
+                         .depths = {2, 2, 6, 2}, .heads = {3, 6, 12, 24}, .window = 7,
+                         .mlp_ratio = 4};
+    }
+    if (f->patch > 0) c.patch_size = f->patch;
+    if (f->mlp_ratio > 0) c.mlp_ratio = f->mlp_ratio;
+    if (f->embed_dim > 0) c.embed_dim = f->embed_dim;
+    if (f->window > 0) c.window = f->window;
+    if (f->centre_ops >= 0) c.center_patch = f->centre_ops;
+    if (f->depths.count > 0) {
+        c.num_stages = f->depths.count;
+        memcpy(c.depths, f->depths.values, sizeof(int) * (size_t)f->depths.count);
+    }
+    if (f->stage_heads.count > 0) {
+        memcpy(c.heads, f->stage_heads.values, sizeof(int) * (size_t)f->stage_heads.count);
+    }
+    int head_counts = f->stage_heads.count > 0 ? f->stage_heads.count : (tiny ? 4 : 2);
+    if (head_counts != c.num_stages) {
+        fatal("-A: %d head counts for %d stages (-D)", head_counts, c.num_stages);
+    }
+    return c;
 }
 
 // One split: Fashion-MNIST (IDX, grey) or an image shard (RGB).
@@ -236,9 +189,7 @@ typedef struct {
     int count, side, channels, num_classes;
 } Split;
 
-static void split_load_shard(Split *s, const char *prefix, const char *which, int limit) {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s_%s.bin", prefix, which);
+static void split_load_shard(Split *s, const char *path, int limit) {
     memset(s, 0, sizeof(*s));
     s->is_shard = 1;
     image_shard_read(&s->shard, path);
@@ -257,7 +208,7 @@ static void split_free(Split *s) {
     }
 }
 
-static void split_load(Split *s, const char *dir, const char *prefix, int limit) {
+static void split_load_fmnist(Split *s, const char *dir, const char *prefix, int limit) {
     memset(s, 0, sizeof(*s));
     s->channels = 1;
     s->num_classes = FMNIST_CLASSES;
@@ -271,6 +222,48 @@ static void split_load(Split *s, const char *dir, const char *prefix, int limit)
     }
     s->side = s->images.rows;
     s->count = limit > 0 && limit < s->images.count ? limit : s->images.count;
+}
+
+static int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A split from a Fashion-MNIST folder (its PREFIX-* files) or an image shard file.
+static void split_load(Split *s, const char *path, const char *fmnist_prefix, int limit) {
+    if (is_directory(path)) {
+        split_load_fmnist(s, path, fmnist_prefix, limit);
+    } else {
+        split_load_shard(s, path, limit);
+    }
+}
+
+// -i and -j: the train and test splits, which must agree on the image format.
+static void load_data(const TrainArgs *args, Split *train, Split *test) {
+    split_load(train, args->train_data, "train", args->max_train);
+    const char *test_path = args->test_data;
+    char twin[4096];
+    if (test_path == NULL && !train->is_shard) {
+        test_path = args->train_data;
+    } else if (test_path == NULL) {
+        // PREFIX_train.bin -> PREFIX_val.bin
+        const char *suffix = "_train.bin";
+        size_t n = strlen(args->train_data), k = strlen(suffix);
+        if (n < k || strcmp(args->train_data + n - k, suffix) != 0 || n - k + 9 > sizeof(twin)) {
+            fatal("-i %s: not named PREFIX_train.bin; give its test shard with -j",
+                  args->train_data);
+        }
+        snprintf(twin, sizeof(twin), "%.*s_val.bin", (int)(n - k), args->train_data);
+        test_path = twin;
+    }
+    split_load(test, test_path, "t10k", args->max_test);
+    if (test->side != train->side || test->channels != train->channels ||
+        test->num_classes != train->num_classes) {
+        fatal("%s: the test data (%d px, %d channel(s), %d classes) does not match the train "
+              "data %s (%d px, %d channel(s), %d classes)", test_path, test->side,
+              test->channels, test->num_classes, args->train_data, train->side, train->channels,
+              train->num_classes);
+    }
 }
 
 // Normalized images (B, Cin, S, S) and labels for the given indices; with
@@ -350,82 +343,67 @@ static void save_checkpoint(const Classifier *model, const char *dir, int step) 
     printf("checkpoint: %s\n", path);
 }
 
-int main(int argc, char **argv) {
-    TrainArgs args = parse_args(argc, argv);
-    Split train, test;
-    if (args.shard_prefix != NULL) {
-        split_load_shard(&train, args.shard_prefix, "train", args.max_train);
-        split_load_shard(&test, args.shard_prefix, "val", args.max_test);
-        if (test.side != train.side || test.num_classes != train.num_classes) {
-            fatal("%s: the val shard (%d px, %d classes) does not match the train shard (%d px, "
-                  "%d classes)", args.shard_prefix, test.side, test.num_classes, train.side,
-                  train.num_classes);
-        }
-    } else {
-        split_load(&train, args.data_dir, "train", args.max_train);
-        split_load(&test, args.data_dir, "t10k", args.max_test);
-    }
-    // a fresh model takes the data's image size, channels and classes
-    args.vit.image_size = args.swin.image_size = train.side;
-    args.vit.image_channels = args.swin.image_channels = train.channels;
-    args.vit.num_classes = args.swin.num_classes = train.num_classes;
-    Classifier model;
+// -e: a model file, or a fresh ViT / Swin from the shape flags sized for the data.
+static void build_model(Classifier *model, const TrainArgs *args, const Split *data) {
     NormMode mode = MODE_LN;
-    if (args.norm_mode != NULL) {
-        norm_mode_parse(args.norm_mode, &mode);
+    if (args->norm_mode != NULL) {
+        norm_mode_parse(args->norm_mode, &mode);
     }
-    const int swin = strcmp(args.family, "swin") == 0;
-    if (args.init_path != NULL) {
-        classifier_load(&model, args.init_path, swin ? FAMILY_SWIN : FAMILY_VIT);
-        if (args.norm_mode != NULL) {
-            classifier_set_mode(&model, mode);
+    if (!is_family_name(args->model)) {
+        FILE *probe = fopen(args->model, "rb");
+        if (probe == NULL) {
+            fatal("-e %s: neither vit, swin, swin-tiny nor a readable model file", args->model);
         }
-    } else if (swin) {
-        const char *why = swin_config_error(&args.swin);
+        fclose(probe);
+        classifier_load(model, args->model, -1);
+        if (args->norm_mode != NULL) {
+            classifier_set_mode(model, mode);
+        }
+    } else if (strcmp(args->model, "vit") == 0) {
+        ViTConfig c = vit_config_from_flags(&args->shape);
+        c.image_size = data->side;
+        c.image_channels = data->channels;
+        c.num_classes = data->num_classes;
+        const char *why = vit_config_error(&c);
         if (why != NULL) {
-            fatal("bad Swin config (-E %d -p %d -w %d, %d stages): %s", args.swin.embed_dim,
-                  args.swin.patch_size, args.swin.window, args.swin.num_stages, why);
+            fatal("bad ViT config (-C %d -L %d -H %d -P %d): %s", c.channels, c.num_layers,
+                  c.num_heads, c.patch_size, why);
         }
-        classifier_init_swin(&model, &args.swin, mode, args.seed);
+        classifier_init_vit(model, &c, mode, args->seed);
     } else {
-        const char *why = vit_config_error(&args.vit);
+        SwinConfig c = swin_config_from_flags(&args->shape, strcmp(args->model, "swin-tiny") == 0);
+        c.image_size = data->side;
+        c.image_channels = data->channels;
+        c.num_classes = data->num_classes;
+        const char *why = swin_config_error(&c);
         if (why != NULL) {
-            fatal("bad ViT config (-C %d -L %d -H %d -p %d): %s", args.vit.channels,
-                  args.vit.num_layers, args.vit.num_heads, args.vit.patch_size, why);
+            fatal("bad Swin config (-E %d -P %d -W %d, %d stages): %s", c.embed_dim, c.patch_size,
+                  c.window, c.num_stages, why);
         }
-        classifier_init_vit(&model, &args.vit, mode, args.seed);
+        classifier_init_swin(model, &c, mode, args->seed);
     }
-    if (classifier_image_size(&model) != train.side ||
-        classifier_image_channels(&model) != train.channels ||
-        classifier_num_classes(&model) != train.num_classes) {
+    if (classifier_image_size(model) != data->side ||
+        classifier_image_channels(model) != data->channels ||
+        classifier_num_classes(model) != data->num_classes) {
         fatal("%s: the model takes %dx%d images with %d channel(s) and %d classes; the data has "
               "%dx%d images with %d channel(s) and %d classes",
-              args.init_path != NULL ? args.init_path : "model", classifier_image_size(&model),
-              classifier_image_size(&model), classifier_image_channels(&model),
-              classifier_num_classes(&model), train.side, train.side, train.channels,
-              train.num_classes);
+              args->model, classifier_image_size(model), classifier_image_size(model),
+              classifier_image_channels(model), classifier_num_classes(model), data->side,
+              data->side, data->channels, data->num_classes);
     }
-    const int B = args.batch_size;
-    if (train.count < B) {
-        fatal("-b %d: larger than the %d train images", B, train.count);
-    }
-    const int batches_per_epoch = train.count / B;
-    const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
-    if (args.output_dir != NULL && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
-        fatal("-o: cannot create %s: %s", args.output_dir, strerror(errno));
-    }
-    Logger logger;
-    logger_init(&logger, args.output_dir, 0);
-    if (model.family == FAMILY_VIT) {
-        const ViTConfig *c = &model.vit.config;
+}
+
+static void print_model(const Classifier *model) {
+    if (model->family == FAMILY_VIT) {
+        const ViTConfig *c = &model->vit.config;
         printf("train_vit: ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d", c->image_size,
                c->patch_size, c->channels, c->num_layers, c->num_heads, c->mlp_ratio,
                c->num_classes);
     } else {
-        const SwinConfig *c = &model.swin.config;
-        printf("train_vit: Swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d depths", c->image_size,
-               c->patch_size, c->embed_dim, c->window, c->mlp_ratio, c->num_classes,
-               c->center_patch);
+        const SwinConfig *c = &model->swin.config;
+        printf("train_vit: Swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d depths",
+               c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
+               c->num_classes, c->center_patch);
         for (int s = 0; s < c->num_stages; s++) {
             printf("%c%d", s == 0 ? '=' : ',', c->depths[s]);
         }
@@ -434,43 +412,53 @@ int main(int argc, char **argv) {
             printf("%c%d", s == 0 ? '=' : ',', c->heads[s]);
         }
     }
-    printf(", %zu parameters, mode %s, matmul %s\n", classifier_num_parameters(&model),
-           norm_mode_name(classifier_mode(&model)), matmul_backend_name());
-    printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n",
-           args.shard_prefix != NULL ? args.shard_prefix : args.data_dir,
-           train.count, test.count, B, total_steps, batches_per_epoch);
+    printf(", %zu parameters, mode %s, matmul %s\n", classifier_num_parameters(model),
+           norm_mode_name(classifier_mode(model)), matmul_backend_name());
+}
 
-    const size_t image_floats = (size_t)train.channels * train.side * train.side;
+typedef struct {
+    float test_loss, test_accuracy;
+    double images_per_s, median_images_per_s;
+} TrainResult;
+
+// total_steps of AdamW over shuffled epochs of the train split; after each
+// epoch the test loss and accuracy (logged) and a checkpoint in -o.
+static TrainResult train_model(Classifier *model, const TrainArgs *args, const Split *train,
+                               const Split *test, Logger *logger, int total_steps) {
+    const int B = args->batch_size;
+    const int batches_per_epoch = train->count / B;
+    const size_t image_floats = (size_t)train->channels * train->side * train->side;
     float *images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices");
-    int *order = malloc_check((size_t)train.count * sizeof(int), "train order");
-    for (int i = 0; i < train.count; i++) {
+    int *order = malloc_check((size_t)train->count * sizeof(int), "train order");
+    for (int i = 0; i < train->count; i++) {
         order[i] = i;
     }
     Rng rng;
-    rng_seed(&rng, args.seed ^ 0xDA7AULL);
+    rng_seed(&rng, args->seed ^ 0xDA7AULL);
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
-                         .weight_decay = args.weight_decay};
+                         .weight_decay = args->weight_decay};
     double train_seconds = 0.0;
     double *step_seconds = malloc_check((size_t)total_steps * sizeof(double), "step times");
     long train_images = 0;
-    float test_loss = 0.0f, test_acc = 0.0f;
+    TrainResult r = {0};
     int step = 0;
     for (int epoch = 0; step < total_steps; epoch++) {
-        shuffle(order, train.count, &rng);
+        shuffle(order, train->count, &rng);
         for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
             double t0 = now_seconds();
-            make_batch(images, labels, &train, order + (size_t)batch * B, B,
-                       args.flip ? &rng : NULL);
-            classifier_forward(&model, images, labels, args.smoothing, B);
-            float loss = classifier_mean_loss(&model);
-            classifier_zero_grad(&model);
-            classifier_backward(&model, 1.0f / (float)B);
-            float grad_norm = (float)classifier_grad_norm(&model);
-            adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args.warmup_steps,
-                                                        args.learning_rate, args.final_lr_fraction);
-            classifier_update(&model, &adamw, args.grad_clip);
+            make_batch(images, labels, train, order + (size_t)batch * B, B,
+                       args->flip ? &rng : NULL);
+            classifier_forward(model, images, labels, args->smoothing, B);
+            float loss = classifier_mean_loss(model);
+            classifier_zero_grad(model);
+            classifier_backward(model, 1.0f / (float)B);
+            float grad_norm = (float)classifier_grad_norm(model);
+            adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args->warmup_steps,
+                                                        args->learning_rate,
+                                                        args->final_lr_fraction);
+            classifier_update(model, &adamw, args->grad_clip);
             double dt = now_seconds() - t0;
             train_seconds += dt;
             step_seconds[step] = dt;
@@ -479,38 +467,63 @@ int main(int argc, char **argv) {
             if (!isfinite(loss)) {
                 fatal("step %d: the loss is not finite (%f); try a lower -l", step, loss);
             }
-            logger_log_train(&logger, step, loss, adamw.learning_rate, grad_norm);
-            if (step % args.print_every == 0 || step == 1 || step == total_steps) {
+            logger_log_train(logger, step, loss, adamw.learning_rate, grad_norm);
+            if (step % args->print_every == 0 || step == 1 || step == total_steps) {
                 printf("step %5d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f images/s\n",
                        step, total_steps, epoch + 1, loss, adamw.learning_rate, grad_norm,
                        B / dt);
                 fflush(stdout);
             }
         }
-        evaluate(&model, &test, B, images, labels, eval_indices, &test_loss, &test_acc);
+        evaluate(model, test, B, images, labels, eval_indices, &r.test_loss, &r.test_accuracy);
         printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
-               test_loss, test_acc);
-        logger_log_val(&logger, step, test_loss);
-        if (logger.file != NULL) {
-            fprintf(logger.file, "s:%d tea:%.6f\n", step, test_acc);
-            fflush(logger.file);
+               r.test_loss, r.test_accuracy);
+        logger_log_val(logger, step, r.test_loss);
+        if (logger->file != NULL) {
+            fprintf(logger->file, "s:%d tea:%.6f\n", step, r.test_accuracy);
+            fflush(logger->file);
         }
-        if (args.output_dir != NULL) {
-            save_checkpoint(&model, args.output_dir, step);
+        if (args->output_dir != NULL) {
+            save_checkpoint(model, args->output_dir, step);
         }
     }
-    double median_rate = B / median_step_seconds(step_seconds, step);
+    r.images_per_s = train_images / train_seconds;
+    r.median_images_per_s = B / median_step_seconds(step_seconds, step);
     free(step_seconds);
-    printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f train_images_per_s %.1f "
-           "median_images_per_s %.1f\n",
-           vision_family_name(model.family), norm_mode_name(classifier_mode(&model)), test_acc,
-           test_loss,
-           train_images / train_seconds, median_rate);
-    logger_free(&logger);
     free(images);
     free(labels);
     free(eval_indices);
     free(order);
+    return r;
+}
+
+int main(int argc, char **argv) {
+    TrainArgs args = parse_args(argc, argv);
+    Split train, test;
+    load_data(&args, &train, &test);
+    Classifier model;
+    build_model(&model, &args, &train);
+    const int B = args.batch_size;
+    if (train.count < B) {
+        fatal("-b %d: larger than the %d train images", B, train.count);
+    }
+    const int batches_per_epoch = train.count / B;
+    const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
+    if (args.output_dir != NULL) {
+        make_directories(args.output_dir);
+    }
+    Logger logger;
+    logger_init(&logger, args.output_dir, 0);
+    print_model(&model);
+    printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n",
+           args.train_data, train.count, test.count, B, total_steps, batches_per_epoch);
+
+    TrainResult r = train_model(&model, &args, &train, &test, &logger, total_steps);
+    printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f train_images_per_s %.1f "
+           "median_images_per_s %.1f\n",
+           vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
+           r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+    logger_free(&logger);
     split_free(&train);
     split_free(&test);
     classifier_free(&model);

@@ -28,7 +28,7 @@ echo "vit_bench: threads $threads, B $B, $steps timed steps, $rounds rounds (med
 for round in $(seq 1 "$rounds"); do
     for family in $families; do
         for mode in $modes; do
-            "$train_vit" -m $family -N $mode -d "$data" -b $B -x $((steps + 2)) -nt $((B * (steps + 2))) \
+            "$train_vit" -e $family -N $mode -i "$data" -b $B -x $((steps + 2)) -nt $((B * (steps + 2))) \
                 -ne 128 -pe 1000000 | sed -n 's/.*median_images_per_s \([0-9.]*\).*/\1/p' \
                 >> "$out/c_${family}_$mode"
             OPENBLAS_NUM_THREADS=$torch_blas_threads $PY dev/reference/vision_throughput.py \

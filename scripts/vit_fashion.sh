@@ -22,15 +22,15 @@ for family in $families; do
         run=$out/${family}_$mode
         if [ "$family" = vit ]; then
             # ViT: 28x28, patch 7 (16 patches + cls), C 64, 4 layers, 4 heads
-            args=(-m vit -e "$vit_epochs")
+            args=(-e vit -ep "$vit_epochs")
         else
             # Swin: patch 2 (14x14 tokens), embed 32, depths 2,2, heads 2,4, window 7
             # (2x2 windows with a shift of 3 in stage 1, one window in stage 2)
-            args=(-m swin -e "$swin_epochs" -nt "$swin_train" -u 20)
+            args=(-e swin -ep "$swin_epochs" -nt "$swin_train" -u 20)
         fi
-        echo "== $family $mode: bin/train_vit ${args[*]} -N $mode -d $data -o $run"
+        echo "== $family $mode: bin/train_vit ${args[*]} -N $mode -i $data -o $run"
         start=$SECONDS
-        bin/train_vit "${args[@]}" -N "$mode" -d "$data" -o "$run" -pe 100 | tee "$run.out"
+        bin/train_vit "${args[@]}" -N "$mode" -i "$data" -o "$run" -pe 100 | tee "$run.out"
         echo "wall_seconds $((SECONDS - start))" >> "$run.out"
     done
 done

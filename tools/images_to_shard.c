@@ -18,22 +18,10 @@
 
 #include <jpeglib.h> // after stdio.h: it uses FILE
 
+#include "cli.h"
 #include "image_shard.h"
 #include "rand.h"
 #include "utils.h"
-
-static void usage(void) {
-    fprintf(stderr,
-            "usage: images_to_shard -i DIR -o PREFIX [options]\n"
-            "  -i <dir>     folder with one subfolder of JPEGs per class\n"
-            "  -o <prefix>  writes PREFIX_train.bin, PREFIX_val.bin, PREFIX_classes.txt\n"
-            "  -c <file>    class list, one subfolder name per line (default: every\n"
-            "               subfolder, sorted); the line number is the label\n"
-            "  -s <int>     crop size: the model's image size (default 224)\n"
-            "  -v <float>   fraction of each class for validation (default 0.1; at least one\n"
-            "               image per class when it has two or more)\n"
-            "  -S <int>     seed of the per-class split (default 1337)\n");
-}
 
 // ---------------------------------------------------------------- decoding
 
@@ -268,49 +256,29 @@ static void builder_add(ShardBuilder *b, int label, const uint8_t *pixels) {
 int main(int argc, char **argv) {
     const char *input = NULL, *prefix = NULL, *class_file = NULL;
     int crop = 224;
-    double val_fraction = 0.1;
+    float val_fraction = 0.1f;
     unsigned long long seed = 1337;
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "-h") == 0) {
-            usage();
-            return 0;
-        }
-        if (i + 1 >= argc) {
-            usage();
-            fatal("%s: missing value", argv[i]);
-        }
-        const char *v = argv[i + 1];
-        char *end;
-        if (strcmp(argv[i], "-i") == 0) {
-            input = v;
-        } else if (strcmp(argv[i], "-o") == 0) {
-            prefix = v;
-        } else if (strcmp(argv[i], "-c") == 0) {
-            class_file = v;
-        } else if (strcmp(argv[i], "-s") == 0) {
-            long s = strtol(v, &end, 10);
-            if (*end != '\0' || s < 8 || s > 2048) {
-                fatal("-s: expected a crop size in [8, 2048], got '%s'", v);
-            }
-            crop = (int)s;
-        } else if (strcmp(argv[i], "-v") == 0) {
-            val_fraction = strtod(v, &end);
-            if (*end != '\0' || !(val_fraction >= 0.0 && val_fraction < 1.0)) {
-                fatal("-v: expected a fraction in [0, 1), got '%s'", v);
-            }
-        } else if (strcmp(argv[i], "-S") == 0) {
-            seed = strtoull(v, &end, 10);
-            if (*end != '\0') {
-                fatal("-S: expected an integer, got '%s'", v);
-            }
-        } else {
-            usage();
-            fatal("unknown flag %s", argv[i]);
-        }
-    }
+    CliFlag flags[] = {
+        {"-i", CLI_STRING, &input, 0, 0, "folder with one subfolder of JPEGs per class (required)",
+         "dir", 0, 0},
+        {"-o", CLI_STRING, &prefix, 0, 0,
+         "writes PREFIX_train.bin, PREFIX_val.bin, PREFIX_classes.txt, creating\n"
+         "missing folders (required)", "prefix", 0, 0},
+        {"-cl", CLI_STRING, &class_file, 0, 0,
+         "class list, one subfolder name per line (default: every\n"
+         "subfolder, sorted); the line number is the label", "file", 0, 0},
+        {"-cs", CLI_INT, &crop, 8, 2048, "crop size: the model's image size (default 224)", NULL,
+         0, 0},
+        {"-vf", CLI_FLOAT, &val_fraction, 0, 0.999,
+         "fraction of each class for validation (default 0.1; at least one\n"
+         "image per class when it has two or more)", NULL, 0, 0},
+        {"-sd", CLI_SEED, &seed, 0, 0, "seed of the per-class split (default 1337)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "images_to_shard", .synopsis = "-i DIR -o PREFIX [options]",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
     if (input == NULL || prefix == NULL) {
-        usage();
-        fatal("-i and -o are required");
+        cli_error(&spec, "-i and -o are required");
     }
     if (!is_directory(input)) {
         fatal("-i: %s is not a folder", input);
@@ -390,6 +358,13 @@ int main(int argc, char **argv) {
         free(usable);
     }
     char out[8192];
+    // -o data/in100: the folder data/ may not exist yet
+    snprintf(out, sizeof(out), "%s", prefix);
+    char *slash = strrchr(out, '/');
+    if (slash != NULL && slash != out) {
+        *slash = '\0';
+        make_directories(out);
+    }
     snprintf(out, sizeof(out), "%s_train.bin", prefix);
     image_shard_write(out, &train.shard);
     printf("wrote %s: %d images, %dx%d stored for random-resized-crop to %d\n", out,

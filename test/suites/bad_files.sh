@@ -60,7 +60,7 @@ setup bin/train_gpt2 -e "$good/gpt2.bin" -i "$good/bytes_shard.bin" -b 1 -t 4 -x
 setup bin/alpaca_to_sft test/fixtures/alpaca_fixture.json "$good/sft" 1
 mkdir -p "$good/jpeg/a" "$good/jpeg/b" "$good/gpt2"
 cp "$jpegs/apple.jpg" "$jpegs/orange.jpg" "$good/jpeg/a/"; cp "$jpegs/baboon.jpg" "$jpegs/butterfly.jpg" "$good/jpeg/b/"
-setup bin/images_to_shard -i "$good/jpeg" -o "$good/img" -s 8 -v 0.5
+setup bin/images_to_shard -i "$good/jpeg" -o "$good/img" -cs 8 -vf 0.5
 cp "$jpegs/apple.jpg" "$good/"
 cp data/gpt2/encoder.json data/gpt2/vocab.bpe "$good/gpt2/"
 cp test/fixtures/alpaca_fixture.json "$good/alpaca.json"
@@ -85,15 +85,15 @@ consume() {
     sft_shard) bin/train_gpt2 -e d1c8h2v50257t8 -sft 1 -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
     tokenizer) bin/tokenizer -v "$f" encode "$good/text.txt" ;;
     alpaca) bin/alpaca_to_sft "$f" "$run/sft" 0 ;;
-    idx) bin/train_vit -d "$f" -C 16 -L 1 -H 2 -b 10 -x 1 -nt 100 -ne 50 ;;
-    image_shard) bin/train_vit -sh "$f" -C 16 -L 1 -H 2 -p 4 -x 1 -b 2 ;;
+    idx) bin/train_vit -i "$f" -C 16 -L 1 -H 2 -b 10 -x 1 -nt 100 -ne 50 ;;
+    image_shard) bin/train_vit -i "${f}_train.bin" -C 16 -L 1 -H 2 -P 4 -x 1 -b 2 ;;
     vision_model_vit) bin/test_vit "$f" "$good/vit_state.bin" ;;
     vision_model_swin) bin/test_vit "$f" "$good/swin_state.bin" ;;
     vision_state_vit) bin/test_vit "$good/vit.bin" "$f" ;;
     vision_state_swin) bin/test_vit "$good/swin.bin" "$f" ;;
     graph) bin/foldcheck "$f" ;;
-    images_to_shard) bin/images_to_shard -i "$f" -o "$run/i2s" -s 8 ;;
-    images_to_shard_classes) bin/images_to_shard -i "$f" -o "$run/i2s" -s 8 -c "$f.classes" ;;
+    images_to_shard) bin/images_to_shard -i "$f" -o "$run/i2s" -cs 8 ;;
+    images_to_shard_classes) bin/images_to_shard -i "$f" -o "$run/i2s" -cs 8 -cl "$f.classes" ;;
     *) echo "bad_files: unknown consumer $consumer" >&2; return 99 ;;
     esac
 }

@@ -3,7 +3,7 @@
 # Debian's opencv-doc, arranged into class folders here: class list order,
 # per-class split, pixels vs an independent decode+resize (PIL), determinism,
 # bad input (non-JPEG, truncated JPEG, empty class folder, bad class list,
-# broken shards), and train_vit -sh training ViT and Swin on the shards.
+# broken shards), and train_vit -i training ViT and Swin on the shards.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/vit_images
@@ -29,7 +29,7 @@ png=$(ls "$src"/*.png | head -1); cp "$png" "$in/produce/actually_png.jpg"
 echo "hello" > "$in/scenes/notes.txt"
 printf 'scenes\n# a comment\nchessboard\nproduce\n' > "$work/classes.txt"
 
-bin/images_to_shard -i "$in" -o "$work/s" -c "$work/classes.txt" -s 40 -v 0.3 -S $seed \
+bin/images_to_shard -i "$in" -o "$work/s" -cl "$work/classes.txt" -cs 40 -vf 0.3 -sd $seed \
     > "$work/conv.out" 2> "$work/conv.err"
 rc=$?
 cat "$work/conv.out" "$work/conv.err"
@@ -87,7 +87,7 @@ for px, labels, side, what in ((pv, lv, crop, "val"), (pt, lt, stored, "train"))
 sys.exit(0 if ok else 1)
 PYEOF
 
-bin/images_to_shard -i "$in" -o "$work/s2" -c "$work/classes.txt" -s 40 -v 0.3 -S $seed > /dev/null 2>&1
+bin/images_to_shard -i "$in" -o "$work/s2" -cl "$work/classes.txt" -cs 40 -vf 0.3 -sd $seed > /dev/null 2>&1
 cmp -s "$work/s_train.bin" "$work/s2_train.bin" && cmp -s "$work/s_val.bin" "$work/s2_val.bin" \
     && ok "same seed, same shards" || fail "conversion not deterministic"
 
@@ -103,33 +103,33 @@ expect_error() {
 }
 # a truncated JPEG: libjpeg pads it with grey; kept with a warning, never a crash
 mkdir -p "$work/trunc/a"; cp "$src/apple.jpg" "$work/trunc/a/"; head -c 4000 "$src/messi5.jpg" > "$work/trunc/a/truncated.jpg"
-bin/images_to_shard -i "$work/trunc" -o "$work/tr" -s 40 > /dev/null 2> "$work/err.txt" \
+bin/images_to_shard -i "$work/trunc" -o "$work/tr" -cs 40 > /dev/null 2> "$work/err.txt" \
     && grep -q "truncated.jpg: corrupt JPEG data" "$work/err.txt" && ok "truncated JPEG: kept with a warning" \
     || fail "truncated JPEG: $(cat "$work/err.txt")"
 mkdir -p "$in/empty_class"
-expect_error "empty class folder" "class 'empty_class' has no readable JPEG" bin/images_to_shard -i "$in" -o "$work/e" -s 40
+expect_error "empty class folder" "class 'empty_class' has no readable JPEG" bin/images_to_shard -i "$in" -o "$work/e" -cs 40
 rmdir "$in/empty_class"
 mkdir -p "$work/only_text/a"; echo x > "$work/only_text/a/x.jpg"
-expect_error "class with only non-JPEG files" "no readable JPEG" bin/images_to_shard -i "$work/only_text" -o "$work/e" -s 40
+expect_error "class with only non-JPEG files" "no readable JPEG" bin/images_to_shard -i "$work/only_text" -o "$work/e" -cs 40
 printf 'scenes\nno_such_class\n' > "$work/bad_classes.txt"
-expect_error "class list naming a missing folder" "no_such_class" bin/images_to_shard -i "$in" -o "$work/e" -c "$work/bad_classes.txt"
+expect_error "class list naming a missing folder" "no_such_class" bin/images_to_shard -i "$in" -o "$work/e" -cl "$work/bad_classes.txt"
 expect_error "missing input folder" "not a folder" bin/images_to_shard -i "$work/nope" -o "$work/e"
-expect_error "bad crop size" "-s" bin/images_to_shard -i "$in" -o "$work/e" -s 3
+expect_error "bad crop size" "-cs" bin/images_to_shard -i "$in" -o "$work/e" -cs 3
 
 # broken shards are rejected by the reader with the file named
 head -c 20000 "$work/s_train.bin" > "$work/t_train.bin"; cp "$work/s_val.bin" "$work/t_val.bin"
-expect_error "truncated shard" "truncated" bin/train_vit -sh "$work/t" -x 1 -b 2
+expect_error "truncated shard" "truncated" bin/train_vit -i "$work/t_train.bin" -x 1 -b 2
 $PY -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[0]^=1; open(sys.argv[2],'wb').write(b)" "$work/s_train.bin" "$work/m_train.bin"
 cp "$work/s_val.bin" "$work/m_val.bin"
-expect_error "shard with a wrong magic" "not an image shard" bin/train_vit -sh "$work/m" -x 1 -b 2
+expect_error "shard with a wrong magic" "not an image shard" bin/train_vit -i "$work/m_train.bin" -x 1 -b 2
 $PY -c "import sys,struct; b=bytearray(open(sys.argv[1],'rb').read()); b[1024:1028]=struct.pack('<i',7); open(sys.argv[2],'wb').write(b)" "$work/s_train.bin" "$work/l_train.bin"
 cp "$work/s_val.bin" "$work/l_val.bin"
-expect_error "shard with a label out of range" "label 7" bin/train_vit -sh "$work/l" -x 1 -b 2
+expect_error "shard with a label out of range" "label 7" bin/train_vit -i "$work/l_train.bin" -x 1 -b 2
 
 # both families train on the shards (RGB 40x40, random-resized-crop + flips)
-bin/train_vit -m vit -sh "$work/s" -p 8 -C 32 -L 2 -H 2 -b 4 -x 3 -pe 1 > "$work/tv.out" 2>&1 \
+bin/train_vit -e vit -i "$work/s_train.bin" -P 8 -C 32 -L 2 -H 2 -b 4 -x 3 -pe 1 > "$work/tv.out" 2>&1 \
     && grep -q "final: family ViT" "$work/tv.out" && ok "ViT trains on the shards" || { cat "$work/tv.out"; fail "ViT on shards"; }
-bin/train_vit -m swin -sh "$work/s" -p 2 -w 5 -E 16 -b 4 -x 3 -pe 1 > "$work/ts.out" 2>&1 \
+bin/train_vit -e swin -i "$work/s_train.bin" -P 2 -W 5 -E 16 -b 4 -x 3 -pe 1 > "$work/ts.out" 2>&1 \
     && grep -q "final: family Swin" "$work/ts.out" && ok "Swin trains on the shards (20x20 tokens, 4x4 windows of 5)" || { cat "$work/ts.out"; fail "Swin on shards"; }
 
 echo "vit_images: $fails failure(s)"

@@ -32,14 +32,14 @@ if [ -f "$ckpt" ]; then
 else
     fail "no checkpoint $ckpt"
 fi
-bin/train_vit -i "$ckpt" -N ln -nt 256 -ne 128 -b 64 -x 2 -o "$work/run2" > "$work/train2.out" 2>&1 \
+bin/train_vit -e "$ckpt" -N ln -nt 256 -ne 128 -b 64 -x 2 -o "$work/run2" > "$work/train2.out" 2>&1 \
     && grep -q 'mode ln' "$work/train2.out" && ok "restart from the checkpoint in mode ln" \
     || { cat "$work/train2.out"; fail "restart from checkpoint"; }
 
 # Swin: a short run with the centring ops, its checkpoint, restart in ln
 srun=$work/swin_run
-bin/train_vit -m swin -N cbwc -k 1 -E 8 -A 1,2 -nt 64 -ne 32 -b 16 -x 8 -pe 4 -u 2 -sd $seed \
-    -o "$srun" > "$work/swin.out" 2>&1 || fail "train_vit -m swin exited $?"
+bin/train_vit -e swin -N cbwc -K 1 -E 8 -A 1,2 -nt 64 -ne 32 -b 16 -x 8 -pe 4 -u 2 -sd $seed \
+    -o "$srun" > "$work/swin.out" 2>&1 || fail "train_vit -e swin exited $?"
 tail -4 "$work/swin.out"
 sckpt=$srun/model_00000008.bin
 if [ -f "$sckpt" ]; then
@@ -50,7 +50,7 @@ else
     fail "no Swin checkpoint $sckpt"
 fi
 grep -q '^s:8 tea:' "$srun/main.log" && ok "Swin log has s:8 tea:" || fail "Swin: no tea line"
-bin/train_vit -m swin -i "$sckpt" -N ln -nt 32 -ne 16 -b 16 -x 1 > "$work/swin2.out" 2>&1 \
+bin/train_vit -e "$sckpt" -N ln -nt 32 -ne 16 -b 16 -x 1 > "$work/swin2.out" 2>&1 \
     && grep -q 'mode ln' "$work/swin2.out" && ok "Swin restart from its checkpoint in mode ln" \
     || { cat "$work/swin2.out"; fail "Swin restart"; }
 
@@ -82,59 +82,57 @@ PYEOF
 }
 good=$work/good; mkdata "$good"
 train() { bin/train_vit -C 16 -L 1 -H 2 -b 10 -x 1 "$@"; }
-train -d "$good" > /dev/null 2>&1 && ok "the synthetic data set trains" || fail "synthetic data set"
+train -i "$good" > /dev/null 2>&1 && ok "the synthetic data set trains" || fail "synthetic data set"
 
 bad=$work/corrupt; mkdata "$bad"
 $PY -c "import sys; p=sys.argv[1]; b=bytearray(open(p,'rb').read()); b[len(b)//2:len(b)//2+64]=bytes(64); open(p,'wb').write(b)" \
     "$bad/train-images-idx3-ubyte.gz"
-expect_error "corrupt gzip" "train-images-idx3-ubyte.gz" train -d "$bad"
+expect_error "corrupt gzip" "train-images-idx3-ubyte.gz" train -i "$bad"
 
 bad=$work/magic; mkdata "$bad"
 $PY -c "import gzip,sys; p=sys.argv[1]; b=bytearray(gzip.open(p).read()); b[2]=0x0D; gzip.open(p,'wb').write(b)" \
     "$bad/t10k-images-idx3-ubyte.gz"
-expect_error "wrong IDX magic" "not an IDX file" train -d "$bad"
+expect_error "wrong IDX magic" "not an IDX file" train -i "$bad"
 
 bad=$work/trunc; mkdata "$bad"
 $PY -c "import gzip,sys; p=sys.argv[1]; b=gzip.open(p).read(); gzip.open(p,'wb').write(b[:-100])" \
     "$bad/train-images-idx3-ubyte.gz"
-expect_error "truncated IDX payload" "truncated" train -d "$bad"
+expect_error "truncated IDX payload" "truncated" train -i "$bad"
 
 bad=$work/labels; mkdata "$bad"
 $PY -c "import gzip,sys; p=sys.argv[1]; b=bytearray(gzip.open(p).read()); b[20]=42; gzip.open(p,'wb').write(b)" \
     "$bad/train-labels-idx1-ubyte.gz"
-expect_error "label out of range" "label 42" train -d "$bad"
+expect_error "label out of range" "label 42" train -i "$bad"
 
 bad=$work/count; mkdata "$bad"
 $PY -c "import gzip,sys,struct; p=sys.argv[1]; b=bytearray(gzip.open(p).read()); b=struct.pack('>II',0x801,99)+b[8:107]; gzip.open(p,'wb').write(b)" \
     "$bad/train-labels-idx1-ubyte.gz"
-expect_error "image/label count mismatch" "labels" train -d "$bad"
+expect_error "image/label count mismatch" "labels" train -i "$bad"
 
-expect_error "missing data dir" "no-such-dir" train -d "$work/no-such-dir"
+expect_error "missing data dir" "no-such-dir" train -i "$work/no-such-dir"
 
 # model files: a GPT-2 file, a Swin-family header, a truncated ViT file, a non-finite weight
 $PY dev/reference/gpt2.py --mode ln --seed 1 --model "$work/gpt2.bin" > /dev/null
-expect_error "a GPT-2 model file" "not a ViT/Swin model file" train -d "$good" -i "$work/gpt2.bin"
+expect_error "a GPT-2 model file" "not a ViT/Swin model file" train -i "$good" -e "$work/gpt2.bin"
 $PY -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[8]=1; open(sys.argv[2],'wb').write(b)" \
     "$ckpt" "$work/swin_family.bin"
-expect_error "a checkpoint of the other family (Swin)" "holds a Swin model" train -d "$good" -i "$work/swin_family.bin"
+expect_error "a ViT checkpoint whose header says Swin" "bad Swin header" train -i "$good" -e "$work/swin_family.bin"
 head -c 5000 "$ckpt" > "$work/trunc.bin"
-expect_error "a ViT checkpoint given to -m swin" "holds a ViT model" train -d "$good" -m swin -i "$ckpt"
-expect_error "a real Swin checkpoint given to -m vit" "holds a Swin model" train -d "$good" -m vit -i "$sckpt"
-expect_error "truncated model file" "truncated" train -d "$good" -i "$work/trunc.bin"
+expect_error "truncated model file" "truncated" train -i "$good" -e "$work/trunc.bin"
 $PY -c "import sys,struct; b=bytearray(open(sys.argv[1],'rb').read()); b[2000:2004]=struct.pack('<f',float('nan')); open(sys.argv[2],'wb').write(b)" \
     "$ckpt" "$work/nan.bin"
-expect_error "non-finite weight" "not finite" train -d "$good" -i "$work/nan.bin"
+expect_error "non-finite weight" "not finite" train -i "$good" -e "$work/nan.bin"
 expect_error "model/data mismatch (16x16 model)" "the model takes 16x16" \
-    bash -c "$PY dev/reference/vit.py --mode ln --image-size 16 --image-channels 1 --patch-size 4 --num-classes 10 --model '$work/v16.bin' >/dev/null && bin/train_vit -d '$good' -i '$work/v16.bin' -x 1 -b 10"
+    bash -c "$PY dev/reference/vit.py --mode ln --image-size 16 --image-channels 1 --patch-size 4 --num-classes 10 --model '$work/v16.bin' >/dev/null && bin/train_vit -i '$good' -e '$work/v16.bin' -x 1 -b 10"
 
 # flags
-expect_error "unknown mode" "-N" train -d "$good" -N layer
-expect_error "bad number" "-b" train -d "$good" -b 0
-expect_error "heads not dividing channels" "multiple of the number of heads" train -d "$good" -C 30 -H 4
-expect_error "Swin: heads list not matching depths" "-A" train -d "$good" -m swin -D 2,2 -A 2
-expect_error "Swin: window not dividing the resolution" "multiple of the window" train -d "$good" -m swin -w 5
-expect_error "unknown family" "-m" train -d "$good" -m resnet
-expect_error "patch not dividing the image" "multiple of the patch size" train -d "$good" -p 5
+expect_error "unknown mode" "-N" train -i "$good" -N layer
+expect_error "bad number" "-b" train -i "$good" -b 0
+expect_error "heads not dividing channels" "multiple of the number of heads" train -i "$good" -C 30 -H 4
+expect_error "Swin: heads list not matching depths" "-A" train -i "$good" -e swin -D 2,2 -A 2
+expect_error "Swin: window not dividing the resolution" "multiple of the window" train -i "$good" -e swin -W 5
+expect_error "unknown model (no such family or file)" "-e resnet" train -i "$good" -e resnet
+expect_error "patch not dividing the image" "multiple of the patch size" train -i "$good" -P 5
 
 echo "vit_train_bad_input: $fails failure(s)"
 [ $fails -eq 0 ]
