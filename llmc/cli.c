@@ -18,14 +18,19 @@ void cli_error(const CliSpec *spec, const char *fmt, ...) {
 }
 
 // "[1, 65536]" or "(0, 10]"; integers print without a fraction.
-static void format_range(char *out, size_t size, double lo, double hi, int lo_open) {
-    snprintf(out, size, "%c%.10g, %.10g]", lo_open ? '(' : '[', lo, hi);
+static void format_range(char *out, size_t size, double lo, double hi, int open) {
+    snprintf(out, size, "%c%.10g, %.10g%c", (open & CLI_OPEN_LO) ? '(' : '[', lo, hi,
+             (open & CLI_OPEN_HI) ? ')' : ']');
+}
+
+static int range_holds(double v, double lo, double hi, int open) {
+    return ((open & CLI_OPEN_LO) ? v > lo : v >= lo) && ((open & CLI_OPEN_HI) ? v < hi : v <= hi);
 }
 
 // The value column of a flag's help line: "<int in [1, 64]>", "<0|1>", "<ln|rms|cbwc>".
 static void format_value(char *out, size_t size, const CliFlag *f) {
     char range[96];
-    format_range(range, sizeof(range), f->lo, f->hi, f->lo_open);
+    format_range(range, sizeof(range), f->lo, f->hi, f->open);
     switch (f->type) {
     case CLI_STRING: snprintf(out, size, "<%s>", f->value_name != NULL ? f->value_name : "text"); break;
     case CLI_CHOICE: snprintf(out, size, "<%s>", f->value_name); break;
@@ -74,12 +79,12 @@ void cli_print_help(const CliSpec *spec, FILE *out) {
 }
 
 static int in_range(double v, const CliFlag *f) {
-    return (f->lo_open ? v > f->lo : v >= f->lo) && v <= f->hi;
+    return range_holds(v, f->lo, f->hi, f->open);
 }
 
 static void range_error(const CliSpec *spec, const CliFlag *f, const char *text, const char *what) {
     char range[96];
-    format_range(range, sizeof(range), f->lo, f->hi, f->lo_open);
+    format_range(range, sizeof(range), f->lo, f->hi, f->open);
     cli_error(spec, "%s: expected %s in %s, got '%s'", f->name, what, range, text);
 }
 
@@ -281,14 +286,14 @@ long cli_positional_int(const CliSpec *spec, const char *what, const char *text,
 }
 
 double cli_positional_double(const CliSpec *spec, const char *what, const char *text, double lo,
-                             double hi, int lo_open) {
+                             double hi, int open) {
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || (lo_open ? v <= lo : v < lo) ||
-        v > hi) {
-        cli_error(spec, "%s: expected a number in %c%g, %g], got '%s'", what, lo_open ? '(' : '[',
-                  lo, hi, text);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || !range_holds(v, lo, hi, open)) {
+        char range[96];
+        format_range(range, sizeof(range), lo, hi, open);
+        cli_error(spec, "%s: expected a number in %s, got '%s'", what, range, text);
     }
     return v;
 }

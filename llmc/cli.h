@@ -21,11 +21,13 @@ typedef enum {
     CLI_STRING, // const char *
     CLI_CHOICE, // const char *, one of the '|'-separated words in .value_name
     CLI_INT,    // int in [lo, hi]
-    CLI_FLOAT,  // float in [lo, hi] (or (lo, hi] with .lo_open)
+    CLI_FLOAT,  // float in [lo, hi] (ends left out with .open)
     CLI_SEED,   // unsigned long long, any non-negative integer
     CLI_SWITCH, // no value: sets an int to 1
     CLI_LIST,   // CliList: up to CLI_MAX_LIST integers in [lo, hi], separated by ',' or ' '
 } CliType;
+
+enum { CLI_OPEN_LO = 1, CLI_OPEN_HI = 2 };
 
 typedef struct {
     int count;
@@ -40,7 +42,7 @@ typedef struct {
     const char *help;    // one or more lines; the default goes in the text
     const char *value_name; // CLI_CHOICE: the '|'-separated words ("ln|rms|cbwc");
                             // CLI_STRING: what the value is ("dir", "glob")
-    int lo_open;         // 1: the range excludes lo, (lo, hi]
+    int open;            // CLI_OPEN_LO: the range excludes lo; CLI_OPEN_HI: excludes hi
     int given;           // set by cli_parse: times the flag appeared
 } CliFlag;
 
@@ -79,8 +81,8 @@ int cli_given(const CliSpec *spec, const char *name);
 // A positional argument as an integer in [lo, hi], or cli_error naming it (what).
 long cli_positional_int(const CliSpec *spec, const char *what, const char *text, long lo,
                         long hi);
-// A positional argument as a number in [lo, hi] (lo_open: (lo, hi]).
+// A positional argument as a number in [lo, hi] (open: CLI_OPEN_LO | CLI_OPEN_HI ends left out).
 double cli_positional_double(const CliSpec *spec, const char *what, const char *text, double lo,
-                             double hi, int lo_open);
+                             double hi, int open);
 
 #endif

@@ -4,7 +4,7 @@
 // with the Alpaca prompt template (with or without input) and a loss mask of
 // 1 on RESPONSE and its closing <|endoftext|> (the tokens the model must
 // predict), 0 on the prompt.
-//   alpaca_to_sft [-v DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]
+//   alpaca_to_sft [-vd DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]
 // writes OUT_PREFIX_train_000000.bin and, when VAL_RECORDS > 0, the last
 // VAL_RECORDS records to OUT_PREFIX_val_000000.bin. A record longer than
 // MAX_TOKENS (the context it will be trained at, default 1024) is an error.
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alpaca.h"
+#include "cli.h"
 #include "dataloader.h"
 #include "reader.h"
 #include "tokenizer.h"
@@ -69,35 +70,25 @@ static void write_split(const char *prefix, const char *split, const SftData *d,
 
 int main(int argc, char **argv) {
     const char *dir = NULL;
-    long max_tokens = 1024;
-    int a = 1;
-    while (a + 1 < argc && argv[a][0] == '-' && argv[a][1] != '\0') {
-        if (strcmp(argv[a], "-v") == 0) {
-            dir = argv[a + 1];
-        } else if (strcmp(argv[a], "-t") == 0) {
-            char *end;
-            max_tokens = strtol(argv[a + 1], &end, 10);
-            if (*end != '\0' || max_tokens < 2)
-                fatal("-t: expected a context length >= 2, got '%s'", argv[a + 1]);
-        } else {
-            fatal("unknown flag '%s'", argv[a]);
-        }
-        a += 2;
-    }
-    int rest = argc - a;
-    if (rest < 2 || rest > 3) {
-        fprintf(stderr, "usage: alpaca_to_sft [-v DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX "
-                        "[VAL_RECORDS=1]\n");
-        return EXIT_FAILURE;
-    }
-    const char *path = argv[a], *prefix = argv[a + 1];
-    long val_records = 1;
-    if (rest == 3) {
-        char *end;
-        val_records = strtol(argv[a + 2], &end, 10);
-        if (*end != '\0' || val_records < 0)
-            fatal("VAL_RECORDS: expected a count >= 0, got '%s'", argv[a + 2]);
-    }
+    int max_tokens = 1024;
+    CliFlag flags[] = {
+        {"-vd", CLI_STRING, &dir, 0, 0, "GPT-2's encoder.json and vocab.bpe (default data/gpt2)",
+         "dir", 0, 0},
+        {"-t", CLI_INT, &max_tokens, 2, 1048576,
+         "context length the shards will be trained at; a longer record is an\n"
+         "error (default 1024)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "alpaca_to_sft",
+                    .synopsis = "[-vd DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]",
+                    .about = "Alpaca JSON into SFT shards OUT_PREFIX_train_000000.bin and, when\n"
+                             "VAL_RECORDS > 0, the last VAL_RECORDS records in OUT_PREFIX_val_000000.bin.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 2, .max_positional = 3};
+    const char *args[3];
+    int n_args = cli_parse(&spec, argc, argv, args);
+    const char *path = args[0], *prefix = args[1];
+    long val_records =
+        n_args > 2 ? cli_positional_int(&spec, "VAL_RECORDS", args[2], 0, 2147483647L) : 1;
     unsigned char *text;
     size_t size;
     AlpacaData alpaca;
@@ -132,7 +123,7 @@ int main(int argc, char **argv) {
         free(prompt);
         size_t length = data.tokens.len - before;
         if (length > (size_t)max_tokens) {
-            fatal("%s: record %d is %zu tokens, longer than the context of %ld (-t)", path, index,
+            fatal("%s: record %d is %zu tokens, longer than the context of %d (-t)", path, index,
                   length, max_tokens);
         }
     }

@@ -1,5 +1,5 @@
 // Tokenizes a text corpus with GPT-2's BPE into llm.c token shards:
-//   bpe_shards [-v DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] [SHARD_TOKENS=1048576]
+//   bpe_shards [-vd DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] [SHARD_TOKENS=1048576]
 // TEXT holds documents separated by the literal "<|endoftext|>"; each
 // document becomes <|endoftext|> (50256) followed by its tokens, as in
 // llm.c's data scripts. The last VAL_FRACTION of the tokens goes to
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "dataloader.h"
 #include "tokenizer.h"
 #include "utils.h"
@@ -31,27 +32,25 @@ static int write_split(const char *prefix, const char *split, const uint16_t *to
 
 int main(int argc, char **argv) {
     const char *dir = NULL;
-    int a = 1;
-    if (a + 1 < argc && strcmp(argv[a], "-v") == 0) {
-        dir = argv[a + 1];
-        a += 2;
-    }
-    int rest = argc - a;
-    if (rest < 2 || rest > 4) {
-        fprintf(stderr, "usage: bpe_shards [-v DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] "
-                        "[SHARD_TOKENS=1048576]\n");
-        return EXIT_FAILURE;
-    }
-    const char *text_path = argv[a], *prefix = argv[a + 1];
-    char *end;
-    double val_fraction = rest > 2 ? strtod(argv[a + 2], &end) : 0.05;
-    if (rest > 2 && (*end != '\0' || !(val_fraction > 0.0 && val_fraction < 1.0))) {
-        fatal("VAL_FRACTION must be a number in (0, 1), got '%s'", argv[a + 2]);
-    }
-    long shard_tokens = rest > 3 ? strtol(argv[a + 3], &end, 10) : 1048576L;
-    if (rest > 3 && (*end != '\0' || shard_tokens <= 0 || shard_tokens > 2000000000L)) {
-        fatal("SHARD_TOKENS must be an integer in [1, 2e9], got '%s'", argv[a + 3]);
-    }
+    CliFlag flags[] = {
+        {"-vd", CLI_STRING, &dir, 0, 0, "GPT-2's encoder.json and vocab.bpe (default data/gpt2)",
+         "dir", 0, 0},
+    };
+    CliSpec spec = {.program = "bpe_shards",
+                    .synopsis = "[-vd DIR] TEXT OUT_PREFIX [VAL_FRACTION=0.05] [SHARD_TOKENS=1048576]",
+                    .about = "GPT-2 BPE token shards OUT_PREFIX_{train,val}_NNNNNN.bin from a text\n"
+                             "whose documents are separated by <|endoftext|>.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 2, .max_positional = 4};
+    const char *args[4];
+    int n_args = cli_parse(&spec, argc, argv, args);
+    const char *text_path = args[0], *prefix = args[1];
+    double val_fraction =
+        n_args > 2 ? cli_positional_double(&spec, "VAL_FRACTION", args[2], 0.0, 1.0,
+                                           CLI_OPEN_LO | CLI_OPEN_HI) : 0.05;
+    long shard_tokens = n_args > 3
+                            ? cli_positional_int(&spec, "SHARD_TOKENS", args[3], 1, 2000000000L)
+                            : 1048576L;
     Tokenizer tok;
     tokenizer_load(&tok, dir);
     FILE *f = fopen_check(text_path, "rb");

@@ -6,28 +6,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "gpt2_fold.h"
 
-static void usage(void) {
-    fprintf(stderr, "usage: fold IN.bin OUT.bin\n"
-                    "  IN.bin   a GPT-2 model file in ln mode (header slot 8 = 0; llm.c's files are)\n"
-                    "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n");
-    exit(EXIT_FAILURE);
-}
-
 int main(int argc, char **argv) {
-    if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-        usage();
-    }
+    CliSpec spec = {.program = "fold",
+                    .synopsis = "IN.bin OUT.bin",
+                    .about = "  IN.bin   a GPT-2 model file in ln mode (header slot 8 = 0; llm.c's files are)\n"
+                             "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n",
+                    .min_positional = 2, .max_positional = 2};
+    const char *args[2];
+    cli_parse(&spec, argc, argv, args);
+    const char *in_path = args[0], *out_path = args[1];
     GPT2 model;
-    gpt2_load(&model, argv[1]);
-    gpt2_fold(&model, argv[1]);
-    gpt2_save(&model, argv[2]);
+    gpt2_load(&model, in_path);
+    gpt2_fold(&model, in_path);
+    gpt2_save(&model, out_path);
     const int L = model.config.num_layers;
     printf("fold: %s -> %s: %d/%d LNs -> RMSNorm, %d layers centred (wte + m_t for the tied "
            "head, wpe, %d attn c_proj, %d mlp c_proj)\n",
-           argv[1], argv[2], model.folded_norms, 2 * L + 1, 2 * L + 2, L, L);
+           in_path, out_path, model.folded_norms, 2 * L + 1, 2 * L + 2, L, L);
     gpt2_free(&model);
     return EXIT_SUCCESS;
 }

@@ -6,23 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "graph.h"
 #include "utils.h"
-
-static void usage(void) {
-    fprintf(stderr,
-            "usage: foldcheck MODEL.bin|GRAPH.txt|NAME [--emit]\n"
-            "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
-            "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
-            "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
-            "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered,\n"
-            "             bert-base, bert-large, opt-125m, opt-350m, phi-2\n"
-            "  --emit     print the graph text instead of the analysis\n"
-            "Prints each LN's verdict, the CBWC layer set, and ends with\n"
-            "'foldable: N/M LNs, cbwc layers: K'.\n");
-    exit(EXIT_FAILURE);
-}
 
 // The graph of a GPT-2 model file's config (header only; gpt2_load checks the rest).
 static char *model_file_graph(const char *path) {
@@ -125,17 +112,28 @@ static void print_report(const Graph *g, const GraphAnalysis *a, double ms) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 3 || argv[1][0] == '-') {
-        usage();
-    }
     int emit = 0;
-    if (argc == 3) {
-        if (strcmp(argv[2], "--emit") != 0) {
-            usage();
-        }
-        emit = 1;
-    }
-    const char *arg = argv[1];
+    CliFlag flags[] = {
+        {"--emit", CLI_SWITCH, &emit, 0, 0, "print the graph text instead of the analysis", NULL,
+         0, 0},
+    };
+    CliSpec spec = {
+        .program = "foldcheck",
+        .synopsis = "MODEL.bin|GRAPH.txt|NAME [--emit]",
+        .about = "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
+                 "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
+                 "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
+                 "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered,\n"
+                 "             bert-base, bert-large, opt-125m, opt-350m, phi-2\n",
+        .flags = flags,
+        .num_flags = CLI_COUNT(flags),
+        .min_positional = 1,
+        .max_positional = 1,
+        .footer = "Prints each LN's verdict, the CBWC layer set, and ends with\n"
+                  "'foldable: N/M LNs, cbwc layers: K'.\n",
+    };
+    const char *arg;
+    cli_parse(&spec, argc, argv, &arg);
     Graph g;
     char *text = NULL;
     if (is_model_file(arg)) {

@@ -269,9 +269,9 @@ int main(int argc, char **argv) {
          "subfolder, sorted); the line number is the label", "file", 0, 0},
         {"-cs", CLI_INT, &crop, 8, 2048, "crop size: the model's image size (default 224)", NULL,
          0, 0},
-        {"-vf", CLI_FLOAT, &val_fraction, 0, 0.999,
+        {"-vf", CLI_FLOAT, &val_fraction, 0, 1,
          "fraction of each class for validation (default 0.1; at least one\n"
-         "image per class when it has two or more)", NULL, 0, 0},
+         "image per class when it has two or more)", NULL, CLI_OPEN_HI, 0},
         {"-sd", CLI_SEED, &seed, 0, 0, "seed of the per-class split (default 1337)", NULL, 0, 0},
     };
     CliSpec spec = {.program = "images_to_shard", .synopsis = "-i DIR -o PREFIX [options]",

@@ -1,70 +1,42 @@
 // Generates text from a GPT-2 checkpoint (llm.c model file, V = 50257):
-//   sample -e MODEL [-p PROMPT] [-n TOKENS] [-tp TEMPERATURE] [-tk TOP_K] [-sd SEED] [-vd DIR]
+//   sample -e MODEL [-p PROMPT] [-g TOKENS] [-tp TEMPERATURE] [-tk TOP_K] [-sd SEED] [-vd DIR]
 // The prompt follows <|endoftext|>; the same seed gives the same text.
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "rand.h"
 #include "sampler.h"
 #include "tokenizer.h"
 #include "utils.h"
 
-static void usage(void) {
-    fprintf(stderr, "usage: sample -e MODEL [-p PROMPT] [-n TOKENS=64] [-tp TEMPERATURE=1.0]\n"
-                    "              [-tk TOP_K=0 (all)] [-sd SEED=1337] [-vd DIR=data/gpt2]\n");
-}
-
-static long parse_long(const char *flag, const char *v) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno != 0 || *end != '\0') fatal("%s: expected an integer, got '%s'", flag, v);
-    return x;
-}
-
 int main(int argc, char **argv) {
     const char *model_path = NULL, *prompt = "", *dir = "data/gpt2";
-    long n = 64, top_k = 0, seed = 1337;
+    int n = 64, top_k = 0;
+    unsigned long long seed = 1337;
     float temperature = 1.0f;
-    for (int i = 1; i < argc; i += 2) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0) {
-            usage();
-            return EXIT_SUCCESS;
-        }
-        if (i + 1 >= argc) fatal("%s: missing value", f);
-        const char *v = argv[i + 1];
-        if (strcmp(f, "-e") == 0)
-            model_path = v;
-        else if (strcmp(f, "-p") == 0)
-            prompt = v;
-        else if (strcmp(f, "-n") == 0)
-            n = parse_long(f, v);
-        else if (strcmp(f, "-tk") == 0)
-            top_k = parse_long(f, v);
-        else if (strcmp(f, "-sd") == 0)
-            seed = parse_long(f, v);
-        else if (strcmp(f, "-vd") == 0)
-            dir = v;
-        else if (strcmp(f, "-tp") == 0) {
-            char *end;
-            temperature = strtof(v, &end);
-            if (*end != '\0' || !isfinite(temperature))
-                fatal("-tp: expected a number, got '%s'", v);
-        } else {
-            usage();
-            fatal("unknown flag '%s'", f);
-        }
-    }
+    CliFlag flags[] = {
+        {"-e", CLI_STRING, &model_path, 0, 0, "GPT-2 model file, llm.c format (required)", "file",
+         0, 0},
+        {"-p", CLI_STRING, &prompt, 0, 0, "prompt, after <|endoftext|> (default: none)", "text", 0,
+         0},
+        {"-g", CLI_INT, &n, 1, 1048576, "tokens to generate (default 64)", NULL, 0, 0},
+        {"-tp", CLI_FLOAT, &temperature, 0, 100, "sampling temperature, 0 = greedy (default 1.0)", NULL,
+         0, 0},
+        {"-tk", CLI_INT, &top_k, 0, 2147483647, "sampling top-k, 0 = all (default 0)", NULL, 0, 0},
+        {"-sd", CLI_SEED, &seed, 0, 0, "seed (default 1337)", NULL, 0, 0},
+        {"-vd", CLI_STRING, &dir, 0, 0, "GPT-2 encoder.json and vocab.bpe (default data/gpt2)",
+         "dir", 0, 0},
+    };
+    CliSpec spec = {.program = "sample", .synopsis = "-e MODEL [options]",
+                    .about = "Generates text from a GPT-2 model file (V = 50257).\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
     if (model_path == NULL) {
-        usage();
-        fatal("-e: a model file is needed");
+        cli_error(&spec, "-e: a model file is needed");
     }
-    if (n < 1) fatal("-n: expected at least 1 token, got %ld", n);
     GPT2 model;
     gpt2_load(&model, model_path);
     if (model.config.vocab_size != GPT2_EOT_TOKEN + 1) {
@@ -78,14 +50,14 @@ int main(int argc, char **argv) {
     tokenizer_encode(&tok, (const unsigned char *)prompt, strlen(prompt), &ids);
     int total = (int)ids.len + (int)n;
     if (total > model.config.max_seq_len) {
-        fatal("prompt (%zu tokens) + -n %ld exceeds the model's context of %d", ids.len - 1, n,
+        fatal("prompt (%zu tokens) + -g %d exceeds the model's context of %d", ids.len - 1, n,
               model.config.max_seq_len);
     }
     int *tokens = malloc_check((size_t)total * sizeof(int), "tokens");
     for (size_t i = 0; i < ids.len; i++) tokens[i] = ids.ids[i];
     Rng rng;
-    rng_seed(&rng, (uint64_t)seed);
-    generate_tokens(&model, tokens, (int)ids.len, total, temperature, (int)top_k, &rng);
+    rng_seed(&rng, seed);
+    generate_tokens(&model, tokens, (int)ids.len, total, temperature, top_k, &rng);
     for (int t = 1; t < total; t++) {
         int len;
         const unsigned char *bytes = tokenizer_token(&tok, tokens[t], &len);

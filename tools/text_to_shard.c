@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "dataloader.h"
 #include "utils.h"
 
@@ -23,26 +24,26 @@ static void emit(const char *prefix, const char *split, int index, const uint16_
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || argc > 5 || strcmp(argv[1], "-h") == 0) {
-        fprintf(stderr, "usage: text_to_shard TEXT_FILE OUT_PREFIX [VAL_FRACTION=0.05] "
-                        "[SHARD_TOKENS=100000000]\n");
-        return argc >= 2 && strcmp(argv[1], "-h") == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-    }
-    double val_fraction = argc > 3 ? atof(argv[3]) : 0.05;
-    long shard_tokens = argc > 4 ? atol(argv[4]) : 100000000L;
-    if (val_fraction <= 0.0 || val_fraction >= 1.0) {
-        fatal("VAL_FRACTION must be in (0, 1), got %s", argv[3]);
-    }
-    if (shard_tokens <= 0 || shard_tokens > 2000000000L) {
-        fatal("SHARD_TOKENS must be in [1, 2e9], got %s", argv[4]);
-    }
-    FILE *f = fopen_check(argv[1], "rb");
-    long size = file_size_bytes(f, argv[1]);
+    CliSpec spec = {.program = "text_to_shard",
+                    .synopsis = "TEXT_FILE OUT_PREFIX [VAL_FRACTION=0.05] [SHARD_TOKENS=100000000]",
+                    .about = "Byte-level token shards (V = 256) OUT_PREFIX_{train,val}_NNNNNN.bin.\n",
+                    .min_positional = 2, .max_positional = 4};
+    const char *args[4];
+    int n_args = cli_parse(&spec, argc, argv, args);
+    const char *text_path = args[0], *prefix = args[1];
+    double val_fraction =
+        n_args > 2 ? cli_positional_double(&spec, "VAL_FRACTION", args[2], 0.0, 1.0,
+                                           CLI_OPEN_LO | CLI_OPEN_HI) : 0.05;
+    long shard_tokens = n_args > 3
+                            ? cli_positional_int(&spec, "SHARD_TOKENS", args[3], 1, 2000000000L)
+                            : 100000000L;
+    FILE *f = fopen_check(text_path, "rb");
+    long size = file_size_bytes(f, text_path);
     if (size <= 1) {
-        fatal("%s: file is empty", argv[1]);
+        fatal("%s: file is empty", text_path);
     }
-    uint8_t *bytes = malloc_check((size_t)size, argv[1]);
-    fread_check(bytes, 1, (size_t)size, f, argv[1], "the text");
+    uint8_t *bytes = malloc_check((size_t)size, text_path);
+    fread_check(bytes, 1, (size_t)size, f, text_path, "the text");
     uint16_t *tokens = malloc_check((size_t)size * sizeof(uint16_t), "tokens");
     for (long i = 0; i < size; i++) {
         tokens[i] = bytes[i]; // one token per byte
@@ -55,9 +56,9 @@ int main(int argc, char **argv) {
     for (size_t start = 0; start < train_count; start += (size_t)shard_tokens, index++) {
         size_t n = train_count - start < (size_t)shard_tokens ? train_count - start
                                                               : (size_t)shard_tokens;
-        emit(argv[2], "train", index, tokens + start, n);
+        emit(prefix, "train", index, tokens + start, n);
     }
-    emit(argv[2], "val", 0, tokens + train_count, val_count);
+    emit(prefix, "val", 0, tokens + train_count, val_count);
     free(tokens);
     return EXIT_SUCCESS;
 }

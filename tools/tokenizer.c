@@ -1,20 +1,16 @@
 // The GPT-2 tokenizer on the command line:
-//   tokenizer [-v DIR] encode FILE   the ids of FILE's bytes, space-separated, one line
-//   tokenizer [-v DIR] decode FILE   such a line of ids back into bytes (stdout)
-//   tokenizer [-v DIR] bin OUT       llm.c's gpt2_tokenizer.bin, so llm.c tools decode
+//   tokenizer [-vd DIR] encode FILE   the ids of FILE's bytes, space-separated, one line
+//   tokenizer [-vd DIR] decode FILE   such a line of ids back into bytes (stdout)
+//   tokenizer [-vd DIR] bin OUT       llm.c's gpt2_tokenizer.bin, so llm.c tools decode
 // DIR holds encoder.json and vocab.bpe (default data/gpt2). FILE may be - for stdin.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "tokenizer.h"
 #include "utils.h"
-
-static void usage(void) {
-    fprintf(stderr, "usage: tokenizer [-v DIR] encode FILE | decode FILE | bin OUT\n"
-                    "  DIR holds GPT-2's encoder.json and vocab.bpe (default data/gpt2)\n");
-}
 
 static unsigned char *read_input(const char *path, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen_check(path, "rb");
@@ -68,20 +64,22 @@ static void parse_ids(const char *path, const unsigned char *text, size_t len, T
 
 int main(int argc, char **argv) {
     const char *dir = NULL;
-    int a = 1;
-    if (a + 1 < argc && strcmp(argv[a], "-v") == 0) {
-        dir = argv[a + 1];
-        a += 2;
-    }
-    if (argc - a != 2) {
-        usage();
-        return EXIT_FAILURE;
-    }
-    const char *command = argv[a], *path = argv[a + 1];
+    CliFlag flags[] = {
+        {"-vd", CLI_STRING, &dir, 0, 0, "GPT-2's encoder.json and vocab.bpe (default data/gpt2)",
+         "dir", 0, 0},
+    };
+    CliSpec spec = {.program = "tokenizer",
+                    .synopsis = "[-vd DIR] encode FILE | decode FILE | bin OUT",
+                    .about = "encode: FILE's bytes (- for stdin) as space-separated token ids\n"
+                             "decode: such ids back into bytes; bin: llm.c's gpt2_tokenizer.bin\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 2, .max_positional = 2};
+    const char *args[2];
+    cli_parse(&spec, argc, argv, args);
+    const char *command = args[0], *path = args[1];
     if (strcmp(command, "encode") != 0 && strcmp(command, "decode") != 0 &&
         strcmp(command, "bin") != 0) {
-        usage();
-        fatal("unknown command '%s'", command);
+        cli_error(&spec, "unknown command '%s' (expected encode, decode or bin)", command);
     }
     Tokenizer tok;
     tokenizer_load(&tok, dir);

@@ -75,7 +75,7 @@ consume() {
     case $consumer in
     gpt2_model) bin/train_gpt2 -e "$f" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 1 -v 0 ;;
     gpt2_model_fold) bin/fold "$f" "$run/folded.bin" ;;
-    gpt2_model_sample) bin/sample -e "$f" -p "In the" -n 1 ;;
+    gpt2_model_sample) bin/sample -e "$f" -p "In the" -g 1 ;;
     gpt2_model_test) bin/test_gpt2 "$f" "$good/gpt2_state.bin" --forward-only ;;
     debug_state) bin/test_gpt2 "$good/gpt2.bin" "$f" ;;
     train_state) # a fresh copy: resuming writes new checkpoints
@@ -83,7 +83,7 @@ consume() {
         bin/train_gpt2 -o "$run/ckpt" -y 1 -i "$good/bytes_shard.bin" -b 1 -t 4 -x 2 -v 0 ;;
     token_shard) bin/train_gpt2 -e "$good/gpt2.bin" -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
     sft_shard) bin/train_gpt2 -e d1c8h2v50257t8 -sft 1 -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
-    tokenizer) bin/tokenizer -v "$f" encode "$good/text.txt" ;;
+    tokenizer) bin/tokenizer -vd "$f" encode "$good/text.txt" ;;
     alpaca) bin/alpaca_to_sft "$f" "$run/sft" 0 ;;
     idx) bin/train_vit -i "$f" -C 16 -L 1 -H 2 -b 10 -x 1 -nt 100 -ne 50 ;;
     image_shard) bin/train_vit -i "${f}_train.bin" -C 16 -L 1 -H 2 -P 4 -x 1 -b 2 ;;

@@ -65,11 +65,11 @@ done
 # sampling from the fine-tuned checkpoint: same seed -> same text, greedy ignores the seed
 m=$work/ft_ln/model_00000030.bin
 if [ -f "$m" ]; then
-    a=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
-    b=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $seed)
-    c=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tk 40 -sd $((seed + 1)))
-    g1=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 1)
-    g2=$(bin/sample -e "$m" -p "Name the capital" -n 16 -tp 0 -sd 2)
+    a=$(bin/sample -e "$m" -p "Name the capital" -g 16 -tk 40 -sd $seed)
+    b=$(bin/sample -e "$m" -p "Name the capital" -g 16 -tk 40 -sd $seed)
+    c=$(bin/sample -e "$m" -p "Name the capital" -g 16 -tk 40 -sd $((seed + 1)))
+    g1=$(bin/sample -e "$m" -p "Name the capital" -g 16 -tp 0 -sd 1)
+    g2=$(bin/sample -e "$m" -p "Name the capital" -g 16 -tp 0 -sd 2)
     [ -n "$a" ] && [ "$a" = "$b" ] && echo "ok   sample: same seed, same text" || fail "sample: same seed gave different text"
     [ "$a" != "$c" ] && echo "ok   sample: another seed, other text" || fail "sample: the seed changes nothing"
     [ "$g1" = "$g2" ] && echo "ok   sample: temperature 0 is greedy" || fail "sample: -tp 0 depends on the seed"
@@ -97,7 +97,7 @@ expect_error missing_instruction "record 0.*\"instruction\"" bin/alpaca_to_sft "
 expect_error field_not_string "\"instruction\" is not a string" bin/alpaca_to_sft "$work/not_string.json" "$work/o" 0
 expect_error not_a_list "expected a JSON list" bin/alpaca_to_sft "$work/not_list.json" "$work/o" 0
 expect_error record_too_long "record 0 is [0-9]+ tokens, longer than the context of 64" bin/alpaca_to_sft -t 64 "$work/long.json" "$work/o" 0
-expect_error missing_encoder "encoder.json.*cannot open" bin/alpaca_to_sft -v "$work/nowhere" $fixture "$work/o" 0
+expect_error missing_encoder "encoder.json.*cannot open" bin/alpaca_to_sft -vd "$work/nowhere" $fixture "$work/o" 0
 bin/text_to_shard $fixture "$work/plain" 0.1 > /dev/null
 expect_error sft_flag_plain "not SFT shards" bin/train_gpt2 -e d2c64h4v50257t64 -i "$work/plain_train_*.bin" -sft 1 -v 0 -x 1 -b 2 -t 32
 echo "$fails failed"
