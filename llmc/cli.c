@@ -38,7 +38,8 @@ static void format_value(char *out, size_t size, const CliFlag *f) {
         if (f->lo == 0 && f->hi == 1) snprintf(out, size, "<0|1>");
         else snprintf(out, size, "<int in %s>", range);
         break;
-    case CLI_FLOAT: snprintf(out, size, "<float in %s>", range); break;
+    case CLI_FLOAT:
+    case CLI_DOUBLE: snprintf(out, size, "<float in %s>", range); break;
     case CLI_SEED: snprintf(out, size, "<int >= 0>"); break;
     case CLI_SWITCH: out[0] = '\0'; break;
     case CLI_LIST: snprintf(out, size, "<list of int in %s>", range); break;
@@ -157,14 +158,20 @@ static void set_value(const CliSpec *spec, const CliFlag *f, const char *text) {
         *(int *)f->dest = (int)v;
         break;
     }
-    case CLI_FLOAT: {
+    case CLI_FLOAT:
+    case CLI_DOUBLE: {
         char *end;
         errno = 0;
-        double v = strtod(text, &end);
+        // floats as strtof reads them (the value the program used before this parser)
+        double v = f->type == CLI_FLOAT ? (double)strtof(text, &end) : strtod(text, &end);
         if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || !in_range(v, f)) {
             range_error(spec, f, text, "a number");
         }
-        *(float *)f->dest = (float)v;
+        if (f->type == CLI_FLOAT) {
+            *(float *)f->dest = (float)v;
+        } else {
+            *(double *)f->dest = v;
+        }
         break;
     }
     case CLI_SEED: {
@@ -194,6 +201,7 @@ static void print_value(const CliFlag *f) {
     case CLI_INT:
     case CLI_SWITCH: printf("%d\n", *(int *)f->dest); break;
     case CLI_FLOAT: printf("%g\n", (double)*(float *)f->dest); break;
+    case CLI_DOUBLE: printf("%g\n", *(double *)f->dest); break;
     case CLI_SEED: printf("%llu\n", *(unsigned long long *)f->dest); break;
     case CLI_LIST: {
         const CliList *l = f->dest;

@@ -15,13 +15,14 @@
 
 #include <stdio.h>
 
-#define CLI_MAX_LIST 8
+#define CLI_MAX_LIST 16
 
 typedef enum {
     CLI_STRING, // const char *
     CLI_CHOICE, // const char *, one of the '|'-separated words in .value_name
     CLI_INT,    // int in [lo, hi]
     CLI_FLOAT,  // float in [lo, hi] (ends left out with .open)
+    CLI_DOUBLE, // double in [lo, hi] (ends left out with .open)
     CLI_SEED,   // unsigned long long, any non-negative integer
     CLI_SWITCH, // no value: sets an int to 1
     CLI_LIST,   // CliList: up to CLI_MAX_LIST integers in [lo, hi], separated by ',' or ' '
@@ -37,7 +38,7 @@ typedef struct {
 typedef struct {
     const char *name;    // "-b", "--forward-only"
     CliType type;
-    void *dest;          // int *, float *, const char **, unsigned long long *, CliList *
+    void *dest;          // int *, float *, double *, const char **, unsigned long long *, CliList *
     double lo, hi;       // allowed range of CLI_INT, CLI_FLOAT and CLI_LIST values
     const char *help;    // one or more lines; the default goes in the text
     const char *value_name; // CLI_CHOICE: the '|'-separated words ("ln|rms|cbwc");

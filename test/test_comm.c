@@ -7,10 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli.h"
 #include "comm.h"
 #include "utils.h"
 
 int main(int argc, char **argv) {
+    CliSpec spec = {.program = "test_comm", .synopsis = "",
+                    .about = "Run under mpirun -n N: comm_allreduce_mean against the closed-form mean.\n"};
+    cli_parse(&spec, argc, argv, NULL);
     Comm comm;
     comm_init(&comm, &argc, &argv);
     const size_t sizes[] = {1, 1001, 3 * 1000 * 1000};

@@ -6,11 +6,13 @@
 //   save/restore of (epoch, shard, batch) resumes at the same token; SFT
 //   shards give -1 targets exactly where the mask is 0.
 //   test_dataloader WORKDIR SEED
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "dataloader.h"
 #include "rand.h"
 #include "utils.h"
@@ -54,12 +56,13 @@ static void serve_epoch(DataLoader *l, int *counts, int *sequence) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_dataloader WORKDIR SEED\n");
-        return EXIT_FAILURE;
-    }
-    const char *dir = argv[1];
-    uint64_t seed = strtoull(argv[2], NULL, 10);
+    CliSpec spec = {.program = "test_dataloader", .synopsis = "WORKDIR SEED",
+                    .about = "Writes token shards into WORKDIR and checks the data loader on them.\n",
+                    .min_positional = 2, .max_positional = 2};
+    const char *args[2];
+    cli_parse(&spec, argc, argv, args);
+    const char *dir = args[0];
+    uint64_t seed = (uint64_t)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
     Rng rng;
     rng_seed(&rng, seed);
     // shards whose samples split evenly into batches for 1 and 3 ranks

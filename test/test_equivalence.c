@@ -7,11 +7,13 @@
 // (fp32 sums in a different order: ~1e-6); the loss at every step within 1e-4
 // absolute (rounding differences grow slowly through the updates; the rms
 // control differs by 1e-2 or more within a few steps).
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "rand.h"
 #include "utils.h"
@@ -42,20 +44,22 @@ static void random_batch(Rng *rng, int *x, int *y, size_t n, int V) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: test_equivalence MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32]\n"
-                        "  ln vs cbwc from the weights in MODEL.bin (its mode is ignored),\n"
-                        "  with rms as the negative control.\n");
-        return EXIT_FAILURE;
-    }
-    unsigned long long seed = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
-    int steps = argc > 3 ? atoi(argv[3]) : 50;
-    int B = argc > 4 ? atoi(argv[4]) : 4;
-    int T = argc > 5 ? atoi(argv[5]) : 32;
+    CliSpec spec = {.program = "test_equivalence",
+                    .synopsis = "MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32]",
+                    .about = "ln vs cbwc from the weights in MODEL.bin (its mode is ignored),\n"
+                             "with rms as the negative control.\n",
+                    .min_positional = 1, .max_positional = 5};
+    const char *args[5];
+    int n = cli_parse(&spec, argc, argv, args);
+    unsigned long long seed =
+        n > 1 ? (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX) : 1;
+    int steps = n > 2 ? (int)cli_positional_int(&spec, "STEPS", args[2], 1, 1000000) : 50;
+    int B = n > 3 ? (int)cli_positional_int(&spec, "B", args[3], 1, 65536) : 4;
+    int T = n > 4 ? (int)cli_positional_int(&spec, "T", args[4], 1, 1048576) : 32;
     GPT2 models[3];
     const NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
     for (int k = 0; k < 3; k++) {
-        gpt2_load(&models[k], argv[1]);
+        gpt2_load(&models[k], args[0]);
         models[k].mode = modes[k];
     }
     GPT2 *ln = &models[0], *cbwc = &models[1], *rms = &models[2];

@@ -2,23 +2,16 @@
 // logits over (B, T) windows of a token shard (max|folded - ln| / max|ln|),
 // and greedy generations of N tokens from a prompt taken from the shard.
 //
-// usage: test_fold LN.bin FOLDED.bin SHARD.bin [-t T] [-g N] [-r rel_tol] [-o offset]
+// usage: test_fold [-t T] [-g N] [-rt rel_tol] [-of offset] LN.bin FOLDED.bin SHARD.bin
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "utils.h"
-
-static void usage(void) {
-    fprintf(stderr,
-            "usage: test_fold LN.bin FOLDED.bin SHARD.bin [-t T] [-g N] [-r rel_tol] [-o offset]\n"
-            "  -t  window length (default: min(64, maxT))   -g  greedy tokens (default 100)\n"
-            "  -r  logits relative tolerance (default 1e-5) -o  first token of the windows (default 0)\n");
-    exit(EXIT_FAILURE);
-}
 
 // A plain llm.c token shard (magic 20240520, version 1, uint16 tokens),
 // checked: header, exact size, at least min_tokens, every token < V.
@@ -73,45 +66,42 @@ static void greedy(GPT2 *model, int *seq, int len, int n, float *gaps) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4 || argv[1][0] == '-') {
-        usage();
-    }
-    int T = 0, gen = 100;
+    int T = 0, gen = 100, offset = 0;
     double rel_tol = 1e-5;
-    long offset = 0;
-    for (int i = 4; i < argc; i += 2) {
-        if (i + 1 >= argc) {
-            usage();
-        }
-        if (strcmp(argv[i], "-t") == 0) {
-            T = atoi(argv[i + 1]);
-        } else if (strcmp(argv[i], "-g") == 0) {
-            gen = atoi(argv[i + 1]);
-        } else if (strcmp(argv[i], "-r") == 0) {
-            rel_tol = atof(argv[i + 1]);
-        } else if (strcmp(argv[i], "-o") == 0) {
-            offset = atol(argv[i + 1]);
-        } else {
-            usage();
-        }
-    }
+    CliFlag flags[] = {
+        {"-t", CLI_INT, &T, 1, 1048576, "window length, <= maxT (default: min(64, maxT))", NULL, 0,
+         0},
+        {"-g", CLI_INT, &gen, 0, 100000, "greedy tokens (default 100)", NULL, 0, 0},
+        {"-rt", CLI_DOUBLE, &rel_tol, 0, 1, "logits relative tolerance (default 1e-5)", NULL,
+         CLI_OPEN_LO, 0},
+        {"-of", CLI_INT, &offset, 0, 2147483647, "first token of the windows (default 0)", NULL, 0,
+         0},
+    };
+    CliSpec spec = {.program = "test_fold",
+                    .synopsis = "[options] LN.bin FOLDED.bin SHARD.bin",
+                    .about = "Checks a folded model against the ln model it came from on a token shard.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 3, .max_positional = 3};
+    const char *files[3];
+    cli_parse(&spec, argc, argv, files);
+    const char *ln_path = files[0], *folded_path = files[1], *shard_path = files[2];
     GPT2 ln, folded;
-    gpt2_load(&ln, argv[1]);
-    gpt2_load(&folded, argv[2]);
+    gpt2_load(&ln, ln_path);
+    gpt2_load(&folded, folded_path);
     if (ln.mode != MODE_LN || folded.mode != MODE_FOLDED) {
         fatal("expected an ln model and a folded model, got %s and %s", norm_mode_name(ln.mode),
               norm_mode_name(folded.mode));
     }
     const GPT2Config *c = &ln.config;
     if (memcmp(c, &folded.config, sizeof(*c)) != 0) {
-        fatal("%s and %s have different configs", argv[1], argv[2]);
+        fatal("%s and %s have different configs", ln_path, folded_path);
     }
     const int V = c->vocab_size, Vp = c->padded_vocab_size, B = 4;
     T = T > 0 ? T : (c->max_seq_len < 64 ? c->max_seq_len : 64);
-    if (T > c->max_seq_len || gen < 0 || gen > 100000 || offset < 0) {
-        fatal("-t %d must be <= maxT %d; -g and -o must be non-negative", T, c->max_seq_len);
+    if (T > c->max_seq_len) {
+        fatal("-t %d must be <= maxT %d", T, c->max_seq_len);
     }
-    uint16_t *shard = read_shard(argv[3], (size_t)offset + (size_t)B * T + 1, V);
+    uint16_t *shard = read_shard(shard_path, (size_t)offset + (size_t)B * T + 1, V);
     int *tokens = malloc_check((size_t)B * T * sizeof(int), "tokens");
     for (int i = 0; i < B * T; i++) {
         tokens[i] = shard[offset + i];
@@ -128,7 +118,7 @@ int main(int argc, char **argv) {
     }
     double rel = max_diff / (max_ref > 0 ? max_ref : 1.0);
     int ok = rel <= rel_tol;
-    printf("%s logits on %dx%d real tokens (offset %ld): max|folded - ln| / max|ln| = %.3e (tol %.0e)\n",
+    printf("%s logits on %dx%d real tokens (offset %d): max|folded - ln| / max|ln| = %.3e (tol %.0e)\n",
            ok ? "ok  " : "FAIL", B, T, offset, rel, rel_tol);
 
     const int prompt = T < 16 ? T : 16;

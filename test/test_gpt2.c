@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "debug_state.h"
 #include "gpt2.h"
 #include "utils.h"
@@ -42,52 +43,38 @@ static int check(const char *what, double err, double tol) {
     return ok;
 }
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: test_gpt2 MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
-            "                 [--forward-only]\n"
-            "  Checks logits, loss, gradients and AdamW losses against a debug state.\n"
-            "  --forward-only  logits and loss only (e.g. a folded model against the\n"
-            "                  state of the ln model it came from)\n"
-            "  -N    norm mode (default: the one recorded in the model file)\n"
-            "  -r    relative tolerance for logits and gradients (default 1e-5)\n"
-            "  -l    absolute tolerance for the losses of the AdamW steps (default 1e-4)\n");
-    exit(EXIT_FAILURE);
-}
-
 int main(int argc, char **argv) {
-    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') {
-        usage();
-    }
     const char *mode_name = NULL;
     double rel_tol = 1e-5, loss_tol = 1e-4;
     int forward_only = 0;
-    for (int i = 3; i < argc; i += 2) {
-        if (strcmp(argv[i], "--forward-only") == 0) {
-            forward_only = 1;
-            i -= 1;
-            continue;
-        }
-        if (i + 1 >= argc) {
-            usage();
-        }
-        if (strcmp(argv[i], "-N") == 0) {
-            mode_name = argv[i + 1];
-        } else if (strcmp(argv[i], "-r") == 0) {
-            rel_tol = atof(argv[i + 1]);
-        } else if (strcmp(argv[i], "-l") == 0) {
-            loss_tol = atof(argv[i + 1]);
-        } else {
-            usage();
-        }
-    }
+    CliFlag flags[] = {
+        {"-N", CLI_CHOICE, &mode_name, 0, 0,
+         "norm mode (default: the one recorded in the model file)", "ln|rms|cbwc", 0, 0},
+        {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
+         "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
+        {"-lt", CLI_DOUBLE, &loss_tol, 0, 1,
+         "absolute tolerance for the losses of the AdamW steps (default 1e-4)", NULL, CLI_OPEN_LO,
+         0},
+        {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
+         "logits and loss only (e.g. a folded model against the\n"
+         "state of the ln model it came from)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "test_gpt2",
+                    .synopsis = "[options] MODEL.bin STATE.bin",
+                    .about = "Checks logits, loss, gradients and AdamW losses against a debug state\n"
+                             "(dev/reference/gpt2.py --state).\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 2, .max_positional = 2};
+    const char *files[2];
+    cli_parse(&spec, argc, argv, files);
+    const char *model_path = files[0], *state_path = files[1];
     GPT2 model;
-    gpt2_load(&model, argv[1]);
+    gpt2_load(&model, model_path);
     if (mode_name != NULL && norm_mode_parse(mode_name, &model.mode) != 0) {
         fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
     }
     GPT2DebugState s;
-    gpt2_debug_state_load(&s, argv[2], &model);
+    gpt2_debug_state_load(&s, state_path, &model);
     const int V = model.config.vocab_size, Vp = model.config.padded_vocab_size;
     const size_t BT = (size_t)s.B * s.T;
     printf("test_gpt2: %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "graph.h"
 #include "swin.h"
 #include "utils.h"
@@ -320,7 +321,10 @@ static void check_speed(void) {
     graph_free(&g);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    CliSpec spec = {.program = "test_graph", .synopsis = "",
+                    .about = "The fold analysis of GPT-2, ViT and Swin graphs and the graph parser.\n"};
+    cli_parse(&spec, argc, argv, NULL);
     check_gpt2(12, 768, 12, 50257);
     check_gpt2(1, 32, 2, 256);
     check_gpt2(5, 96, 6, 301);

@@ -10,12 +10,14 @@
 // is, while centring layers that are not shift-safe changes some.
 //
 // usage: test_graph_soundness SEED [NUM_GRAPHS]
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "graph.h"
 #include "rand.h"
 #include "utils.h"
@@ -490,12 +492,15 @@ static double outputs_rel_diff(const Graph *g, const int *readers, const Tensor 
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_graph_soundness SEED [NUM_GRAPHS]\n");
-        return EXIT_FAILURE;
-    }
-    unsigned long long seed = strtoull(argv[1], NULL, 10);
-    int num_graphs = argc > 2 ? atoi(argv[2]) : 400;
+    CliSpec spec = {.program = "test_graph_soundness", .synopsis = "SEED [NUM_GRAPHS=400]",
+                    .about = "Random graphs: the fold analysis against numerical evaluation.\n",
+                    .min_positional = 1, .max_positional = 2};
+    const char *args[2];
+    int n = cli_parse(&spec, argc, argv, args);
+    unsigned long long seed =
+        (unsigned long long)cli_positional_int(&spec, "SEED", args[0], 0, LONG_MAX);
+    int num_graphs =
+        n > 1 ? (int)cli_positional_int(&spec, "NUM_GRAPHS", args[1], 1, 10000000) : 400;
     Rng rng;
     rng_seed(&rng, seed);
     Gen *gen = malloc_check(sizeof(Gen), "generator");

@@ -19,6 +19,7 @@
 //     two training steps on 1 thread (one model) and on 3 threads (three
 //     per-thread copies): logits, loss and every gradient within 1e-5 *
 //     max |1-thread value|.
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 
 #include "attention_bidir.h"
 #include "classifier.h"
+#include "cli.h"
 #include "fast_exp.h"
 #include "gelu.h"
 #include "rand.h"
@@ -445,11 +447,13 @@ static void test_data_parallel(void) {
 }
 
 int main(int argc, char **argv) {
-    uint64_t stride = argc > 1 ? strtoull(argv[1], NULL, 10) : 61;
-    if (stride == 0) {
-        fprintf(stderr, "usage: test_kernels [stride >= 1]\n");
-        return 1;
-    }
+    CliSpec spec = {.program = "test_kernels", .synopsis = "[STRIDE=61]",
+                    .about = "The vectorized kernels against double references; STRIDE thins the\n"
+                             "exhaustive float sweep of the math functions (1 = every float).\n",
+                    .max_positional = 1};
+    const char *args[1];
+    int n = cli_parse(&spec, argc, argv, args);
+    uint64_t stride = n > 0 ? (uint64_t)cli_positional_int(&spec, "STRIDE", args[0], 1, LONG_MAX) : 61;
     const char *seed = getenv("FOLDNORM_TEST_SEED");
     Rng rng;
     rng_seed(&rng, seed != NULL ? strtoull(seed, NULL, 10) : 20261129ull);

@@ -14,6 +14,7 @@
 //   of cbwc-math.md section 3 for ViT: with patch embedding, cls, pos, attn
 //   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
 //   foldable), while in ln mode it is not.
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 
 #include "classifier.h"
+#include "cli.h"
 #include "debug_state.h"
 #include "rand.h"
 #include "utils.h"
@@ -261,41 +263,43 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
     return ok;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: test_vit MODEL.bin STATE.bin [-r rel_tol] [-l loss_tol]\n"
-                    "       test_vit --equivalence MODEL.bin SEED STEPS\n"
-                    "       test_vit --count MODEL.bin\n");
-    exit(EXIT_FAILURE);
-}
-
 int main(int argc, char **argv) {
-    if (argc == 3 && strcmp(argv[1], "--count") == 0) {
+    double rel_tol = 1e-5, loss_tol = 1e-5;
+    int count_only = 0, equivalence = 0;
+    CliFlag flags[] = {
+        {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
+         "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
+        {"-lt", CLI_DOUBLE, &loss_tol, 0, 1, "tolerance for the losses (default 1e-5)", NULL,
+         CLI_OPEN_LO, 0},
+        {"--equivalence", CLI_SWITCH, &equivalence, 0, 0,
+         "MODEL.bin SEED STEPS: ln and cbwc+rms from the same weights stay equal", NULL, 0, 0},
+        {"--count", CLI_SWITCH, &count_only, 0, 0, "MODEL.bin: print the parameter count", NULL,
+         0, 0},
+    };
+    CliSpec spec = {.program = "test_vit",
+                    .synopsis = "[options] MODEL.bin STATE.bin | --equivalence MODEL.bin SEED STEPS"
+                                " | --count MODEL.bin",
+                    .about = "Checks a ViT / Swin against a debug state of dev/reference/vit.py or swin.py.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .min_positional = 1, .max_positional = 3};
+    const char *args[3];
+    int n = cli_parse(&spec, argc, argv, args);
+    if (count_only) {
+        if (n != 1) cli_error(&spec, "--count takes one model file");
         Classifier model;
-        classifier_load(&model, argv[2], -1);
-        printf("%s %s: %zu parameters in %d tensors\n", vision_family_name(model.family), argv[2],
+        classifier_load(&model, args[0], -1);
+        printf("%s %s: %zu parameters in %d tensors\n", vision_family_name(model.family), args[0],
                classifier_num_parameters(&model), classifier_num_tensors(&model));
         classifier_free(&model);
         return 0;
     }
-    if (argc == 5 && strcmp(argv[1], "--equivalence") == 0) {
-        int steps = atoi(argv[4]);
-        if (steps <= 0) {
-            usage();
-        }
-        return check_equivalence(argv[2], strtoull(argv[3], NULL, 10), steps) ? 0 : 1;
+    if (equivalence) {
+        if (n != 3) cli_error(&spec, "--equivalence takes MODEL.bin SEED STEPS");
+        unsigned long long seed =
+            (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
+        int steps = (int)cli_positional_int(&spec, "STEPS", args[2], 1, 1000000);
+        return check_equivalence(args[0], seed, steps) ? 0 : 1;
     }
-    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-' || argc % 2 == 0) {
-        usage();
-    }
-    double rel_tol = 1e-5, loss_tol = 1e-5;
-    for (int i = 3; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "-r") == 0) {
-            rel_tol = atof(argv[i + 1]);
-        } else if (strcmp(argv[i], "-l") == 0) {
-            loss_tol = atof(argv[i + 1]);
-        } else {
-            usage();
-        }
-    }
-    return check_reference(argv[1], argv[2], rel_tol, loss_tol) ? 0 : 1;
+    if (n != 2) cli_error(&spec, "expected MODEL.bin STATE.bin");
+    return check_reference(args[0], args[1], rel_tol, loss_tol) ? 0 : 1;
 }

@@ -256,7 +256,7 @@ static void builder_add(ShardBuilder *b, int label, const uint8_t *pixels) {
 int main(int argc, char **argv) {
     const char *input = NULL, *prefix = NULL, *class_file = NULL;
     int crop = 224;
-    float val_fraction = 0.1f;
+    double val_fraction = 0.1;
     unsigned long long seed = 1337;
     CliFlag flags[] = {
         {"-i", CLI_STRING, &input, 0, 0, "folder with one subfolder of JPEGs per class (required)",
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
          "subfolder, sorted); the line number is the label", "file", 0, 0},
         {"-cs", CLI_INT, &crop, 8, 2048, "crop size: the model's image size (default 224)", NULL,
          0, 0},
-        {"-vf", CLI_FLOAT, &val_fraction, 0, 1,
+        {"-vf", CLI_DOUBLE, &val_fraction, 0, 1,
          "fraction of each class for validation (default 0.1; at least one\n"
          "image per class when it has two or more)", NULL, CLI_OPEN_HI, 0},
         {"-sd", CLI_SEED, &seed, 0, 0, "seed of the per-class split (default 1337)", NULL, 0, 0},

@@ -7,20 +7,19 @@
 // model's 2L+1 norm calls with the LN kernel and with the RMS kernel.
 //
 // usage: bench_fold [-e DESCRIPTOR] [-b "1 8"] [-t "64 256 1024"] [-r rounds] [-w warmup]
-//                   [-s seconds]: sizes whose rounds would take longer than about
+//                   [-tb seconds]: sizes whose rounds would take longer than about
 //                   this many seconds run fewer rounds (at least 3)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "gpt2_fold.h"
 #include "norm.h"
 #include "rand.h"
 #include "utils.h"
-
-#define MAX_SIZES 16
 
 static int compare_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -38,24 +37,6 @@ static double minimum(const double *x, int n) {
 static double median(double *x, int n) {
     qsort(x, (size_t)n, sizeof(double), compare_double);
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
-static int parse_list(const char *s, int *out, const char *flag) {
-    int n = 0;
-    char *copy = malloc_check(strlen(s) + 1, "list"), *save = NULL;
-    strcpy(copy, s);
-    for (char *t = strtok_r(copy, " ,", &save); t != NULL; t = strtok_r(NULL, " ,", &save)) {
-        int v = atoi(t);
-        if (v <= 0 || n == MAX_SIZES) {
-            fatal("%s: '%s' must be up to %d positive integers", flag, s, MAX_SIZES);
-        }
-        out[n++] = v;
-    }
-    free(copy);
-    if (n == 0) {
-        fatal("%s: empty list", flag);
-    }
-    return n;
 }
 
 static double process_cpu_seconds(void) {
@@ -85,34 +66,27 @@ static double norms_ms(NormKind kind, int calls, float *out, float *mean, float 
 
 int main(int argc, char **argv) {
     const char *descriptor = "d4c256h4v256t1024";
-    int batches[MAX_SIZES], lengths[MAX_SIZES];
-    int num_b = parse_list("1 8", batches, "-b"), num_t = parse_list("64 256 1024", lengths, "-t");
+    CliList b_list = {2, {1, 8}}, t_list = {3, {64, 256, 1024}};
     int rounds = 7, warmup = 1;
     double budget_s = 30.0;
-    for (int i = 1; i < argc; i += 2) {
-        if (i + 1 >= argc) {
-            fatal("%s: missing value", argv[i]);
-        }
-        if (strcmp(argv[i], "-e") == 0) {
-            descriptor = argv[i + 1];
-        } else if (strcmp(argv[i], "-b") == 0) {
-            num_b = parse_list(argv[i + 1], batches, "-b");
-        } else if (strcmp(argv[i], "-t") == 0) {
-            num_t = parse_list(argv[i + 1], lengths, "-t");
-        } else if (strcmp(argv[i], "-r") == 0) {
-            rounds = atoi(argv[i + 1]);
-        } else if (strcmp(argv[i], "-s") == 0) {
-            budget_s = atof(argv[i + 1]);
-        } else if (strcmp(argv[i], "-w") == 0) {
-            warmup = atoi(argv[i + 1]);
-        } else {
-            fatal("unknown flag %s (usage: bench_fold [-e D] [-b \"1 8\"] [-t \"64 256 1024\"] [-r N] [-w N] [-s S])",
-                  argv[i]);
-        }
-    }
-    if (rounds < 1 || rounds > 1000 || warmup < 0 || warmup > 100 || !(budget_s > 0.0)) {
-        fatal("-r must be in 1..1000, -w in 0..100 and -s positive");
-    }
+    CliFlag flags[] = {
+        {"-e", CLI_STRING, &descriptor, 0, 0, "model descriptor (default d4c256h4v256t1024)",
+         "descriptor", 0, 0},
+        {"-b", CLI_LIST, &b_list, 1, 65536, "batch sizes (default \"1 8\")", NULL, 0, 0},
+        {"-t", CLI_LIST, &t_list, 1, 1048576, "sequence lengths (default \"64 256 1024\")", NULL,
+         0, 0},
+        {"-r", CLI_INT, &rounds, 1, 1000, "timed rounds (default 7)", NULL, 0, 0},
+        {"-w", CLI_INT, &warmup, 0, 100, "untimed warmup rounds (default 1)", NULL, 0, 0},
+        {"-tb", CLI_DOUBLE, &budget_s, 0, 1e6,
+         "time budget in seconds: sizes whose rounds would take longer run\n"
+         "fewer rounds (at least 3) (default 30)", NULL, CLI_OPEN_LO, 0},
+    };
+    CliSpec spec = {.program = "bench_fold", .synopsis = "[options]",
+                    .about = "Forward only, folded vs LN, side by side in one process.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
+    const int *batches = b_list.values, *lengths = t_list.values;
+    const int num_b = b_list.count, num_t = t_list.count;
     GPT2Config cfg;
     if (gpt2_parse_descriptor(descriptor, &cfg) != 0 || gpt2_config_error(&cfg) != NULL) {
         fatal("-e: '%s' is not a model descriptor (e.g. d4c256h4v256t1024)", descriptor);

@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "cli.h"
 #include "gpt2.h"
 #include "matmul.h"
 #include "rand.h"
@@ -31,18 +32,17 @@ static double median(double *x, int n) {
 int main(int argc, char **argv) {
     const char *descriptor = "d12";
     int B = 4, T = 64, rounds = 10, warmup = 2;
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "-h") == 0 || i + 1 >= argc) {
-            fprintf(stderr, "usage: bench_gpt2 [-e DESCRIPTOR=d12] [-b B=4] [-t T=64] [-r ROUNDS=10] [-w WARMUP=2]\n");
-            return strcmp(argv[i], "-h") == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        }
-        if (strcmp(argv[i], "-e") == 0) descriptor = argv[i + 1];
-        else if (strcmp(argv[i], "-b") == 0) B = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "-t") == 0) T = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "-w") == 0) warmup = atoi(argv[i + 1]);
-        else fatal("unknown flag '%s' (see -h)", argv[i]);
-    }
+    CliFlag flags[] = {
+        {"-e", CLI_STRING, &descriptor, 0, 0, "model descriptor (default d12)", "descriptor", 0, 0},
+        {"-b", CLI_INT, &B, 1, 65536, "batch size (default 4)", NULL, 0, 0},
+        {"-t", CLI_INT, &T, 1, 1048576, "sequence length, <= maxT (default 64)", NULL, 0, 0},
+        {"-r", CLI_INT, &rounds, 1, 100000, "timed rounds (default 10)", NULL, 0, 0},
+        {"-w", CLI_INT, &warmup, 0, 100000, "untimed warmup rounds (default 2)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "bench_gpt2", .synopsis = "[options]",
+                    .about = "One training step of each norm mode per round, side by side.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
     GPT2Config cfg;
     if (gpt2_parse_descriptor(descriptor, &cfg) != 0) {
         fatal("-e: '%s' is not a model descriptor (e.g. d12)", descriptor);

@@ -4,9 +4,7 @@
 // bandwidth. Prints a markdown table for docs/performance.md.
 //
 //   bin/bench_norms                 shapes (4096, 768) and (1024, 1600)
-//   bin/bench_norms -n 2048 -c 1024 one custom shape
-#include <errno.h>
-#include <limits.h>
+//   bin/bench_norms -nr 2048 -C 1024 one custom shape
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -14,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "norm.h"
 #include "rand.h"
 #include "utils.h"
@@ -345,69 +344,27 @@ static void print_machine(const Options *opt) {
 
 // ----------------------------------------------------------------------------
 
-static void usage(FILE *out, const char *prog) {
-    fprintf(out,
-            "usage: %s [-n N -c C] [-r REPEATS] [-w WARMUPS] [-f] [-h]\n"
-            "LayerNorm vs RMSNorm forward/backward timing against a memory copy.\n"
-            "  -n N -c C   one custom shape of N rows by C channels\n"
-            "              (default: 4096 x 768 and 1024 x 1600)\n"
-            "  -r REPEATS  timed repeats per op, median reported (default %d)\n"
-            "  -w WARMUPS  untimed repeats first (default %d)\n"
-            "  -f          flush the caches (write %zu MiB) before each timed op\n"
-            "  -h          this help\n"
-            "Threads: OMP_NUM_THREADS. Output: a markdown table.\n",
-            prog, DEFAULT_REPEATS, DEFAULT_WARMUPS, FLUSH_BYTES >> 20);
-}
-
-static int parse_int(const char *flag, const char *s, int min, const char *prog) {
-    if (s == NULL) {
-        fprintf(stderr, "error: %s needs a value\n", flag);
-        usage(stderr, prog);
-        exit(1);
-    }
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > INT_MAX) {
-        fprintf(stderr, "error: %s wants an integer >= %d, got '%s'\n", flag, min, s);
-        exit(1);
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv) {
-    const char *prog = argv[0];
     Options opt = {DEFAULT_REPEATS, DEFAULT_WARMUPS, 0};
     int custom_N = 0, custom_C = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout, prog);
-            return 0;
-        } else if (strcmp(a, "-n") == 0) {
-            custom_N = parse_int(a, val, 1, prog);
-            i++;
-        } else if (strcmp(a, "-c") == 0) {
-            custom_C = parse_int(a, val, 1, prog);
-            i++;
-        } else if (strcmp(a, "-r") == 0) {
-            opt.repeats = parse_int(a, val, 1, prog);
-            i++;
-        } else if (strcmp(a, "-w") == 0) {
-            opt.warmups = parse_int(a, val, 0, prog);
-            i++;
-        } else if (strcmp(a, "-f") == 0) {
-            opt.flush = 1;
-        } else {
-            fprintf(stderr, "error: unknown argument '%s'\n", a);
-            usage(stderr, prog);
-            return 1;
-        }
-    }
+    CliFlag flags[] = {
+        {"-nr", CLI_INT, &custom_N, 1, 1 << 30,
+         "rows N of one custom shape, with -C (default: 4096 x 768 and 1024 x 1600)", NULL, 0, 0},
+        {"-C", CLI_INT, &custom_C, 1, 1 << 20, "channels C of the custom shape, with -nr", NULL, 0,
+         0},
+        {"-r", CLI_INT, &opt.repeats, 1, 100000, "timed repeats per op, median reported (default 50)",
+         NULL, 0, 0},
+        {"-w", CLI_INT, &opt.warmups, 0, 100000, "untimed repeats first (default 5)", NULL, 0, 0},
+        {"--flush", CLI_SWITCH, &opt.flush, 0, 0, "flush the caches (write 256 MiB) before each timed op", NULL,
+         0, 0},
+    };
+    CliSpec spec = {.program = "bench_norms", .synopsis = "[options]",
+                    .about = "LayerNorm vs RMSNorm forward/backward timing against a memory copy.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags),
+                    .footer = "Threads: OMP_NUM_THREADS. Output: a markdown table.\n"};
+    cli_parse(&spec, argc, argv, NULL);
     if ((custom_N == 0) != (custom_C == 0)) {
-        fprintf(stderr, "error: -n and -c go together\n");
-        return 1;
+        cli_error(&spec, "-nr and -C go together");
     }
 
     int shapes[2][2] = {{4096, 768}, {1024, 1600}};

@@ -5,20 +5,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cli.h"
 #include "tokenizer.h"
 #include "utils.h"
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 3) {
-        fprintf(stderr, "usage: bench_tokenizer FILE [REPEATS=3]\n");
-        return EXIT_FAILURE;
-    }
-    int repeats = argc > 2 ? atoi(argv[2]) : 3;
-    if (repeats < 1) fatal("REPEATS must be >= 1, got '%s'", argv[2]);
-    FILE *f = fopen_check(argv[1], "rb");
-    long size = file_size_bytes(f, argv[1]);
-    unsigned char *text = malloc_check((size_t)size + 1, argv[1]);
-    fread_check(text, 1, (size_t)size, f, argv[1], "the text");
+    CliSpec spec = {.program = "bench_tokenizer", .synopsis = "FILE [REPEATS=3]",
+                    .about = "Prints \"cold_s warm_s bytes tokens\" of GPT-2 encoding FILE.\n",
+                    .min_positional = 1, .max_positional = 2};
+    const char *args[2];
+    int n = cli_parse(&spec, argc, argv, args);
+    const char *path = args[0];
+    int repeats = n > 1 ? (int)cli_positional_int(&spec, "REPEATS", args[1], 1, 100000) : 3;
+    FILE *f = fopen_check(path, "rb");
+    long size = file_size_bytes(f, path);
+    unsigned char *text = malloc_check((size_t)size + 1, path);
+    fread_check(text, 1, (size_t)size, f, path, "the text");
     fclose(f);
     Tokenizer tok;
     tokenizer_load(&tok, NULL);

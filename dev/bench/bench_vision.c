@@ -4,13 +4,14 @@
 // wall time and the median process CPU time per step; on a shared machine
 // the CPU time (at 1 thread) moves less with other jobs than the wall time,
 // which makes it the figure for A/B comparisons of kernels.
-// Usage: bench_vision [-m vit|swin] [-N ln|rms|cbwc] [-b 128] [-r 10] [-w 2]
+// Usage: bench_vision [-e vit|swin] [-N ln|rms|cbwc] [-b 128] [-r 10] [-w 2]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "classifier.h"
+#include "cli.h"
 #include "rand.h"
 #include "utils.h"
 
@@ -33,26 +34,20 @@ static double cpu_seconds(void) {
 int main(int argc, char **argv) {
     const char *family = "vit", *mode_name = "ln";
     int B = 128, rounds = 10, warmup = 2;
-    for (int i = 1; i < argc; i += 2) {
-        if (strcmp(argv[i], "-h") == 0 || i + 1 >= argc) {
-            fprintf(stderr, "usage: bench_vision [-m vit|swin] [-N ln|rms|cbwc] [-b B=128] "
-                            "[-r STEPS=10] [-w WARMUP=2]\n");
-            return strcmp(argv[i], "-h") == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
-        }
-        if (strcmp(argv[i], "-m") == 0) family = argv[i + 1];
-        else if (strcmp(argv[i], "-N") == 0) mode_name = argv[i + 1];
-        else if (strcmp(argv[i], "-b") == 0) B = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "-r") == 0) rounds = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "-w") == 0) warmup = atoi(argv[i + 1]);
-        else fatal("unknown flag '%s' (see -h)", argv[i]);
-    }
+    CliFlag flags[] = {
+        {"-e", CLI_CHOICE, &family, 0, 0, "model: the demo ViT or Swin (default vit)", "vit|swin",
+         0, 0},
+        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode (default ln)", "ln|rms|cbwc", 0, 0},
+        {"-b", CLI_INT, &B, 1, 65536, "batch size (default 128)", NULL, 0, 0},
+        {"-r", CLI_INT, &rounds, 1, 100000, "timed steps (default 10)", NULL, 0, 0},
+        {"-w", CLI_INT, &warmup, 0, 100000, "untimed warmup steps (default 2)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "bench_vision", .synopsis = "[options]",
+                    .about = "Training-step time of the demo ViT / Swin, wall and CPU.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
     NormMode mode;
-    if (norm_mode_parse(mode_name, &mode) != 0) {
-        fatal("-N: unknown norm mode '%s'", mode_name);
-    }
-    if (B < 1 || rounds < 1 || warmup < 0) {
-        fatal("bad sizes: B=%d rounds=%d warmup=%d", B, rounds, warmup);
-    }
+    norm_mode_parse(mode_name, &mode);
     Classifier model;
     if (strcmp(family, "vit") == 0) {
         ViTConfig c = {.image_size = 28, .image_channels = 1, .patch_size = 7, .num_classes = 10,
@@ -64,7 +59,7 @@ int main(int argc, char **argv) {
                         .window = 7, .mlp_ratio = 2};
         classifier_init_swin(&model, &c, mode, 1337);
     } else {
-        fatal("-m: unknown family '%s' (expected vit or swin)", family);
+        fatal("-e: unknown family '%s' (expected vit or swin)", family);
     }
     float *images = malloc_check((size_t)B * 28 * 28 * sizeof(float), "images");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");

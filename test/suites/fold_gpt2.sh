@@ -34,7 +34,7 @@ for shape in "--L 2 --C 64 --NH 4 --V 256 --Vp 256 --maxT 64 --B 2 --T 32" \
     run "folded model $i vs the ln model's reference state (--forward-only)" \
         bin/test_gpt2 "$work/r${i}_folded.bin" "$work/r${i}_state.bin" --forward-only
     run "random model $i on KJV tokens: logits and 100 greedy tokens" \
-        bin/test_fold "$work/r$i.bin" "$work/r${i}_folded.bin" $val -o $(( s * 7 % (ntok - 4096) ))
+        bin/test_fold "$work/r$i.bin" "$work/r${i}_folded.bin" $val -of $(( s * 7 % (ntok - 4096) ))
 done
 
 # 2. a checkpoint trained in ln mode on the KJV bytes (a short run of the demo's trainer)
@@ -44,7 +44,7 @@ ckpt=$(ls "$work"/run/model_*.bin 2> /dev/null | tail -1)
 echo "     trained: $(grep -E '^step +40/' "$work/train.log" | cut -c1-40)"
 run "fold the trained checkpoint" bin/fold "$ckpt" "$work/trained_folded.bin"
 run "trained checkpoint on KJV val tokens: logits and 100 greedy tokens" \
-    bin/test_fold "$ckpt" "$work/trained_folded.bin" $val -o $(( seed % (ntok - 4096) ))
+    bin/test_fold "$ckpt" "$work/trained_folded.bin" $val -of $(( seed % (ntok - 4096) ))
 bin/foldcheck "$work/trained_folded.bin" > "$work/foldcheck.out"
 grep -q "^foldable: 5/5 LNs, cbwc layers: 6" "$work/foldcheck.out" &&
     ok "foldcheck reads the folded file" || bad "foldcheck on the folded file"
