@@ -40,7 +40,7 @@ static void format_value(char *out, size_t size, const CliFlag *f) {
         break;
     case CLI_FLOAT:
     case CLI_DOUBLE: snprintf(out, size, "<float in %s>", range); break;
-    case CLI_SEED: snprintf(out, size, "<int >= 0>"); break;
+    case CLI_SEED: snprintf(out, size, "<seed>"); break;
     case CLI_SWITCH: out[0] = '\0'; break;
     case CLI_LIST: snprintf(out, size, "<list of int in %s>", range); break;
     }
