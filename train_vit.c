@@ -167,6 +167,9 @@ static SwinConfig swin_config_from_flags(const ShapeFlags *f, int tiny) {
     if (f->embed_dim > 0) c.embed_dim = f->embed_dim;
     if (f->window > 0) c.window = f->window;
     if (f->centre_ops >= 0) c.center_patch = f->centre_ops;
+    if (f->depths.count > SWIN_MAX_STAGES || f->stage_heads.count > SWIN_MAX_STAGES) {
+        fatal("-D / -A: at most %d stages", SWIN_MAX_STAGES);
+    }
     if (f->depths.count > 0) {
         c.num_stages = f->depths.count;
         memcpy(c.depths, f->depths.values, sizeof(int) * (size_t)f->depths.count);

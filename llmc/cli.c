@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+// Help lines: "  -b <int in [1, 65536]>  micro-batch size", the text from this column.
+#define HELP_COLUMN 24
+
 void cli_error(const CliSpec *spec, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -32,7 +35,9 @@ static void format_value(char *out, size_t size, const CliFlag *f) {
     char range[96];
     format_range(range, sizeof(range), f->lo, f->hi, f->open);
     switch (f->type) {
-    case CLI_STRING: snprintf(out, size, "<%s>", f->value_name != NULL ? f->value_name : "text"); break;
+    case CLI_STRING:
+        snprintf(out, size, "<%s>", f->value_name != NULL ? f->value_name : "text");
+        break;
     case CLI_CHOICE: snprintf(out, size, "<%s>", f->value_name); break;
     case CLI_INT:
         if (f->lo == 0 && f->hi == 1) snprintf(out, size, "<0|1>");
@@ -47,20 +52,21 @@ static void format_value(char *out, size_t size, const CliFlag *f) {
 }
 
 void cli_print_help(const CliSpec *spec, FILE *out) {
-    fprintf(out, "usage: %s %s\n", spec->program, spec->synopsis);
+    fprintf(out, "usage: %s%s%s\n", spec->program, spec->synopsis[0] != '\0' ? " " : "",
+            spec->synopsis);
     if (spec->about != NULL) {
         fprintf(out, "%s", spec->about);
     }
     for (int i = 0; i < spec->num_flags; i++) {
         const CliFlag *f = &spec->flags[i];
-        char value[160], left[200];
+        char value[160], flag_and_value[200];
         format_value(value, sizeof(value), f);
-        snprintf(left, sizeof(left), "%s%s%s", f->name, value[0] != '\0' ? " " : "", value);
-        const int column = 24;
-        if ((int)strlen(left) < column) {
-            fprintf(out, "  %-*s", column, left);
+        snprintf(flag_and_value, sizeof(flag_and_value), "%s%s%s", f->name,
+                 value[0] != '\0' ? " " : "", value);
+        if ((int)strlen(flag_and_value) < HELP_COLUMN) {
+            fprintf(out, "  %-*s", HELP_COLUMN, flag_and_value);
         } else {
-            fprintf(out, "  %s\n  %-*s", left, column, "");
+            fprintf(out, "  %s\n  %-*s", flag_and_value, HELP_COLUMN, "");
         }
         // continuation lines of the help text line up under its first line
         for (const char *s = f->help; *s != '\0';) {
@@ -69,11 +75,11 @@ void cli_print_help(const CliSpec *spec, FILE *out) {
             fprintf(out, "%.*s\n", len, s);
             s += len + (eol != NULL);
             if (*s != '\0') {
-                fprintf(out, "  %-*s", column, "");
+                fprintf(out, "  %-*s", HELP_COLUMN, "");
             }
         }
     }
-    fprintf(out, "  %-*s%s\n", 24, "-h, --help", "this help");
+    fprintf(out, "  %-*s%s\n", HELP_COLUMN, "-h, --help", "this help");
     if (spec->footer != NULL) {
         fprintf(out, "%s", spec->footer);
     }

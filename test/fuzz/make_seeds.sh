@@ -52,7 +52,7 @@ bin/train_gpt2 -e d1c4h1v256t4 -i "data/kjv/kjv_bytes_train_000000.bin" -b 1 -t 
 bin/alpaca_to_sft test/fixtures/alpaca_fixture.json "$tmp/sft" 1 > /dev/null
 mkdir -p "$tmp/jpeg/apple" "$tmp/jpeg/orange"
 cp "$jpegs/apple.jpg" "$tmp/jpeg/apple/"; cp "$jpegs/orange.jpg" "$tmp/jpeg/orange/"
-bin/images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -s 8 -v 0 > /dev/null
+bin/images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -cs 8 -vf 0 > /dev/null
 
 $PY - "$out" "$tmp" "$fmnist" <<'PYEOF'
 import glob, gzip, json, os, shutil, struct, sys
