@@ -75,7 +75,7 @@ expect_error token_out_of_vocab "token_oob_shard.bin.*token 300" train -e $W/goo
 expect_error shard_magic       "magic_shard.bin.*magic"          train -e $W/good.bin -i $W/magic_shard.bin
 expect_error shard_count       "count_shard.bin.*truncated"      train -e $W/good.bin -i $W/count_shard.bin
 expect_error no_shards         "no token shard matches"          train -e $W/good.bin -i "$W/none_*.bin"
-expect_error unknown_norm_flag "-N: unknown norm mode 'layer'"   train -e $W/good.bin -i $W/good_shard.bin -N layer
+expect_error unknown_norm_flag "-N: expected one of ln|rms|cbwc, got 'layer'" train -e $W/good.bin -i $W/good_shard.bin -N layer
 expect_error seq_len_too_long  "-t 32: .*maxT 16"                train -e $W/good.bin -i $W/good_shard.bin -t 32
 expect_error bad_int_flag      "-b: expected an integer"         train -e $W/good.bin -i $W/good_shard.bin -b four
 expect_error unknown_flag      "unknown flag '-Z'"               train -e $W/good.bin -i $W/good_shard.bin -Z 1

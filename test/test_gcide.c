@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "gcide.h"
 
 static int failures = 0;
@@ -37,7 +38,10 @@ static void count_entry(const char *text, size_t len, void *ctx) {
     (*(int *)ctx)++;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    CliSpec spec = {.program = "test_gcide", .synopsis = "",
+                    .about = "The GCIDE entry parser (llmc/gcide.c) on hand-checked entries.\n"};
+    cli_parse(&spec, argc, argv, NULL);
     expect_entry("Abdomen \\Ab*do\"men\\, n. [L. abdomen (a word of uncertain\n"
                  "   etymol.): cf. F. abdomen.]\n"
                  "   1. (Anat.) The belly, or that part of the body between the\n"

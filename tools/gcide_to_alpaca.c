@@ -6,7 +6,7 @@
 //   part of speech: "What part of speech is "X"?"    -> "noun", "adjective or noun", ...
 // Train and test are split by headword (a hash of the lower-cased word), so
 // no test word's definition is seen in training.
-//   gcide_to_alpaca [-f TEST_FRACTION] [-n MAX_HEADWORDS] [-m MIN_DEF_BYTES] DICT OUT_PREFIX
+//   gcide_to_alpaca [-tf TEST_FRACTION] [-nh MAX_HEADWORDS] [-mb MIN_DEF_BYTES] DICT OUT_PREFIX
 // DICT: gcide.dict.dz (dictzip = gzip) or the plain dictd text. Writes
 // OUT_PREFIX_train.json and OUT_PREFIX_test.json atomically.
 #include <cjson/cJSON.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "cli.h"
 #include "gcide.h"
 #include "utils.h"
 
@@ -125,52 +126,31 @@ static void write_json(FILE *f, const char *path, const void *ctx) {
     free(text);
 }
 
-static void usage(void) {
-    printf("usage: gcide_to_alpaca [-f TEST_FRACTION] [-n MAX_HEADWORDS] [-m MIN_DEF_BYTES] DICT OUT_PREFIX\n"
-           "  DICT        GCIDE in dictd form (/usr/share/dictd/gcide.dict.dz, or its text)\n"
-           "  OUT_PREFIX  writes OUT_PREFIX_train.json and OUT_PREFIX_test.json (Alpaca format)\n"
-           "  -f <float>  fraction of headwords held out for test, in [0, 1) (default 0.05)\n"
-           "  -n <int>    at most this many headwords, 0 = all (default 0)\n"
-           "  -m <int>    shortest definition kept, bytes, 1..512 (default 20)\n"
-           "  -h          this help\n");
-}
-
-static double parse_number(const char *flag, const char *value, double lo, double hi) {
-    char *end;
-    double v = strtod(value, &end);
-    if (end == value || *end != '\0' || !(v >= lo && v <= hi)) {
-        fatal("%s: expected a number in [%g, %g], got '%s'", flag, lo, hi, value);
-    }
-    return v;
-}
-
 int main(int argc, char **argv) {
     double test_fraction = 0.05;
-    size_t max_headwords = 0, min_definition_bytes = 20;
+    int max_headwords_flag = 0, min_definition_flag = 20;
+    CliFlag flags[] = {
+        {"-tf", CLI_DOUBLE, &test_fraction, 0, 1,
+         "fraction of headwords held out for test (default 0.05)", NULL, CLI_OPEN_HI, 0},
+        {"-nh", CLI_INT, &max_headwords_flag, 0, 1000000000,
+         "at most this many headwords, 0 = all (default 0)", NULL, 0, 0},
+        {"-mb", CLI_INT, &min_definition_flag, 1, 512,
+         "shortest definition kept, in bytes (default 20)", NULL, 0, 0},
+    };
+    CliSpec spec = {
+        .program = "gcide_to_alpaca",
+        .synopsis = "[options] DICT OUT_PREFIX",
+        .about = "  DICT        GCIDE in dictd form (/usr/share/dictd/gcide.dict.dz, or its text)\n"
+                 "  OUT_PREFIX  writes OUT_PREFIX_train.json and OUT_PREFIX_test.json (Alpaca format)\n",
+        .flags = flags,
+        .num_flags = CLI_COUNT(flags),
+        .min_positional = 2,
+        .max_positional = 2,
+    };
     const char *positional[2];
-    int npos = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage();
-            return 0;
-        }
-        if (a[0] == '-' && a[1] != '\0') {
-            if (i + 1 >= argc) fatal("%s needs a value (gcide_to_alpaca -h)", a);
-            const char *v = argv[++i];
-            if (strcmp(a, "-f") == 0) test_fraction = parse_number(a, v, 0, 0.999);
-            else if (strcmp(a, "-n") == 0) max_headwords = (size_t)parse_number(a, v, 0, 1e9);
-            else if (strcmp(a, "-m") == 0) min_definition_bytes = (size_t)parse_number(a, v, 1, 512);
-            else fatal("unknown flag %s (gcide_to_alpaca -h)", a);
-            continue;
-        }
-        if (npos == 2) fatal("too many arguments: '%s' (gcide_to_alpaca -h)", a);
-        positional[npos++] = a;
-    }
-    if (npos != 2) {
-        usage();
-        return 1;
-    }
+    cli_parse(&spec, argc, argv, positional);
+    const size_t max_headwords = (size_t)max_headwords_flag;
+    const size_t min_definition_bytes = (size_t)min_definition_flag;
     size_t len;
     char *text = read_dictionary(positional[0], &len);
     EntryList list = {.min_definition_bytes = min_definition_bytes};

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "gpt2.h"
 #include "hf_gpt2.h"
 #include "reader.h"
@@ -151,29 +152,26 @@ static void export_model(const char *model_path, const char *dir) {
     gpt2_free(&model);
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: hf_gpt2 import SRC OUT.bin    Hugging Face GPT-2 (safetensors) -> llm.c model file\n"
-               "       hf_gpt2 export MODEL.bin DIR  llm.c model file (ln or cbwc) -> DIR/model.safetensors,\n"
-               "                                     DIR/config.json (transformers' GPT2LMHeadModel)\n"
-               "  SRC: a .safetensors file with config.json beside it, or a folder holding\n"
-               "       model.safetensors or model.safetensors.index.json and its shards\n");
-}
-
 int main(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-    }
-    if (argc != 4 || (strcmp(argv[1], "import") != 0 && strcmp(argv[1], "export") != 0)) {
-        usage(stderr);
-        return 1;
-    }
-    if (strcmp(argv[1], "import") == 0) {
-        import_model(argv[2], argv[3]);
+    CliSpec spec = {
+        .program = "hf_gpt2",
+        .synopsis = "import SRC OUT.bin | export MODEL.bin DIR",
+        .about = "  import: Hugging Face GPT-2 (safetensors) -> llm.c model file\n"
+                 "  export: llm.c model file (ln or cbwc) -> DIR/model.safetensors,\n"
+                 "          DIR/config.json (transformers' GPT2LMHeadModel)\n"
+                 "  SRC: a .safetensors file with config.json beside it, or a folder holding\n"
+                 "       model.safetensors or model.safetensors.index.json and its shards\n",
+        .min_positional = 3,
+        .max_positional = 3,
+    };
+    const char *args[3];
+    cli_parse(&spec, argc, argv, args);
+    if (strcmp(args[0], "import") == 0) {
+        import_model(args[1], args[2]);
+    } else if (strcmp(args[0], "export") == 0) {
+        export_model(args[1], args[2]);
     } else {
-        export_model(argv[2], argv[3]);
+        cli_error(&spec, "unknown command '%s' (expected import or export)", args[0]);
     }
     return 0;
 }

@@ -45,7 +45,7 @@ print(f"{len(tw)} train / {len(vw)} test headwords ({frac:.3f}), no overlap, 3 r
 PYEOF
 
 # a small set through the SFT converter and the trainer's loader
-if bin/gcide_to_alpaca -n 200 -f 0.1 $dict "$work/small" > /dev/null 2>&1 &&
+if bin/gcide_to_alpaca -nh 200 -tf 0.1 $dict "$work/small" > /dev/null 2>&1 &&
    bin/alpaca_to_sft -t 256 "$work/small_train.json" "$work/sft" 20 > "$work/sft.out" 2>&1 &&
    [ -s "$work/sft_train_000000.bin" ] && [ -s "$work/sft_val_000000.bin" ]; then ok "alpaca_to_sft accepts the records"
 else bad "alpaca_to_sft on 200 headwords: $(cat "$work/sft.out")"; fi
@@ -61,7 +61,7 @@ printf 'no entries here\njust text\n' > "$work/plain.txt"
 expect_error "missing dictionary" "missing.dz" bin/gcide_to_alpaca "$work/missing.dz" "$work/o"
 expect_error "truncated dictzip" "truncated.dz" bin/gcide_to_alpaca "$work/truncated.dz" "$work/o"
 expect_error "text without entries" "plain.txt.*no dictionary entries" bin/gcide_to_alpaca "$work/plain.txt" "$work/o"
-expect_error "test fraction out of range" "-f" bin/gcide_to_alpaca -f 1.5 $dict "$work/o"
+expect_error "test fraction out of range" "-tf" bin/gcide_to_alpaca -tf 1.5 $dict "$work/o"
 expect_error "unknown flag" "-q" bin/gcide_to_alpaca -q 1 $dict "$work/o"
 [ ! -e "$work/o_train.json" ] && ok "no output after errors" || bad "an error left output behind"
 [ $fails -eq 0 ]
