@@ -1,174 +1,79 @@
 // GPT-2 training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc):
-// the CUDA counterpart of train_gpt2.c with the same flags (a subset: no
-// sampling, no resume). bf16 mixed precision by default, fp32 throughout
+// the CUDA counterpart of train_gpt2.c with the same flags (one table,
+// llmc/gpt2_train_args.c; a subset: no sampling, no resume). bf16 mixed precision by default, fp32 throughout
 // when built with -DFOLDNORM_FP32 (make train_gpt2fp32cu). The model and its
 // kernels live in llmc/*.cuh; model files, data loader and the learning-rate
 // schedule are the CPU trainer's (libllmc).
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "gpt2_cuda.cuh"
 #include "multi_gpu.cuh"
 
 extern "C" {
+#include "cli.h"
 #include "dataloader.h"
+#include "gpt2_train_args.h"
 #include "logger.h"
 #include "rand.h"
 #include "schedule.h"
 }
 
+typedef Gpt2TrainArgs TrainArgs;
+
+// The flags only the GPU trainer takes.
 typedef struct {
-    const char *train_pattern;
-    const char *val_pattern;
-    const char *model;
-    const char *output_dir;
-    const char *norm_mode;
-    int batch_size;
-    int seq_len;
-    int total_batch_tokens;
-    float learning_rate;
-    int warmup_steps;
-    float final_lr_fraction;
-    float weight_decay;
-    float grad_clip;
-    int max_steps;
-    int val_every;
-    int val_max_steps;
-    int overfit_single_batch;
-    int shuffle;
     int inference_passes; // > 0: time this many forward passes on random tokens, no training
     int num_processes;    // -pn: 0 = from mpirun's environment, else 1
     int process_rank;     // -pr
     const char *id_file;  // -pf: shared file for the NCCL unique id
-    unsigned long long seed;
-} TrainArgs;
+} GpuArgs;
 
-static void usage(void) {
-    fprintf(stderr,
-            "usage: train_gpt2cu [options]   (%s build)\n"
-            "  -N <mode>   norm mode: ln | rms | cbwc (default: the model file's, ln for descriptors)\n"
-            "  -e <model>  model file (llm.c format) or descriptor d<L>[c<C>h<NH>v<V>t<maxT>]\n"
-            "              (default d12: GPT-2 124M)\n"
-            "  -i <glob>   train token shards (default data/kjv/kjv_train_*.bin)\n"
-            "  -j <glob>   val token shards (default data/kjv/kjv_val_*.bin)\n"
-            "  -o <dir>    output dir for main.log and the final model (default: none)\n"
-            "  -b <int>    micro-batch size B (default 4)\n"
-            "  -t <int>    sequence length T <= maxT (default 1024)\n"
-            "  -d <int>    total batch size in tokens, a multiple of B*T (default B*T)\n"
-            "  -l <float>  learning rate (default 3e-4)\n"
-            "  -u <int>    warmup steps (default 0)\n"
-            "  -q <float>  final learning rate fraction, cosine decay (default 1.0)\n"
-            "  -c <float>  weight decay on matrices (default 0.0)\n"
-            "  -gc <float> gradient clipping by global norm, 0 = off (default 1.0)\n"
-            "  -x <int>    max steps (default: one epoch)\n"
-            "  -v <int>    evaluate every this many steps, 0 = never (default 20)\n"
-            "  -m <int>    max val batches per evaluation (default 20)\n"
-            "  -a <0|1>    overfit a single batch (default 0)\n"
-            "  -sh <0|1>   shuffle train shards and samples every epoch (default 1)\n"
-            "  -sd <int>   seed for init and shuffling (default 1337)\n"
-            "  -pn <int>   data parallel: number of processes, one GPU each (default: mpirun's\n"
-            "              environment, else 1)\n"
-            "  -pr <int>   this process's rank, 0 .. pn-1 (with -pn)\n"
-            "  -pf <file>  shared file through which rank 0 hands the NCCL id to the others;\n"
-            "              must not exist at launch, rank 0 removes it once all have joined\n"
-            "  -inf <int>  inference benchmark: time this many forward passes (B, T) on random\n"
-            "              tokens, no data, no training (default 0 = train)\n"
-            "  -h          this help\n",
-            FLOATX_NAME);
-}
-
-static int parse_int_flag(const char *flag, const char *value) {
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno != 0 || *end != '\0' || v < -2147483647L || v > 2147483647L) {
-        fatal("%s: expected an integer, got '%s'", flag, value);
-    }
-    return (int)v;
-}
-
-static float parse_float_flag(const char *flag, const char *value) {
-    char *end;
-    errno = 0;
-    float v = strtof(value, &end);
-    if (errno != 0 || *end != '\0' || !isfinite(v)) {
-        fatal("%s: expected a number, got '%s'", flag, value);
-    }
-    return v;
-}
-
-static TrainArgs parse_args(int argc, char **argv) {
-    TrainArgs a;
-    memset(&a, 0, sizeof(a));
-    a.train_pattern = "data/kjv/kjv_train_*.bin";
-    a.val_pattern = "data/kjv/kjv_val_*.bin";
+// The GPT-2 trainers' shared flags (llmc/gpt2_train_args.c) with the GPU
+// defaults (d12, T = 1024), then the GPU-only ones.
+static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
+    TrainArgs a = gpt2_train_args_defaults();
     a.model = "d12";
-    a.batch_size = 4;
     a.seq_len = 1024;
-    a.total_batch_tokens = -1;
-    a.learning_rate = 3e-4f;
-    a.final_lr_fraction = 1.0f;
-    a.grad_clip = 1.0f;
-    a.max_steps = -1;
-    a.val_every = 20;
-    a.val_max_steps = 20;
-    a.shuffle = 1;
-    a.seed = 1337;
-    for (int i = 1; i < argc; i += 2) {
-        const char *f = argv[i];
-        if (strcmp(f, "-h") == 0 || strcmp(f, "--help") == 0) {
-            usage();
-            exit(EXIT_SUCCESS);
-        }
-        if (f[0] != '-' || f[1] == '\0') {
-            usage();
-            fatal("unexpected argument '%s'", f);
-        }
-        if (i + 1 >= argc) fatal("%s: missing value", f);
-        const char *v = argv[i + 1];
-        if (strcmp(f, "-N") == 0) a.norm_mode = v;
-        else if (strcmp(f, "-e") == 0) a.model = v;
-        else if (strcmp(f, "-i") == 0) a.train_pattern = v;
-        else if (strcmp(f, "-j") == 0) a.val_pattern = v;
-        else if (strcmp(f, "-o") == 0) a.output_dir = v;
-        else if (strcmp(f, "-b") == 0) a.batch_size = parse_int_flag(f, v);
-        else if (strcmp(f, "-t") == 0) a.seq_len = parse_int_flag(f, v);
-        else if (strcmp(f, "-d") == 0) a.total_batch_tokens = parse_int_flag(f, v);
-        else if (strcmp(f, "-l") == 0) a.learning_rate = parse_float_flag(f, v);
-        else if (strcmp(f, "-u") == 0) a.warmup_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-q") == 0) a.final_lr_fraction = parse_float_flag(f, v);
-        else if (strcmp(f, "-c") == 0) a.weight_decay = parse_float_flag(f, v);
-        else if (strcmp(f, "-gc") == 0) a.grad_clip = parse_float_flag(f, v);
-        else if (strcmp(f, "-x") == 0) a.max_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-v") == 0) a.val_every = parse_int_flag(f, v);
-        else if (strcmp(f, "-m") == 0) a.val_max_steps = parse_int_flag(f, v);
-        else if (strcmp(f, "-a") == 0) a.overfit_single_batch = parse_int_flag(f, v);
-        else if (strcmp(f, "-sh") == 0) a.shuffle = parse_int_flag(f, v);
-        else if (strcmp(f, "-sd") == 0) a.seed = (unsigned long long)parse_int_flag(f, v);
-        else if (strcmp(f, "-inf") == 0) a.inference_passes = parse_int_flag(f, v);
-        else if (strcmp(f, "-pn") == 0) a.num_processes = parse_int_flag(f, v);
-        else if (strcmp(f, "-pr") == 0) a.process_rank = parse_int_flag(f, v);
-        else if (strcmp(f, "-pf") == 0) a.id_file = v;
-        else {
-            usage();
-            fatal("unknown flag '%s'", f);
-        }
+    memset(gpu, 0, sizeof(*gpu));
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 4];
+    int n = gpt2_train_flags(&a, GPT2_FLAGS_CORE, flags);
+    const CliFlag gpu_flags[] = {
+        {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
+         "data parallel: number of processes, one GPU each (default: mpirun's\n"
+         "environment, else 1)", NULL, 0, 0},
+        {"-pr", CLI_INT, &gpu->process_rank, 0, 65535, "this process's rank, 0 .. pn-1 (with -pn)",
+         NULL, 0, 0},
+        {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
+         "shared file through which rank 0 hands the NCCL id to the others;\n"
+         "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+        {"-inf", CLI_INT, &gpu->inference_passes, 0, 1000000,
+         "inference benchmark: time this many forward passes (B, T) on random\n"
+         "tokens, no data, no training (default 0 = train)", NULL, 0, 0},
+    };
+    for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
+    char about[160];
+    snprintf(about, sizeof(about), "GPT-2 training on an NVIDIA GPU, %s build (llm.c's flags).\n",
+             FLOATX_NAME);
+    CliSpec spec;
+    memset(&spec, 0, sizeof(spec));
+#ifdef FOLDNORM_FP32
+    spec.program = "train_gpt2fp32cu";
+#else
+    spec.program = "train_gpt2cu";
+#endif
+    spec.synopsis = "[options]";
+    spec.about = about;
+    spec.flags = flags;
+    spec.num_flags = n;
+    cli_parse(&spec, argc, argv, NULL);
+    gpt2_train_args_check(&spec, &a);
+    if (gpu->num_processes > 0 && gpu->process_rank >= gpu->num_processes) {
+        cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
+                  gpu->process_rank);
     }
-    if (a.batch_size <= 0) fatal("-b: batch size must be positive, got %d", a.batch_size);
-    if (a.seq_len <= 0) fatal("-t: sequence length must be positive, got %d", a.seq_len);
-    if (a.val_every < 0 || a.val_max_steps < 0 || a.warmup_steps < 0) {
-        fatal("-v, -m and -u take values >= 0");
-    }
-    if (a.learning_rate <= 0.0f) fatal("-l: learning rate must be positive");
-    if (a.num_processes < 0 || a.process_rank < 0 ||
-        (a.num_processes > 0 && a.process_rank >= a.num_processes)) {
-        fatal("-pn %d -pr %d: need pn >= 1 and 0 <= pr < pn", a.num_processes, a.process_rank);
-    }
-    if (a.inference_passes < 0) fatal("-inf: expected a count >= 0, got %d", a.inference_passes);
     return a;
 }
 
@@ -228,9 +133,10 @@ static void inference_benchmark(const GPT2 *host, int B, int T, int passes, unsi
 }
 
 int main(int argc, char **argv) {
-    TrainArgs args = parse_args(argc, argv);
+    GpuArgs gpu;
+    TrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE;
-    MultiGpu mg = multi_gpu_init(args.num_processes, args.process_rank, args.id_file);
+    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes the model
     GPT2 host;
     setup_host_model(&host, &args); // the same seed on every rank: the same weights
@@ -239,8 +145,8 @@ int main(int argc, char **argv) {
     if (T > cfg->max_seq_len) {
         fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
     }
-    if (args.inference_passes > 0) {
-        if (lead) inference_benchmark(&host, B, T, args.inference_passes, args.seed);
+    if (gpu.inference_passes > 0) {
+        if (lead) inference_benchmark(&host, B, T, gpu.inference_passes, args.seed);
         gpt2_free(&host);
         multi_gpu_free(&mg);
         return EXIT_SUCCESS;
@@ -266,9 +172,7 @@ int main(int argc, char **argv) {
         max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
         max_steps = max_steps > 0 ? max_steps : 1;
     }
-    if (lead && args.output_dir != NULL && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {
-        fatal("-o %s: cannot create directory: %s", args.output_dir, strerror(errno));
-    }
+    if (lead && args.output_dir != NULL) make_directories(args.output_dir);
     Logger logger;
     logger_init(&logger, lead ? args.output_dir : NULL, 0);
 
