@@ -33,8 +33,10 @@ static int gpt2_tensor_flag(const char *name, int *layer) {
 }
 
 void gpt2_fold(GPT2 *model, const char *source) {
-    if (model->mode != MODE_LN) {
-        fatal("%s: norm mode is '%s'; fold takes an ln-mode model (a cbwc or rms model is a "
+    // a cbwc model is the ln model of its proxy weights (LN(Wx+b) = RMS(Vx+b~)),
+    // so both fold the same way; rms is another function, folded is done
+    if (model->mode != MODE_LN && model->mode != MODE_CBWC) {
+        fatal("%s: norm mode is '%s'; fold takes an ln or cbwc model (an rms model is a "
               "different function of its weights, a folded one is folded already)",
               source, norm_mode_name(model->mode));
     }

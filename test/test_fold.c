@@ -1,4 +1,4 @@
-// Checks a folded model against the ln model it came from on real tokens:
+// Checks a folded model against the ln (or cbwc) model it came from on real tokens:
 // logits over (B, T) windows of a token shard (max|folded - ln| / max|ln|),
 // and greedy generations of N tokens from a prompt taken from the shard.
 //
@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "test_fold",
                     .synopsis = "[options] LN.bin FOLDED.bin SHARD.bin",
-                    .about = "Checks a folded model against the ln model it came from on a token shard.\n",
+                    .about = "Checks a folded model against the ln or cbwc model it came from on a token shard.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
                     .min_positional = 3, .max_positional = 3};
     const char *files[3];
@@ -88,8 +88,8 @@ int main(int argc, char **argv) {
     GPT2 ln, folded;
     gpt2_load(&ln, ln_path);
     gpt2_load(&folded, folded_path);
-    if (ln.mode != MODE_LN || folded.mode != MODE_FOLDED) {
-        fatal("expected an ln model and a folded model, got %s and %s", norm_mode_name(ln.mode),
+    if ((ln.mode != MODE_LN && ln.mode != MODE_CBWC) || folded.mode != MODE_FOLDED) {
+        fatal("expected an ln or cbwc model and a folded model, got %s and %s", norm_mode_name(ln.mode),
               norm_mode_name(folded.mode));
     }
     const GPT2Config *c = &ln.config;

@@ -1,4 +1,4 @@
-// fold: turns a GPT-2 model trained in ln mode (or any llm.c GPT-2 file) into
+// fold: turns a GPT-2 model trained in ln or cbwc mode (or any llm.c GPT-2 file) into
 // an inference model whose foldable LNs are RMSNorm and whose CBWC layers
 // hold V and the centred bias directly (cbwc-math.md sections 3-5). Which
 // norms fold and which layers are centred comes from the zero-mean analysis
@@ -13,7 +13,7 @@
 int main(int argc, char **argv) {
     CliSpec spec = {.program = "fold",
                     .synopsis = "IN.bin OUT.bin",
-                    .about = "  IN.bin   a GPT-2 model file in ln mode (header slot 8 = 0; llm.c's files are)\n"
+                    .about = "  IN.bin   a GPT-2 model file in ln or cbwc mode (llm.c's files are ln)\n"
                              "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n",
                     .min_positional = 2, .max_positional = 2};
     const char *args[2];

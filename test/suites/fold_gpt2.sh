@@ -49,6 +49,22 @@ bin/foldcheck "$work/trained_folded.bin" > "$work/foldcheck.out"
 grep -q "^foldable: 5/5 LNs, cbwc layers: 6" "$work/foldcheck.out" &&
     ok "foldcheck reads the folded file" || bad "foldcheck on the folded file"
 
+# 2b. a cbwc model is the ln model of its proxy weights: it folds directly, a
+#     random one against the reference state of that ln model, a trained one on KJV
+s=$(( (seed + 300) % 1000000 ))
+$PY dev/reference/gpt2.py --mode cbwc --seed $s --L 2 --C 64 --NH 4 --V 256 --Vp 256 --maxT 64 --B 2 --T 32 \
+    --model "$work/c.bin" > /dev/null && $PY dev/reference/gpt2.py --load "$work/c.bin" --mode ln --seed $s --B 2 --T 32 \
+    --state "$work/c_as_ln_state.bin" > /dev/null || bad "reference cbwc model"
+run "fold a random cbwc model" bin/fold "$work/c.bin" "$work/c_folded.bin"
+run "folded cbwc model vs the reference state of the ln model of its weights" \
+    bin/test_gpt2 "$work/c_folded.bin" "$work/c_as_ln_state.bin" --forward-only
+bin/train_gpt2 -N cbwc -e d2c64h4v256t64 -i "data/kjv/kjv_bytes_train_*.bin" -j "$val" -b 8 -t 64 -x 10 -l 3e-3 -v 0 \
+    -sd $((seed % 100000 + 1)) -o "$work/run_cbwc" > "$work/train_cbwc.log" 2>&1 || bad "train_gpt2 -N cbwc"
+ckpt_cbwc=$(ls "$work"/run_cbwc/model_*.bin 2> /dev/null | tail -1)
+run "fold a checkpoint trained with -N cbwc" bin/fold "$ckpt_cbwc" "$work/cbwc_folded.bin"
+run "cbwc checkpoint on KJV val tokens: logits and 100 greedy tokens (the fold check on your own data)" \
+    bin/test_fold "$ckpt_cbwc" "$work/cbwc_folded.bin" $val -of $(( (seed + 5) % (ntok - 4096) ))
+
 # 3. the folded file: header records what was folded; sizes are checked
 read -r mode norms layers < <($PY -c "
 import struct,sys; h=struct.unpack('<256i', open(sys.argv[1],'rb').read(1024)); print(h[8], h[9], h[10])" "$work/trained_folded.bin")
@@ -65,12 +81,10 @@ expect_error() { # NAME PATTERN COMMAND...
         bad "bad $name: exit $rc, stderr: $(head -c 300 "$work/$name.err")"
     fi
 }
-for m in rms cbwc; do
-    $PY dev/reference/gpt2.py --mode $m --seed 3 --L 1 --C 32 --NH 2 --V 256 --Vp 256 --maxT 16 --B 1 --T 8 \
-        --model "$work/$m.bin" --state "$work/${m}_state.bin" > /dev/null
-    expect_error "fold_$m" "$m.bin: norm mode is '$m'; fold takes an ln-mode model" bin/fold "$work/$m.bin" "$work/x.bin"
-done
-expect_error fold_folded "norm mode is 'folded'; fold takes an ln-mode model" bin/fold "$work/trained_folded.bin" "$work/x.bin"
+$PY dev/reference/gpt2.py --mode rms --seed 3 --L 1 --C 32 --NH 2 --V 256 --Vp 256 --maxT 16 --B 1 --T 8 \
+    --model "$work/rms.bin" --state "$work/rms_state.bin" > /dev/null
+expect_error fold_rms "rms.bin: norm mode is 'rms'; fold takes an ln or cbwc model" bin/fold "$work/rms.bin" "$work/x.bin"
+expect_error fold_folded "norm mode is 'folded'; fold takes an ln or cbwc model" bin/fold "$work/trained_folded.bin" "$work/x.bin"
 expect_error fold_text "not a GPT-2 model file" bin/fold docs/graphs/gpt2-d12.txt "$work/x.bin"
 expect_error fold_missing "cannot open" bin/fold "$work/none.bin" "$work/x.bin"
 size=$(stat -c %s "$work/trained_folded.bin")
