@@ -215,8 +215,10 @@ int main(int argc, char **argv) {
             printf("val loss %.6f\n", val_loss);
             logger_log_val(&logger, step, val_loss);
         }
+        // not again at the step resumed from: its sample was drawn before that
+        // checkpoint was written, so the saved RNG already follows it
         if (comm.rank == 0 && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
-            step > 0) {
+            step > progress.step) {
             sample_and_print(&model, &rng, &args, sample_tokenizer);
         }
         int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;

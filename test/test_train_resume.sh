@@ -30,5 +30,17 @@ for mode in ln rms cbwc; do
     grep -q "mode $mode" "$work/$mode.full.out" || fail "$mode: progress output does not name the mode"
     echo "ok   $mode: loss $first -> $lastl, resume bit-exact"
 done
+# with samples every 2 steps: the resumed run's RNG (in the final state file)
+# and its later samples equal the uninterrupted run's (no second sample at the
+# step resumed from)
+sflags=(-N ln -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16 -x 6 -n 3 -s 2 -g 8 -sd 11)
+bin/train_gpt2 "${sflags[@]}" -o "$work/s.full" > "$work/s.full.out" 2>&1 || fail "sampling run"
+mkdir -p "$work/s.resumed"
+cp "$work/s.full/model_00000003.bin" "$work/s.full/state_00000003.bin" "$work/s.resumed/"
+bin/train_gpt2 "${sflags[@]}" -o "$work/s.resumed" -y 1 > "$work/s.resumed.out" 2>&1 || fail "resumed sampling run"
+cmp -s "$work/s.full/state_00000006.bin" "$work/s.resumed/state_00000006.bin" &&
+    diff <(grep '^sample' "$work/s.full.out" | tail -2) <(grep '^sample' "$work/s.resumed.out") > /dev/null &&
+    echo "ok   sampling: resumed RNG state and samples equal the uninterrupted run's" ||
+    fail "sampling: the resumed run's RNG or samples differ"
 echo "$fails failed"
 [ $fails -eq 0 ]
