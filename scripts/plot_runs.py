@@ -6,7 +6,8 @@
 
 Each argument is a run directory holding main.log, or a main.log itself. The
 log lines are llm.c's: `s:STEP trl:LOSS ...` (train) and `s:STEP tel:LOSS`
-(validation); a step logged twice (a resumed run appends) keeps its last value.
+(validation), and train_vit's test accuracy `s:STEP tea:ACC` as a third
+panel; a step logged twice (a resumed run appends) keeps its last value.
 --group merges runs named NAME_seedN into one curve per NAME: the mean over
 seeds, with the min-max band, so seed-to-seed spread is visible beside the
 differences between modes. Matplotlib (Debian python3-matplotlib), headless.
@@ -25,8 +26,8 @@ def fail(msg):
 
 
 def read_log(path):
-    """Returns {key: {step: value}} for the keys trl and tel."""
-    series = {"trl": {}, "tel": {}}
+    """Returns {key: {step: value}} for the keys trl, tel and tea (test accuracy)."""
+    series = {"trl": {}, "tel": {}, "tea": {}}
     try:
         with open(path, encoding="utf-8", errors="strict") as f:
             lines = f.readlines()
@@ -48,7 +49,7 @@ def read_log(path):
             except ValueError:
                 fail(f"{path}:{number}: {key} is not a number: {value!r}")
             series[key][step] = v
-    if not series["trl"] and not series["tel"]:
+    if not any(series.values()):
         fail(f"{path}: no 's:STEP trl:LOSS' or 's:STEP tel:LOSS' lines: not a main.log")
     return series
 
@@ -113,8 +114,10 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=100)
-    panels = (("trl", "train loss"), ("tel", "validation loss"))
+    panels = [("trl", "train loss"), ("tel", "validation loss")]
+    if any(series["tea"] for _, series in runs):  # train_vit logs test accuracy too
+        panels.append(("tea", "test accuracy"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), dpi=100)
     groups = group_runs(runs) if args.group else {n: [s] for n, s in runs}
     for (key, label), ax in zip(panels, axes):
         for i, (name, series_list) in enumerate(sorted(groups.items())):
@@ -126,13 +129,13 @@ def main():
             tag = f"{name} (n={len(series_list)})" if args.group else name
             # dashes cycle too: identical curves (ln and cbwc are the same model) stay visible
             ax.plot(steps, shown, color=color, lw=1.2, label=tag, ls=("-", "--", ":", "-.")[i % 4],
-                    marker="o" if key == "tel" and len(steps) < 40 else None, ms=3)
+                    marker="o" if key in ("tel", "tea") and len(steps) < 40 else None, ms=3)
             if len(series_list) > 1:
                 ax.fill_between(steps, lo, hi, color=color, alpha=0.18, lw=0)
         ax.set_title(label)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)
-        if args.logy:
+        if args.logy and key != "tea":
             ax.set_yscale("log")
         if ax.lines:
             ax.legend(fontsize=8)

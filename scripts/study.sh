@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# One command per comparison study of the norm modes (ln, rms, cbwc), each
+# run in several seeds, with a CSV summary and PNG curves:
+#
+#   scripts/study.sh gpt-pretrain quick|full   GPT-2 on the King James Bible:
+#       train/val curves, final val loss and tokens/s per mode
+#   scripts/study.sh vision quick|full         ViT and Swin on Fashion-MNIST:
+#       test accuracy and loss per mode (Swin also with -K 1, the centring ops)
+#
+# quick: seconds (make test runs it, so the runner cannot rot); full: sized
+# for this 2-core machine (docs/results.md gives the figures and times).
+# Runs go to out/exp/STUDY/ (or $STUDY_OUT): RUN/main.log and RUN/stdout.txt
+# per run (RUN = [MODEL_]MODE_seedN), summary.csv, and curves.png drawn by
+# scripts/plot_runs.py (mean and min-max band over the seeds).
+# Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+[ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
+[ $# -eq 2 ] || { usage >&2; exit 1; }
+study=$1 preset=$2
+case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, got '$preset'" >&2; exit 1;; esac
+out=${STUDY_OUT:-out/exp/$study}
+PY=${PYTHON:-/usr/bin/python3}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+make -s train_gpt2 train_vit > /dev/null
+mkdir -p "$out"
+commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
+t_start=$SECONDS
+
+# run NAME COMMAND...: one run into $out/NAME, its stdout kept (a failure stops the study)
+run() {
+    local name=$1; shift
+    rm -rf "${out:?}/$name"; mkdir -p "$out/$name"
+    echo "== $name: $*" | tee -a "$out/commands.txt"
+    if ! "$@" -o "$out/$name" > "$out/$name/stdout.txt" 2>&1; then
+        tail -5 "$out/$name/stdout.txt"; echo "study.sh: run $name failed" >&2; exit 1
+    fi
+}
+# last_value FILE KEY: the last s:N KEY:VALUE of a main.log
+last_value() { grep -oE "^s:[0-9]+ .*\\b$2:[^ ]+" "$1" | tail -1 | sed -E "s/.*\\b$2://"; }
+# median tok/s over the progress lines of a run's stdout
+median_rate() {
+    grep -oE "[0-9.]+ $2/s" "$1" | awk '{print $1}' | sort -g | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "nan"}'
+}
+
+: > "$out/commands.txt"
+case $study in
+gpt-pretrain)
+    if [ $preset = quick ]; then # byte-level KJV, a tiny model
+        scripts/prepare_kjv_bytes.sh > /dev/null
+        data=(-i "data/kjv/kjv_bytes_train_*.bin" -j "data/kjv/kjv_bytes_val_*.bin")
+        model=d2c64h4v256t64 flags=(-b 4 -t 64 -x 12 -v 6 -m 2 -l 3e-3 -u 3)
+        seeds=${STUDY_SEEDS:-"1 2"}
+    else # GPT-2 BPE KJV, the demo's model
+        scripts/prepare_kjv.sh > /dev/null
+        data=(-i "data/kjv/kjv_train_*.bin" -j "data/kjv/kjv_val_*.bin")
+        model=d4c128h4v50257t256 flags=(-b 8 -t 64 -x 600 -v 50 -m 8 -l 1e-3 -u 50)
+        seeds=${STUDY_SEEDS:-"1 2 3"}
+    fi
+    echo "mode,seed,final_train_loss,final_val_loss,median_tok_per_s" > "$out/summary.csv"
+    for mode in ln rms cbwc; do
+        for s in $seeds; do
+            run ${mode}_seed$s bin/train_gpt2 -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
+            log=$out/${mode}_seed$s/main.log
+            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok)" \
+                >> "$out/summary.csv"
+        done
+    done
+    $PY scripts/plot_runs.py "$out"/*_seed* --group --title "gpt-pretrain ($preset, $model, commit $commit)" \
+        -o "$out/curves.png" > /dev/null
+    ;;
+vision)
+    if [ $preset = quick ]; then
+        common=(-b 32 -x 6 -nt 192 -ne 128 -u 2 -pe 3)
+        vit=(-e vit -C 32 -L 2 -H 2) swin=(-e swin -E 16 -D 2,2 -A 1,2)
+        seeds=${STUDY_SEEDS:-"1 2"}
+    else
+        common=(-b 128 -ep 1 -pe 50)
+        vit=(-e vit) swin=(-e swin)
+        seeds=${STUDY_SEEDS:-"1 2 3"}
+    fi
+    echo "model,mode,seed,test_accuracy,test_loss,median_images_per_s" > "$out/summary.csv"
+    for family in vit swin swin_k1; do
+        case $family in
+            vit) fam=("${vit[@]}") ;; swin) fam=("${swin[@]}") ;; swin_k1) fam=("${swin[@]}" -K 1) ;;
+        esac
+        for mode in ln rms cbwc; do
+            for s in $seeds; do
+                name=${family}_${mode}_seed$s
+                run $name bin/train_vit "${fam[@]}" -N $mode "${common[@]}" -sd $s
+                final=$(grep '^final:' "$out/$name/stdout.txt")
+                acc=$(sed -E 's/.*test_accuracy ([^ ]+).*/\1/' <<< "$final")
+                loss=$(sed -E 's/.*test_loss ([^ ]+).*/\1/' <<< "$final")
+                rate=$(sed -E 's/.*median_images_per_s ([^ ]+).*/\1/' <<< "$final")
+                echo "$family,$mode,$s,$acc,$loss,$rate" >> "$out/summary.csv"
+            done
+        done
+        $PY scripts/plot_runs.py "$out"/${family}_*_seed* --group \
+            --title "vision: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
+    done
+    ;;
+*)
+    echo "study.sh: unknown study '$study' (gpt-pretrain, vision)" >&2; exit 1 ;;
+esac
+echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $(($(wc -l < "$out/summary.csv") - 1)) runs"
+column -s, -t < "$out/summary.csv"
