@@ -17,22 +17,6 @@
 #include "reader.h"
 #include "utils.h"
 
-static const char *const NORM_MODE_NAMES[] = {"ln", "rms", "cbwc", "folded"};
-
-const char *norm_mode_name(NormMode mode) {
-    return (mode >= MODE_LN && mode <= MODE_FOLDED) ? NORM_MODE_NAMES[mode] : "?";
-}
-
-int norm_mode_parse(const char *name, NormMode *mode) {
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(name, NORM_MODE_NAMES[i]) == 0) {
-            *mode = (NormMode)i;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cfg) {
     size_t Vp = (size_t)cfg->padded_vocab_size, C = (size_t)cfg->channels;
     size_t L = (size_t)cfg->num_layers, maxT = (size_t)cfg->max_seq_len;

@@ -12,17 +12,17 @@
 #include <stdint.h>
 
 #include "adamw.h"
+#include "norm_mode.h"
 #include "reader.h"
 
 #define GPT2_MODEL_MAGIC 20240326
 #define GPT2_MODEL_VERSION_FP32 3
 #define GPT2_HEADER_SLOT_NORM_MODE 8
 
-// MODE_FOLDED: inference only, written by bin/fold from an ln model: every norm
-// RMSNorm, wte/wpe rows and attn/mlp c_proj already centred (V, P b), and the
-// tied head reads V plus m_t = mean(W_t) stored after the parameters
-// (cbwc-math.md sections 4-5). Not accepted by norm_mode_parse.
-typedef enum { MODE_LN = 0, MODE_RMS = 1, MODE_CBWC = 2, MODE_FOLDED = 3 } NormMode;
+// MODE_FOLDED (norm_mode.h) files are written by bin/fold from an ln model:
+// every norm RMSNorm, wte/wpe rows and attn/mlp c_proj already centred (V, P b),
+// and the tied head reads V plus m_t = mean(W_t) stored after the parameters
+// (cbwc-math.md sections 4-5).
 // folded files: slot 9 = number of LNs turned into RMSNorm, slot 10 = which
 // tensors hold centred weights (GPT2_FOLDED_* bits)
 #define GPT2_HEADER_SLOT_FOLDED_NORMS 9
@@ -32,10 +32,6 @@ typedef enum { MODE_LN = 0, MODE_RMS = 1, MODE_CBWC = 2, MODE_FOLDED = 3 } NormM
 #define GPT2_FOLDED_ATTPROJ 4
 #define GPT2_FOLDED_FCPROJ 8
 #define GPT2_FOLDED_ALL 15
-
-const char *norm_mode_name(NormMode mode);
-// Returns 0 and sets *mode for "ln", "rms", "cbwc"; -1 otherwise.
-int norm_mode_parse(const char *name, NormMode *mode);
 
 typedef struct {
     int max_seq_len;       // maxT

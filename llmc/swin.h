@@ -28,7 +28,7 @@
 #include <stddef.h>
 
 #include "adamw.h"
-#include "gpt2.h" // NormMode
+#include "norm_mode.h"
 
 #define SWIN_MAX_STAGES 8
 

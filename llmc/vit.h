@@ -1,6 +1,6 @@
 // ViT (pre-LN encoder, cls token, learned positions, GELU-tanh MLP,
 // bidirectional attention, final norm, linear head on the cls token) in fp32
-// with the three norm modes of gpt2.h over the shared kernels:
+// with the three norm modes of norm_mode.h over the shared kernels:
 //   ln   every norm is LayerNorm
 //   rms  every norm is RMSNorm (gain and bias), nothing centred
 //   cbwc every norm is RMSNorm and everything that writes the residual
@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "adamw.h"
-#include "gpt2.h" // NormMode
+#include "norm_mode.h"
 
 typedef struct {
     int image_size;     // S (square images)
