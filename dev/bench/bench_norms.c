@@ -1,4 +1,4 @@
-// LayerNorm vs RMSNorm kernels (llmc/layernorm.c, llmc/rmsnorm.c), forward and
+// LayerNorm vs RMSNorm kernels (llmc/norm.c), forward and
 // backward, timed side by side with a plain memory copy of the same size so
 // that each kernel is reported as bytes moved, GB/s and a fraction of copy
 // bandwidth. Prints a markdown table for docs/performance.md.
@@ -127,17 +127,18 @@ static void run_op(int op, Buffers *b) {
         copy_omp(b->y_copy, b->x, nc);
         break;
     case OP_LN_FWD:
-        layernorm_forward(b->y, b->mean, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
+        norm_forward(NORM_LAYER, b->y, b->mean, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
         break;
     case OP_LN_BWD:
-        layernorm_backward(b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd, b->N,
-                           b->C);
+        norm_backward(NORM_LAYER, b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd,
+                      b->N, b->C);
         break;
     case OP_RMS_FWD:
-        rmsnorm_forward(b->y, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
+        norm_forward(NORM_RMS, b->y, NULL, b->rstd, b->x, b->gain, b->bias, b->N, b->C);
         break;
     case OP_RMS_BWD:
-        rmsnorm_backward(b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->rstd, b->N, b->C);
+        norm_backward(NORM_RMS, b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, NULL, b->rstd, b->N,
+                      b->C);
         break;
     default:
         fatal("unknown op %d", op);
