@@ -17,20 +17,14 @@ static char *model_file_graph(const char *path) {
     int32_t header[256];
     fread_check(header, sizeof(int32_t), 256, f, path, "the model header");
     fclose(f);
-    if (header[1] != GPT2_MODEL_VERSION_FP32) {
-        fatal("%s: model file version %d is not supported (expected %d)", path, header[1],
-              GPT2_MODEL_VERSION_FP32);
-    }
-    GPT2Config cfg = {.max_seq_len = header[2], .vocab_size = header[3], .num_layers = header[4],
-                      .num_heads = header[5], .channels = header[6],
-                      .padded_vocab_size = header[7]};
-    const char *why = gpt2_config_error(&cfg);
-    if (why != NULL) {
-        fatal("%s: bad model header: %s", path, why);
+    GPT2Config cfg;
+    NormMode mode;
+    char err[READER_ERR_BYTES];
+    if (gpt2_header_parse(header, &cfg, &mode, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
     }
     printf("model file %s: L=%d C=%d NH=%d V=%d, norm mode %s\n", path, cfg.num_layers,
-           cfg.channels, cfg.num_heads, cfg.vocab_size,
-           norm_mode_name((NormMode)header[GPT2_HEADER_SLOT_NORM_MODE]));
+           cfg.channels, cfg.num_heads, cfg.vocab_size, norm_mode_name(mode));
     return graph_gpt2_text(cfg.num_layers, cfg.channels, cfg.num_heads, cfg.vocab_size);
 }
 
