@@ -17,24 +17,7 @@
 #include "gpt2.h"
 #include "rand.h"
 #include "utils.h"
-
-static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-
-static double relative_error(const float *a, const float *b, size_t rows, size_t len,
-                             size_t stride) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t i = 0; i < len; i++) {
-            double d = fabs((double)a[r * stride + i] - (double)b[r * stride + i]);
-            double m = fabs((double)b[r * stride + i]);
-            max_diff = d > max_diff ? d : max_diff;
-            max_ref = m > max_ref ? m : max_ref;
-        }
-    }
-    return max_ref > 0.0 ? max_diff / max_ref : max_diff;
-}
+#include "test_helpers.h"
 
 static void random_batch(Rng *rng, int *x, int *y, size_t n, int V) {
     for (size_t i = 0; i < n; i++) {
@@ -90,10 +73,12 @@ int main(int argc, char **argv) {
         double dc = fabs((double)ln->mean_loss - rms->mean_loss);
         control_loss = dc > control_loss ? dc : control_loss;
         if (step == 0) {
-            double e = relative_error(cbwc->acts.logits, ln->acts.logits, BT, c->vocab_size,
-                                      c->padded_vocab_size);
-            control_logits = relative_error(rms->acts.logits, ln->acts.logits, BT,
-                                            c->vocab_size, c->padded_vocab_size);
+            double e = strided_relative_error(cbwc->acts.logits, ln->acts.logits, BT,
+                                              c->vocab_size, c->padded_vocab_size,
+                                              c->padded_vocab_size);
+            control_logits = strided_relative_error(rms->acts.logits, ln->acts.logits, BT,
+                                                    c->vocab_size, c->padded_vocab_size,
+                                                    c->padded_vocab_size);
             printf("  step 0 logits: cbwc vs ln %.3e (tol %.0e), rms vs ln %.3e\n", e, rel_tol,
                    control_logits);
             ok &= e <= rel_tol;
@@ -106,10 +91,9 @@ int main(int argc, char **argv) {
             size_t offset = 0;
             for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
                 size_t n = ln->param_sizes[i];
-                double e = relative_error(cbwc->grads_memory + offset, ln->grads_memory + offset,
-                                          1, n, n);
+                double e = relative_error(cbwc->grads_memory + offset, ln->grads_memory + offset, n);
                 if (e > rel_tol || !isfinite(e)) {
-                    printf("  step 0 gradient %s: cbwc vs ln %.3e > %.0e FAIL\n", PARAM_NAMES[i],
+                    printf("  step 0 gradient %s: cbwc vs ln %.3e > %.0e FAIL\n", gpt2_param_name(i),
                            e, rel_tol);
                     ok = 0;
                 }

@@ -18,30 +18,7 @@
 #include "debug_state.h"
 #include "gpt2.h"
 #include "utils.h"
-
-// max|a - b| / max|b| over n values read with strides (row length len).
-static double relative_error(const float *a, const float *b, size_t rows, size_t len,
-                             size_t stride_a, size_t stride_b) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t i = 0; i < len; i++) {
-            double d = fabs((double)a[r * stride_a + i] - (double)b[r * stride_b + i]);
-            double m = fabs((double)b[r * stride_b + i]);
-            max_diff = d > max_diff ? d : max_diff;
-            max_ref = m > max_ref ? m : max_ref;
-        }
-    }
-    if (max_ref == 0.0) {
-        return max_diff; // both should be zero: report the absolute difference
-    }
-    return max_diff / max_ref;
-}
-
-static int check(const char *what, double err, double tol) {
-    int ok = isfinite(err) && err <= tol;
-    printf("  %-10s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
-    return ok;
-}
+#include "test_helpers.h"
 
 int main(int argc, char **argv) {
     const char *mode_name = NULL;
@@ -83,8 +60,9 @@ int main(int argc, char **argv) {
 
     int ok = 1;
     gpt2_forward(&model, s.x, s.y, s.B, s.T);
-    ok &= check("logits", relative_error(model.acts.logits, s.logits, BT, V, Vp, V), rel_tol);
-    ok &= check("loss", fabs(model.mean_loss - s.loss) / fabs(s.loss), rel_tol);
+    ok &= check_error("logits", strided_relative_error(model.acts.logits, s.logits, BT, V, Vp, V),
+                      rel_tol);
+    ok &= check_error("loss", fabs(model.mean_loss - s.loss) / fabs(s.loss), rel_tol);
     if (forward_only) {
         s.num_steps = 0;
         goto done;
@@ -94,9 +72,9 @@ int main(int argc, char **argv) {
     size_t offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         size_t n = model.param_sizes[i];
-        ok &= check(gpt2_param_name(i),
-                    relative_error(model.grads_memory + offset, s.grads + offset, 1, n, n, n),
-                    rel_tol);
+        ok &= check_error(gpt2_param_name(i),
+                          relative_error(model.grads_memory + offset, s.grads + offset, n),
+                          rel_tol);
         offset += n;
     }
     // losses of N AdamW steps on the same batch: loss k is measured after k updates
@@ -116,7 +94,7 @@ int main(int argc, char **argv) {
         }
         printf("  last loss  ours %.6f  reference %.6f\n", last,
                s.losses[s.num_steps - 1]);
-        ok &= check("steps", worst, loss_tol);
+        ok &= check_error("steps", worst, loss_tol);
     }
 done:
     printf("%s\n", ok ? "OK" : "FAILED");

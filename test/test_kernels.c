@@ -38,15 +38,14 @@
 #include "rand.h"
 #include "tile_gemm.h"
 #include "utils.h"
+#include "test_helpers.h"
 
 enum { CHUNK = 1 << 16 };
 
 static int failures = 0;
 
 static void check(const char *what, double err, double tol) {
-    int ok = err <= tol;
-    failures += !ok;
-    printf("  %-44s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    failures += !report_within(what, 44, err, tol);
 }
 
 static float float_from_bits(uint32_t bits) {
@@ -117,24 +116,6 @@ static void test_math(uint64_t stride) {
     check("NaN and infinities", bad_special, 0);
 }
 
-static double max_abs(const double *x, size_t n) {
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        m = fmax(m, fabs(x[i]));
-    }
-    return m;
-}
-
-// max |a - ref| / max |ref|
-static double rel_error(const float *a, const double *ref, size_t n) {
-    double d = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        d = fmax(d, fabs((double)a[i] - ref[i]));
-    }
-    double m = max_abs(ref, n);
-    return m > 0.0 ? d / m : d;
-}
-
 static int rand_int(Rng *rng, int lo, int hi) {
     return lo + (int)(rng_u32(rng) % (uint32_t)(hi - lo + 1));
 }
@@ -172,7 +153,7 @@ static void test_tile_gemm(Rng *rng) {
         for (int m = 0; m < M; m++) {
             memcpy(got + (size_t)m * N, C + (size_t)m * ldc, (size_t)N * sizeof(float));
         }
-        double e = rel_error(got, ref, (size_t)M * N);
+        double e = relative_error_vs_double(got, ref, (size_t)M * N);
         if (e > worst) {
             worst = e;
         }
@@ -324,9 +305,9 @@ static void test_attention(Rng *rng) {
         }
         attention_bidir_backward(dqkv, trial % 4 == 3 ? NULL : dscore_sum, dout, qkv, att, map,
                                  map_groups, G, T, C, NH);
-        double e[4] = {rel_error(out, r_out, rows * C), rel_error(att, r_att, n_att),
-                       rel_error(dqkv, r_dqkv, rows * 3 * C),
-                       trial % 4 == 3 ? 0.0 : rel_error(dscore_sum, r_ds_sum, (size_t)NH * T * T)};
+        double e[4] = {relative_error_vs_double(out, r_out, rows * C), relative_error_vs_double(att, r_att, n_att),
+                       relative_error_vs_double(dqkv, r_dqkv, rows * 3 * C),
+                       trial % 4 == 3 ? 0.0 : relative_error_vs_double(dscore_sum, r_ds_sum, (size_t)NH * T * T)};
         for (int i = 0; i < 4; i++) {
             if (e[i] > 1e-5) {
                 printf("  G %d T %d C %d NH %d map %d bias %d: tensor %d error %.3e\n", G, T, C, NH,

@@ -26,6 +26,7 @@
 #include "debug_state.h"
 #include "rand.h"
 #include "utils.h"
+#include "test_helpers.h"
 
 // The vision debug state for this model; dies naming the file.
 static void state_load(VisionDebugState *s, const char *path, const Classifier *model) {
@@ -41,22 +42,6 @@ static void state_load(VisionDebugState *s, const char *path, const Classifier *
     fclose(f);
 }
 
-static double relative_error(const float *a, const float *b, size_t n) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]), m = fabs((double)b[i]);
-        max_diff = d > max_diff ? d : max_diff;
-        max_ref = m > max_ref ? m : max_ref;
-    }
-    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
-}
-
-static int check(const char *what, double err, double tol) {
-    int ok = isfinite(err) && err <= tol;
-    printf("  %-10s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
-    return ok;
-}
-
 static int check_reference(const char *model_path, const char *state_path, double rel_tol,
                            double loss_tol) {
     Classifier model;
@@ -68,16 +53,17 @@ static int check_reference(const char *model_path, const char *state_path, doubl
            vision_family_name(model.family), model_path, classifier_num_parameters(&model), s.B,
            norm_mode_name(classifier_mode(&model)), s.num_steps);
     classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
-    ok &= check("logits", relative_error(classifier_logits(&model), s.logits, (size_t)s.B * K), rel_tol);
-    ok &= check("loss", fabs(classifier_mean_loss(&model) - s.loss), loss_tol);
+    ok &= check_error("logits",
+                      relative_error(classifier_logits(&model), s.logits, (size_t)s.B * K), rel_tol);
+    ok &= check_error("loss", fabs(classifier_mean_loss(&model) - s.loss), loss_tol);
     classifier_zero_grad(&model);
     classifier_backward(&model, 1.0f / (float)s.B);
     const float *grads = classifier_grads(&model);
     size_t offset = 0;
     for (int i = 0; i < classifier_num_tensors(&model); i++) {
         size_t n = classifier_tensor_size(&model, i);
-        ok &= check(classifier_tensor_name(&model, i), relative_error(grads + offset, s.grads + offset, n),
-                    rel_tol);
+        ok &= check_error(classifier_tensor_name(&model, i),
+                          relative_error(grads + offset, s.grads + offset, n), rel_tol);
         offset += n;
     }
     // loss k after k AdamW steps on the same batch (loss 0 is checked above)
@@ -86,7 +72,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
         classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
         char name[32];
         snprintf(name, sizeof(name), "loss@%d", step);
-        ok &= check(name, fabs(classifier_mean_loss(&model) - s.losses[step]), loss_tol);
+        ok &= check_error(name, fabs(classifier_mean_loss(&model) - s.losses[step]), loss_tol);
         classifier_zero_grad(&model);
         classifier_backward(&model, 1.0f / (float)s.B);
     }
@@ -178,7 +164,7 @@ static int check_foldable_sets(const Classifier *model) {
     printf("  foldable set (center ops %d): patch norm, %s, final norm %s\n", c->center_patch,
            c->center_patch ? "every block and merging norm" : "the last stage's block norms only",
            swin_stage_stream_zero_mean(c, last) ? "yes" : "no");
-    return check("fold-set", ok ? 0.0 : 1.0, 0.5);
+    return check_error("fold-set", ok ? 0.0 : 1.0, 0.5);
 }
 
 static int check_equivalence(const char *model_path, unsigned long long seed, int steps) {
@@ -210,8 +196,10 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
             classifier_zero_grad(&models[i]);
         }
         if (step == 0) {
-            ok &= check("logits", relative_error(classifier_logits(&models[1]),
-                                                 classifier_logits(&models[0]), (size_t)B * K), 1e-5);
+            ok &= check_error("logits",
+                              relative_error(classifier_logits(&models[1]),
+                                             classifier_logits(&models[0]), (size_t)B * K),
+                              1e-5);
             rms_logit_diff = relative_error(classifier_logits(&models[2]),
                                             classifier_logits(&models[0]), (size_t)B * K);
             double ln_ratio, cbwc_ratio, kept_ratio = 1.0, unused;
@@ -224,11 +212,11 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
             }
             printf("  foldable norms' inputs, max |row mean| / row rms: cbwc %.2e, ln %.2e\n",
                    cbwc_ratio, ln_ratio);
-            ok &= check("zero-mean", cbwc_ratio, 1e-4);
-            ok &= check("ln-not-0", 1e-3 / ln_ratio, 1.0);
+            ok &= check_error("zero-mean", cbwc_ratio, 1e-4);
+            ok &= check_error("ln-not-0", 1e-3 / ln_ratio, 1.0);
             printf("  norms kept LN in cbwc, smallest mean ratio of their inputs: %.2e (must be "
                    "far from 0)\n", kept_ratio);
-            ok &= check("kept-LN", 1e-3 / kept_ratio, 1.0);
+            ok &= check_error("kept-LN", 1e-3 / kept_ratio, 1.0);
             ok &= check_foldable_sets(&models[1]);
         }
         float losses[3]; // read before the backward, which consumes them
@@ -241,8 +229,10 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
                    losses[2]);
         }
         if (step == 0) {
-            ok &= check("grads", relative_error(classifier_grads(&models[1]),
-                                                classifier_grads(&models[0]), np), 1e-4);
+            ok &= check_error("grads",
+                              relative_error(classifier_grads(&models[1]),
+                                             classifier_grads(&models[0]), np),
+                              1e-4);
         }
         worst_loss = fmax(worst_loss, fabs((double)losses[1] - losses[0]));
         rms_loss_diff = fmax(rms_loss_diff, fabs((double)losses[2] - losses[0]));
@@ -251,10 +241,10 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
         }
     }
     printf("  ln vs cbwc: largest loss difference over %d steps %.3e\n", steps, worst_loss);
-    ok &= check("loss diff", worst_loss, 1e-4);
+    ok &= check_error("loss diff", worst_loss, 1e-4);
     printf("  rms vs ln logits at step 0: %.3e, largest loss difference %.3e (must differ)\n",
            rms_logit_diff, rms_loss_diff);
-    ok &= check("rms-differs", 1e-3 / (rms_logit_diff + 1e-30), 1.0);
+    ok &= check_error("rms-differs", 1e-3 / (rms_logit_diff + 1e-30), 1.0);
     for (int i = 0; i < 3; i++) {
         classifier_free(&models[i]);
     }
