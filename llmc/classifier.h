@@ -1,5 +1,8 @@
 // One interface over the image classifiers (ViT, Swin) for the trainer and
 // the tests: load/save/init by family, forward/backward/update, sizes.
+// classifier.c dispatches through a small table of operations per family
+// (classifier_families.c); data-parallel steps run on per-thread copies
+// (classifier_replicas.c).
 #ifndef FOLDNORM_CLASSIFIER_H
 #define FOLDNORM_CLASSIFIER_H
 
@@ -7,10 +10,13 @@
 
 #include "adamw.h"
 #include "swin.h"
+#include "tensor_table.h"
+#include "vision_config.h"
 #include "vision_model.h"
 #include "vit.h"
 
-typedef struct ClassifierReplicas ClassifierReplicas; // classifier.c
+typedef struct ClassifierOps ClassifierOps;           // classifier_ops.h
+typedef struct ClassifierReplicas ClassifierReplicas; // classifier_replicas.h
 
 // With more than one OpenMP thread and a batch of at least 8 images per
 // thread, a step runs data parallel over threads: per-thread copies of the
@@ -20,22 +26,28 @@ typedef struct ClassifierReplicas ClassifierReplicas; // classifier.c
 // (the same result for a given thread count). A step then has a handful of
 // barriers instead of one per kernel (~150), which on a shared machine, where
 // a thread is often descheduled, is most of a 2-thread step's time.
-typedef struct {
+typedef struct Classifier {
     VisionFamily family;
+    const ClassifierOps *ops; // the family's operations
     ViT vit;   // when family == FAMILY_VIT
     Swin swin; // when family == FAMILY_SWIN
+    TensorTable tensors;          // the parameter tensors in file order
     ClassifierReplicas *replicas; // NULL until a data-parallel forward
 } Classifier;
 
-// Reads the family from the file's header and loads it; when expected >= 0
-// a file of another family is an error naming the file.
+// Reads the file once and builds the model it holds; when expected >= 0 a
+// file of another family is an error naming the file.
 void classifier_load(Classifier *model, const char *path, int expected_family);
 void classifier_save(const Classifier *model, const char *path);
+// A model of a checked config, randomly initialised from seed.
+void classifier_init(Classifier *model, const VisionConfig *config, unsigned long long seed);
 void classifier_init_vit(Classifier *model, const ViTConfig *config, NormMode mode,
                          unsigned long long seed);
 void classifier_init_swin(Classifier *model, const SwinConfig *config, NormMode mode,
                           unsigned long long seed);
 
+// The family, mode and config (what the model file's header holds).
+VisionConfig classifier_config(const Classifier *model);
 NormMode classifier_mode(const Classifier *model);
 void classifier_set_mode(Classifier *model, NormMode mode);
 int classifier_image_size(const Classifier *model);

@@ -15,6 +15,7 @@
 #include "norm.h"
 #include "rand.h"
 #include "reader.h"
+#include "tensor_table.h"
 #include "utils.h"
 
 void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cfg) {
@@ -36,14 +37,6 @@ void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cf
     sizes[13] = L * C;         // fcprojb
     sizes[14] = C;             // lnfw
     sizes[15] = C;             // lnfb
-}
-
-// Points the fields of a struct of float* (in declaration order) into one buffer.
-static void point_tensors(float **fields, const size_t *sizes, int count, float *memory) {
-    for (int i = 0; i < count; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
 }
 
 const char *gpt2_config_error(const GPT2Config *c) {

@@ -15,70 +15,8 @@
 #include "patch_embed.h"
 #include "rand.h"
 #include "utils.h"
-#include "vision_model.h"
 
 #define SWIN_MASK_VALUE (-100.0f) // the official code's mask for cross-region pairs
-
-static int effective_window(const SwinConfig *c, int res) {
-    return res <= c->window ? res : c->window;
-}
-
-const char *swin_config_error(const SwinConfig *c) {
-    if (c->image_size <= 0 || c->image_channels <= 0 || c->patch_size <= 0 ||
-        c->num_classes <= 1 || c->embed_dim <= 0 || c->num_stages <= 0 || c->window <= 0 ||
-        c->mlp_ratio <= 0) {
-        return "every dimension must be positive (and at least 2 classes)";
-    }
-    if (c->num_stages > SWIN_MAX_STAGES) {
-        return "too many stages";
-    }
-    if (c->image_size > 4096 || c->image_channels > 64 || c->embed_dim > 4096 ||
-        c->num_classes > (1 << 20) || c->mlp_ratio > 64 || c->window > 64 ||
-        (c->center_patch != 0 && c->center_patch != 1)) {
-        return "a value is out of range";
-    }
-    if (c->image_size % c->patch_size != 0) {
-        return "the image size must be a multiple of the patch size";
-    }
-    int res = c->image_size / c->patch_size;
-    for (int s = 0; s < c->num_stages; s++) {
-        if (s > 0) {
-            if (res % 2 != 0) {
-                return "patch merging needs an even resolution before every later stage";
-            }
-            res /= 2;
-        }
-        if (c->depths[s] <= 0 || c->depths[s] > 256 || c->heads[s] <= 0) {
-            return "every stage needs a positive depth and head count";
-        }
-        if (((long)c->embed_dim << s) % c->heads[s] != 0) {
-            return "a stage's channels must be a multiple of its heads";
-        }
-        if (res % effective_window(c, res) != 0) {
-            return "a stage's resolution must be a multiple of the window";
-        }
-    }
-    return NULL;
-}
-
-int swin_stage_stream_zero_mean(const SwinConfig *c, int stage) {
-    // with the centring ops every stream is zero-mean and read only by norms
-    // and centring ops; without them only the last stage's stream (from a
-    // centred reduction) avoids a PatchMerging, whose concat mixes tokens
-    // and so would see the per-token offsets that centring removes
-    return c->center_patch || (stage == c->num_stages - 1 && stage >= 1);
-}
-
-static size_t add_tensor(Swin *m, const char *name, size_t size, int decayed, int centred) {
-    int i = m->num_tensors++;
-    snprintf(m->tensor_names[i], sizeof(m->tensor_names[i]), "%s", name);
-    m->tensor_offsets[i] = m->num_parameters;
-    m->tensor_sizes[i] = size;
-    m->tensor_decayed[i] = (unsigned char)decayed;
-    m->tensor_centred[i] = (unsigned char)centred;
-    m->num_parameters += size;
-    return m->tensor_offsets[i];
-}
 
 // The window-order -> image-token permutation (cyclic shift by -shift, then
 // window partition), the relative position index and the shifted-window mask.
@@ -128,91 +66,46 @@ static void block_build_tables(SwinBlock *blk) {
     blk->bias = malloc_check((size_t)blk->nbias * blk->NH * T * T * sizeof(float), "score bias");
 }
 
-// Lays out the parameters (file order, docs/formats.md) and the blocks.
-static void swin_build(Swin *m) {
+// The blocks' and merges' shapes from the config; their parameters at the
+// offsets of the layout (vision_layout.c).
+static void swin_build_blocks(Swin *m) {
     const SwinConfig *c = &m->config;
-    int max_tensors = 8 + c->num_stages * 3;
-    m->num_blocks = 0;
-    for (int s = 0; s < c->num_stages; s++) {
-        m->num_blocks += c->depths[s];
-    }
-    max_tensors += m->num_blocks * 13;
-    m->tensor_names = calloc_check((size_t)max_tensors, sizeof(*m->tensor_names), "tensor names");
-    m->tensor_offsets = calloc_check((size_t)max_tensors, sizeof(size_t), "tensor offsets");
-    m->tensor_sizes = calloc_check((size_t)max_tensors, sizeof(size_t), "tensor sizes");
-    m->tensor_decayed = calloc_check((size_t)max_tensors, 1, "tensor flags");
-    m->tensor_centred = calloc_check((size_t)max_tensors, 1, "tensor flags");
+    m->num_blocks = swin_num_blocks(c);
     m->blocks = calloc_check((size_t)m->num_blocks, sizeof(SwinBlock), "blocks");
-    m->res0 = c->image_size / c->patch_size;
+    m->res0 = swin_stage_resolution(c, 0);
     m->PD = c->image_channels * c->patch_size * c->patch_size;
-    size_t E = (size_t)c->embed_dim;
-    m->patchw = add_tensor(m, "patchw", E * m->PD, 1, 1);
-    m->patchb = add_tensor(m, "patchb", E, 0, 1);
-    m->pnw = add_tensor(m, "pnw", E, 0, 0);
-    m->pnb = add_tensor(m, "pnb", E, 0, 0);
-    int b = 0, res = m->res0;
-    char name[32];
-    for (int s = 0; s < c->num_stages; s++) {
-        size_t C = E << s;
-        int zero_mean = swin_stage_stream_zero_mean(c, s);
+    int res = m->res0;
+    for (int s = 0, b = 0; s < c->num_stages; s++) {
+        const int C = c->embed_dim << s, zero_mean = swin_stage_stream_zero_mean(c, s);
+        res = swin_stage_resolution(c, s);
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
-            mg->C_in = (int)C / 2;
-            res /= 2;
+            mg->C_in = C / 2;
             mg->res_out = res;
             mg->N_out = res * res;
+            mg->off = &m->off.merges[s];
             mg->rms_in_cbwc = c->center_patch; // reads a concat of centred tokens
             mg->centred_reduction = zero_mean;
-            snprintf(name, sizeof(name), "s%d.mnw", s);
-            mg->normw = add_tensor(m, name, 2 * C, 0, 0);
-            snprintf(name, sizeof(name), "s%d.mnb", s);
-            mg->normb = add_tensor(m, name, 2 * C, 0, 0);
-            snprintf(name, sizeof(name), "s%d.redw", s);
-            mg->redw = add_tensor(m, name, C * 2 * C, 1, zero_mean);
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
             SwinBlock *blk = &m->blocks[b];
             blk->stage = s;
-            blk->C = (int)C;
+            blk->C = C;
             blk->NH = c->heads[s];
             blk->res = res;
-            blk->window = effective_window(c, res);
+            blk->window = swin_stage_window(c, res);
             blk->shift = (i % 2 == 1 && res > c->window) ? c->window / 2 : 0;
             blk->N = res * res;
             blk->T = blk->window * blk->window;
             blk->nW = blk->N / blk->T;
-            blk->hidden = (int)C * c->mlp_ratio;
+            blk->hidden = C * c->mlp_ratio;
             blk->rms_in_cbwc = zero_mean;
-            size_t H = (size_t)blk->hidden, table = (size_t)(2 * blk->window - 1) * (2 * blk->window - 1);
-#define BLOCK_TENSOR(field, label, size, decay, centre)                                            \
-    snprintf(name, sizeof(name), "s%d.b%d.%s", s, i, label);                                       \
-    blk->field = add_tensor(m, name, size, decay, centre)
-            BLOCK_TENSOR(ln1w, "ln1w", C, 0, 0);
-            BLOCK_TENSOR(ln1b, "ln1b", C, 0, 0);
-            BLOCK_TENSOR(qkvw, "qkvw", 3 * C * C, 1, 0);
-            BLOCK_TENSOR(qkvb, "qkvb", 3 * C, 0, 0);
-            BLOCK_TENSOR(rpb, "rpb", table * blk->NH, 0, 0);
-            BLOCK_TENSOR(projw, "projw", C * C, 1, zero_mean);
-            BLOCK_TENSOR(projb, "projb", C, 0, zero_mean);
-            BLOCK_TENSOR(ln2w, "ln2w", C, 0, 0);
-            BLOCK_TENSOR(ln2b, "ln2b", C, 0, 0);
-            BLOCK_TENSOR(fcw, "fcw", H * C, 1, 0);
-            BLOCK_TENSOR(fcb, "fcb", H, 0, 0);
-            BLOCK_TENSOR(fc2w, "fc2w", C * H, 1, zero_mean);
-            BLOCK_TENSOR(fc2b, "fc2b", C, 0, zero_mean);
-#undef BLOCK_TENSOR
+            blk->off = &m->off.blocks[b];
             block_build_tables(blk);
         }
     }
-    m->C_last = (int)(E << (c->num_stages - 1));
+    m->C_last = c->embed_dim << (c->num_stages - 1);
     m->N_last = res * res;
-    m->lnfw = add_tensor(m, "lnfw", (size_t)m->C_last, 0, 0);
-    m->lnfb = add_tensor(m, "lnfb", (size_t)m->C_last, 0, 0);
-    m->headw = add_tensor(m, "headw", (size_t)c->num_classes * m->C_last, 1, 0);
-    m->headb = add_tensor(m, "headb", (size_t)c->num_classes, 0, 0);
-    m->params_memory = malloc_check(mul_size_check(m->num_parameters, sizeof(float), "parameters"),
-                                    "parameters");
-    m->grads_memory = calloc_check(m->num_parameters, sizeof(float), "gradients");
 }
 
 static void swin_reset(Swin *m) {
@@ -221,7 +114,7 @@ static void swin_reset(Swin *m) {
     m->centred_stale = 1;
 }
 
-void swin_init_random(Swin *m, const SwinConfig *config, NormMode mode, unsigned long long seed) {
+void swin_build(Swin *m, const SwinConfig *config, NormMode mode) {
     swin_reset(m);
     const char *why = swin_config_error(config);
     if (why != NULL) {
@@ -229,18 +122,27 @@ void swin_init_random(Swin *m, const SwinConfig *config, NormMode mode, unsigned
     }
     m->config = *config;
     m->mode = mode;
-    swin_build(m);
+    swin_layout(config, &m->table, &m->off);
+    swin_build_blocks(m);
+    m->num_parameters = m->table.num_parameters;
+    m->params_memory = malloc_check(mul_size_check(m->num_parameters, sizeof(float), "parameters"),
+                                    "parameters");
+    m->grads_memory = calloc_check(m->num_parameters, sizeof(float), "gradients");
+}
+
+void swin_init_random(Swin *m, const SwinConfig *config, NormMode mode, unsigned long long seed) {
+    swin_build(m, config, mode);
     Rng rng;
     rng_seed(&rng, seed);
-    for (int i = 0; i < m->num_tensors; i++) {
-        float *p = m->params_memory + m->tensor_offsets[i];
-        size_t n = m->tensor_sizes[i];
-        const char *name = m->tensor_names[i];
+    for (int i = 0; i < m->table.count; i++) {
+        float *p = m->params_memory + m->table.offsets[i];
+        size_t n = m->table.sizes[i];
+        const char *name = m->table.names[i];
         size_t len = strlen(name);
         int gain = len >= 1 && name[len - 1] == 'w' &&
                    (strstr(name, "ln") != NULL || strstr(name, "pnw") != NULL ||
                     strstr(name, "mnw") != NULL);
-        if (m->tensor_decayed[i] || strstr(name, "rpb") != NULL) {
+        if (m->table.decayed[i] || strstr(name, "rpb") != NULL) {
             rng_normal_fill(&rng, p, n, 0.0f, 0.02f);
         } else {
             for (size_t j = 0; j < n; j++) {
@@ -248,54 +150,6 @@ void swin_init_random(Swin *m, const SwinConfig *config, NormMode mode, unsigned
             }
         }
     }
-}
-
-void swin_load(Swin *m, const char *path) {
-    swin_reset(m);
-    int32_t h[VISION_HEADER_INTS];
-    long file_bytes;
-    FILE *f = vision_header_read(path, h, FAMILY_SWIN, &file_bytes);
-    SwinConfig c = {.image_size = h[VH_IMAGE_SIZE], .image_channels = h[VH_IMAGE_CHANNELS],
-                    .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
-                    .embed_dim = h[VH_CHANNELS], .num_stages = h[VH_NUM_LAYERS],
-                    .window = h[VH_WINDOW], .mlp_ratio = h[VH_MLP_RATIO],
-                    .center_patch = h[VH_CENTER_PATCH]};
-    for (int s = 0; s < SWIN_MAX_STAGES; s++) {
-        c.depths[s] = h[VH_DEPTHS + s];
-        c.heads[s] = h[VH_HEADS + s];
-    }
-    const char *why = swin_config_error(&c);
-    if (why != NULL) {
-        fatal("%s: bad Swin header (S=%d P=%d E=%d stages=%d W=%d): %s", path, c.image_size,
-              c.patch_size, c.embed_dim, c.num_stages, c.window, why);
-    }
-    m->config = c;
-    m->mode = (NormMode)h[VH_NORM_MODE];
-    swin_build(m);
-    vision_params_read(f, path, file_bytes, m->params_memory, m->num_parameters);
-}
-
-void swin_save(const Swin *m, const char *path) {
-    int32_t h[VISION_HEADER_INTS] = {0};
-    const SwinConfig *c = &m->config;
-    h[VH_MAGIC] = VISION_MODEL_MAGIC;
-    h[VH_VERSION] = VISION_MODEL_VERSION;
-    h[VH_FAMILY] = FAMILY_SWIN;
-    h[VH_NORM_MODE] = (int32_t)m->mode;
-    h[VH_IMAGE_SIZE] = c->image_size;
-    h[VH_IMAGE_CHANNELS] = c->image_channels;
-    h[VH_PATCH_SIZE] = c->patch_size;
-    h[VH_NUM_CLASSES] = c->num_classes;
-    h[VH_CHANNELS] = c->embed_dim;
-    h[VH_NUM_LAYERS] = c->num_stages;
-    h[VH_MLP_RATIO] = c->mlp_ratio;
-    h[VH_WINDOW] = c->window;
-    h[VH_CENTER_PATCH] = c->center_patch;
-    for (int s = 0; s < c->num_stages; s++) {
-        h[VH_DEPTHS + s] = c->depths[s];
-        h[VH_HEADS + s] = c->heads[s];
-    }
-    vision_model_write(path, h, m->params_memory, m->num_parameters);
 }
 
 // Hands out consecutive slices of one buffer (first pass: counts only).
@@ -401,19 +255,19 @@ static void swin_refresh_centred(Swin *m) {
     }
     float *v = m->centred_memory;
     const float *w = m->params_memory;
-    cbwc_project_weights(v + m->patchw, v + m->patchb, w + m->patchw, w + m->patchb,
+    cbwc_project_weights(v + m->off.patchw, v + m->off.patchb, w + m->off.patchw, w + m->off.patchb,
                          m->config.embed_dim, m->PD);
     for (int s = 1; s < m->config.num_stages; s++) {
         const SwinMerge *mg = &m->merges[s];
         if (mg->centred_reduction) {
-            cbwc_project_weights(v + mg->redw, NULL, w + mg->redw, NULL, 2 * mg->C_in, 4 * mg->C_in);
+            cbwc_project_weights(v + mg->off->redw, NULL, w + mg->off->redw, NULL, 2 * mg->C_in, 4 * mg->C_in);
         }
     }
     for (int i = 0; i < m->num_blocks; i++) {
         const SwinBlock *k = &m->blocks[i];
         if (k->rms_in_cbwc) {
-            cbwc_project_weights(v + k->projw, v + k->projb, w + k->projw, w + k->projb, k->C, k->C);
-            cbwc_project_weights(v + k->fc2w, v + k->fc2b, w + k->fc2w, w + k->fc2b, k->C, k->hidden);
+            cbwc_project_weights(v + k->off->projw, v + k->off->projb, w + k->off->projw, w + k->off->projb, k->C, k->C);
+            cbwc_project_weights(v + k->off->fc2w, v + k->off->fc2b, w + k->off->fc2w, w + k->off->fc2b, k->C, k->hidden);
         }
     }
     m->centred_stale = 0;
@@ -461,10 +315,10 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     const float *p = m->params_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->ln1w, p + k->ln1b, BN, C);
-    matmul_forward(k->qkv, k->ln1, p + k->qkvw, p + k->qkvb, BN, C, 3 * C);
+    norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->off->ln1w, p + k->off->ln1b, BN, C);
+    matmul_forward(k->qkv, k->ln1, p + k->off->qkvw, p + k->off->qkvb, BN, C, 3 * C);
     // score bias: relative position bias (+ the shift mask of window w)
-    const float *rpb = p + k->rpb;
+    const float *rpb = p + k->off->rpb;
     for (int w = 0; w < k->nbias; w++) {
         for (int h = 0; h < NH; h++) {
             float *dst = k->bias + ((size_t)w * NH + h) * T * T;
@@ -477,14 +331,14 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     // the windows (cyclic shift + partition) are read and written in place through perm
     attention_bidir_forward(k->atty_img, k->att, k->qkv, k->bias, k->nbias, k->perm, k->nW,
                             B * k->nW, T, C, NH);
-    matmul_forward_residual(k->resid2, x, k->atty_img, effective(m, k->projw, k->rms_in_cbwc),
-                            effective(m, k->projb, k->rms_in_cbwc), BN, C, C);
-    norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->ln2w, p + k->ln2b, BN, C);
-    matmul_forward(k->fch, k->ln2, p + k->fcw, p + k->fcb, BN, C, k->hidden);
+    matmul_forward_residual(k->resid2, x, k->atty_img, effective(m, k->off->projw, k->rms_in_cbwc),
+                            effective(m, k->off->projb, k->rms_in_cbwc), BN, C, C);
+    norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->off->ln2w, p + k->off->ln2b, BN, C);
+    matmul_forward(k->fch, k->ln2, p + k->off->fcw, p + k->off->fcb, BN, C, k->hidden);
     gelu_forward(k->fch_gelu, k->fch, (size_t)BN * k->hidden);
     matmul_forward_residual(k->out, k->resid2, k->fch_gelu,
-                            effective(m, k->fc2w, k->rms_in_cbwc),
-                            effective(m, k->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
+                            effective(m, k->off->fc2w, k->rms_in_cbwc),
+                            effective(m, k->off->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
 }
 
 void swin_forward(Swin *m, const float *images, const int *labels, float smoothing, int B) {
@@ -498,10 +352,10 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
     const float *p = m->params_memory;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0, K = c->num_classes;
     patches_from_images(m->patches, images, B, c->image_channels, c->image_size, c->patch_size);
-    matmul_forward(m->patch_out, m->patches, effective(m, m->patchw, 1), effective(m, m->patchb, 1),
+    matmul_forward(m->patch_out, m->patches, effective(m, m->off.patchw, 1), effective(m, m->off.patchb, 1),
                    BN0, m->PD, E);
-    norm_forward(norm_kind(m, 1), m->pn, m->pn_mean, m->pn_rstd, m->patch_out, p + m->pnw,
-                 p + m->pnb, BN0, E);
+    norm_forward(norm_kind(m, 1), m->pn, m->pn_mean, m->pn_rstd, m->patch_out, p + m->off.pnw,
+                 p + m->off.pnb, BN0, E);
     if (c->center_patch) {
         cbwc_center_rows(m->stream0, m->pn, BN0, E); // the explicit centring op
     } else {
@@ -519,8 +373,8 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
             }
             merge_rows(mg->merged, (float *)x, B, mg->res_out, mg->C_in, 0);
             norm_forward(norm_kind(m, mg->rms_in_cbwc), mg->normed, mg->mean, mg->rstd, mg->merged,
-                         p + mg->normw, p + mg->normb, n, 4 * mg->C_in);
-            matmul_forward(mg->out, mg->normed, effective(m, mg->redw, mg->centred_reduction), NULL,
+                         p + mg->off->normw, p + mg->off->normb, n, 4 * mg->C_in);
+            matmul_forward(mg->out, mg->normed, effective(m, mg->off->redw, mg->centred_reduction), NULL,
                            n, 4 * mg->C_in,
                            2 * mg->C_in);
             x = mg->out;
@@ -532,7 +386,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
     }
     const int CL = m->C_last, NL = m->N_last;
     norm_forward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), m->lnf,
-                 m->lnf_mean, m->lnf_rstd, x, p + m->lnfw, p + m->lnfb, B * NL, CL);
+                 m->lnf_mean, m->lnf_rstd, x, p + m->off.lnfw, p + m->off.lnfb, B * NL, CL);
 #pragma omp parallel for schedule(static)
     for (int bb = 0; bb < B; bb++) {
         for (int ch = 0; ch < CL; ch++) {
@@ -543,7 +397,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
             m->pooled[(size_t)bb * CL + ch] = sum / (float)NL;
         }
     }
-    matmul_forward(m->logits, m->pooled, p + m->headw, p + m->headb, B, CL, K);
+    matmul_forward(m->logits, m->pooled, p + m->off.headw, p + m->off.headb, B, CL, K);
     if (labels == NULL) {
         m->mean_loss = -1.0f;
         return;
@@ -580,28 +434,28 @@ static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int 
     float *g = m->grads_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N, H = k->hidden;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->fc2w, g + k->fc2b, d, k->fch_gelu,
-                    p + k->fc2w, BN, H, C);
+    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->off->fc2w, g + k->off->fc2b, d, k->fch_gelu,
+                    p + k->off->fc2w, BN, H, C);
     gelu_backward(m->s_dfch, k->fch, m->s_dfchg, (size_t)BN * H);
-    matmul_backward_set_dinp(m->s_dln, g + k->fcw, g + k->fcb, m->s_dfch, k->ln2, p + k->fcw, BN,
+    matmul_backward_set_dinp(m->s_dln, g + k->off->fcw, g + k->off->fcb, m->s_dfch, k->ln2, p + k->off->fcw, BN,
                              C, H);
-    norm_backward(kind, d, g + k->ln2w, g + k->ln2b, m->s_dln, k->resid2, p + k->ln2w, k->ln2_mean,
+    norm_backward(kind, d, g + k->off->ln2w, g + k->off->ln2b, m->s_dln, k->resid2, p + k->off->ln2w, k->ln2_mean,
                   k->ln2_rstd, BN, C);
-    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->projw, g + k->projb, d, k->atty_img,
-                    p + k->projw, BN, C, C);
+    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->off->projw, g + k->off->projb, d, k->atty_img,
+                    p + k->off->projw, BN, C, C);
     const int G = B * k->nW;
     attention_bidir_backward(m->s_dqkv, m->s_dscore_sum, m->s_datty, k->qkv, k->att, k->perm,
                              k->nW, G, T, C, NH);
     // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
-    float *drpb = g + k->rpb;
+    float *drpb = g + k->off->rpb;
     for (int h = 0; h < NH; h++) {
         for (int ij = 0; ij < T * T; ij++) {
             drpb[(size_t)k->rel_index[ij] * NH + h] += m->s_dscore_sum[(size_t)h * T * T + ij];
         }
     }
-    matmul_backward_set_dinp(m->s_dln, g + k->qkvw, g + k->qkvb, m->s_dqkv, k->ln1, p + k->qkvw, BN,
+    matmul_backward_set_dinp(m->s_dln, g + k->off->qkvw, g + k->off->qkvb, m->s_dqkv, k->ln1, p + k->off->qkvw, BN,
                              C, 3 * C);
-    norm_backward(kind, d, g + k->ln1w, g + k->ln1b, m->s_dln, x, p + k->ln1w, k->ln1_mean,
+    norm_backward(kind, d, g + k->off->ln1w, g + k->off->ln1b, m->s_dln, x, p + k->off->ln1w, k->ln1_mean,
                   k->ln1_rstd, BN, C);
 }
 
@@ -615,8 +469,8 @@ void swin_backward(Swin *m, float loss_scale) {
     const int B = m->batch_size, K = c->num_classes, CL = m->C_last, NL = m->N_last;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
     classifier_loss_backward(m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B, K);
-    matmul_backward_set_dinp(m->s_pooled, g + m->headw, g + m->headb, m->dlogits, m->pooled,
-                             p + m->headw, B, CL, K);
+    matmul_backward_set_dinp(m->s_pooled, g + m->off.headw, g + m->off.headb, m->dlogits, m->pooled,
+                             p + m->off.headw, B, CL, K);
 #pragma omp parallel for schedule(static)
     for (int bb = 0; bb < B; bb++) {
         for (int t = 0; t < NL; t++) {
@@ -628,8 +482,8 @@ void swin_backward(Swin *m, float loss_scale) {
     float *d = m->s_a, *other = m->s_b;
     memset(d, 0, (size_t)B * NL * CL * sizeof(float));
     const float *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out : m->stream0;
-    norm_backward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), d, g + m->lnfw,
-                  g + m->lnfb, m->s_dln, x_last, p + m->lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL);
+    norm_backward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), d, g + m->off.lnfw,
+                  g + m->off.lnfb, m->s_dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL);
     int b = m->num_blocks - 1;
     for (int s = c->num_stages - 1; s >= 0; s--) {
         for (int i = c->depths[s] - 1; i >= 0; i--, b--) {
@@ -639,11 +493,11 @@ void swin_backward(Swin *m, float loss_scale) {
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
             int n = B * mg->N_out, C4 = 4 * mg->C_in;
-            linear_backward(m, mg->centred_reduction, m->s_dln, g + mg->redw, NULL, d, mg->normed,
-                            p + mg->redw, n, C4, 2 * mg->C_in);
+            linear_backward(m, mg->centred_reduction, m->s_dln, g + mg->off->redw, NULL, d, mg->normed,
+                            p + mg->off->redw, n, C4, 2 * mg->C_in);
             memset(m->s_datty, 0, (size_t)n * C4 * sizeof(float));
-            norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->normw, g + mg->normb,
-                          m->s_dln, mg->merged, p + mg->normw, mg->mean, mg->rstd, n, C4);
+            norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->off->normw, g + mg->off->normb,
+                          m->s_dln, mg->merged, p + mg->off->normw, mg->mean, mg->rstd, n, C4);
             merge_rows(m->s_datty, other, B, mg->res_out, mg->C_in, 1);
             if (c->center_patch) {
                 cbwc_center_rows(other, other, B * 4 * mg->N_out, mg->C_in);
@@ -657,9 +511,9 @@ void swin_backward(Swin *m, float loss_scale) {
         cbwc_center_rows(d, d, BN0, E); // the centring op is its own adjoint
     }
     memset(m->s_dln, 0, (size_t)BN0 * E * sizeof(float));
-    norm_backward(norm_kind(m, 1), m->s_dln, g + m->pnw, g + m->pnb, d, m->patch_out, p + m->pnw,
+    norm_backward(norm_kind(m, 1), m->s_dln, g + m->off.pnw, g + m->off.pnb, d, m->patch_out, p + m->off.pnw,
                   m->pn_mean, m->pn_rstd, BN0, E);
-    linear_backward(m, 1, NULL, g + m->patchw, g + m->patchb, m->s_dln, m->patches, p + m->patchw,
+    linear_backward(m, 1, NULL, g + m->off.patchw, g + m->off.patchb, m->s_dln, m->patches, p + m->off.patchw,
                     BN0, m->PD, E);
     m->mean_loss = -1.0f;
 }
@@ -671,8 +525,8 @@ double swin_grad_norm(const Swin *m) {
 void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
     // tensors are laid out back to back (add_tensor)
     adamw_step_tensors(m->params_memory, m->grads_memory, &m->m_memory, &m->v_memory,
-                       &m->adamw_step, m->num_parameters, m->tensor_sizes, m->tensor_decayed,
-                       m->num_tensors, cfg, grad_clip);
+                       &m->adamw_step, m->num_parameters, m->table.sizes, m->table.decayed,
+                       m->table.count, cfg, grad_clip);
     m->centred_stale = 1;
 }
 
@@ -684,11 +538,8 @@ void swin_free(Swin *m) {
         free(m->blocks[i].bias);
     }
     free(m->blocks);
-    free(m->tensor_names);
-    free(m->tensor_offsets);
-    free(m->tensor_sizes);
-    free(m->tensor_decayed);
-    free(m->tensor_centred);
+    tensor_table_free(&m->table);
+    free(m->off.blocks);
     free(m->params_memory);
     free(m->grads_memory);
     free(m->m_memory);

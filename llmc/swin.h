@@ -29,24 +29,13 @@
 
 #include "adamw.h"
 #include "norm_mode.h"
-
-#define SWIN_MAX_STAGES 8
-
-typedef struct {
-    int image_size, image_channels, patch_size, num_classes;
-    int embed_dim;  // C of stage 1; stage s has embed_dim * 2^s
-    int num_stages;
-    int depths[SWIN_MAX_STAGES];
-    int heads[SWIN_MAX_STAGES];
-    int window;     // W (a stage whose resolution is <= W uses its resolution and no shift)
-    int mlp_ratio;
-    int center_patch; // 0/1: explicit centring ops after the patch norm and before each merge
-} SwinConfig;
+#include "tensor_table.h"
+#include "vision_layout.h" // SwinConfig, SwinOffsets
 
 // One Swin block's shapes, parameter offsets and activations.
 typedef struct {
     int stage, C, NH, res, window, shift, N, T, nW, hidden;
-    size_t ln1w, ln1b, qkvw, qkvb, rpb, projw, projb, ln2w, ln2b, fcw, fcb, fc2w, fc2b;
+    const SwinBlockOffsets *off; // its parameters (vision_layout.h)
     int rms_in_cbwc;    // its norms are foldable
     int *perm;          // (N) window-order token -> image token (shift included)
     int *rel_index;     // (T*T) into the ((2W-1)^2, NH) table
@@ -60,7 +49,7 @@ typedef struct {
 // Patch merging into stage s >= 1.
 typedef struct {
     int C_in, res_out, N_out;
-    size_t normw, normb, redw;
+    const SwinMergeOffsets *off;
     int rms_in_cbwc;       // the merging norm is foldable
     int centred_reduction; // the reduction writes a foldable stream (CBWC in cbwc)
     float *merged, *normed, *mean, *rstd, *out; // (B, N_out, 4C_in) x2, (B, N_out) x2, (B, N_out, 2C_in)
@@ -72,12 +61,8 @@ typedef struct {
     size_t num_parameters;
     float *params_memory, *grads_memory, *m_memory, *v_memory, *centred_memory;
     int adamw_step, centred_stale;
-    // parameter table (file order)
-    int num_tensors;
-    char (*tensor_names)[32];
-    size_t *tensor_offsets, *tensor_sizes;
-    unsigned char *tensor_decayed, *tensor_centred; // centred: a CBWC matrix (+ bias) in cbwc
-    size_t patchw, patchb, pnw, pnb, lnfw, lnfb, headw, headb;
+    TensorTable table; // the parameter tensors in file order (vision_layout.c)
+    SwinOffsets off;   // where each tensor of the patch embedding, blocks, merges and head is
     int num_blocks;
     SwinBlock *blocks;
     SwinMerge merges[SWIN_MAX_STAGES]; // [0] unused
@@ -93,19 +78,15 @@ typedef struct {
     float smoothing, mean_loss;
 } Swin;
 
-// NULL or the reason the config is unusable.
-const char *swin_config_error(const SwinConfig *config);
+// Allocates the parameters (uninitialised) and zero gradients of a checked
+// config, with the blocks' window tables; a loader copies a file's parameters in.
+void swin_build(Swin *model, const SwinConfig *config, NormMode mode);
 void swin_init_random(Swin *model, const SwinConfig *config, NormMode mode, unsigned long long seed);
-void swin_load(Swin *model, const char *path);
-void swin_save(const Swin *model, const char *path);
 void swin_forward(Swin *model, const float *images, const int *labels, float smoothing, int B);
 void swin_zero_grad(Swin *model);
 void swin_backward(Swin *model, float loss_scale);
 double swin_grad_norm(const Swin *model);
 void swin_update(Swin *model, const AdamWConfig *cfg, float grad_clip);
 void swin_free(Swin *model);
-// Is the stream of stage s foldable: are the block norms reading it RMS in
-// cbwc, and are the layers writing it centred?
-int swin_stage_stream_zero_mean(const SwinConfig *config, int stage);
 
 #endif

@@ -1,20 +1,19 @@
 // The model file shared by the image classifiers (ViT and Swin): a 256-slot
 // int32 header naming the family, the norm mode and the config, then the
-// fp32 parameters in the family's order (docs/formats.md, "Vision model file").
+// fp32 parameters in the family's order (vision_layout.h; docs/formats.md,
+// "Vision model file"). This file owns the header <-> config mapping.
 #ifndef FOLDNORM_VISION_MODEL_H
 #define FOLDNORM_VISION_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "reader.h"
+#include "vision_config.h"
 
 #define VISION_MODEL_MAGIC 20261129
 #define VISION_MODEL_VERSION 1
 #define VISION_HEADER_INTS 256
-
-typedef enum { FAMILY_VIT = 0, FAMILY_SWIN = 1 } VisionFamily;
 
 enum {
     VH_MAGIC = 0,
@@ -35,11 +34,14 @@ enum {
     VH_HEADS = 24,       // Swin: slots 24..31, heads per stage
 };
 
-const char *vision_family_name(VisionFamily family);
+// The header of a model with this config (magic, version, family, mode, config).
+void vision_header_from_config(const VisionConfig *config, int32_t header[VISION_HEADER_INTS]);
+// The config a header describes, unchecked (vision_header_parse checks it).
+void vision_config_from_header(const int32_t header[VISION_HEADER_INTS], VisionConfig *config);
 
 // Checks a model header for family `expected`: magic, version, family, norm
-// mode, the family's config (vit_config_error / swin_config_error) and its
-// cost beyond the parameters, then that the input is exactly file_bytes =
+// mode, the family's config and its cost beyond the parameters
+// (vision_config_error), then that the input is exactly file_bytes =
 // header + *num_params floats. 0, or -1 with the reason in err. Never exits.
 int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily expected,
                         size_t file_bytes, size_t *num_params, char *err, size_t err_bytes);
@@ -52,16 +54,13 @@ int vision_params_parse(Reader *r, const int32_t header[VISION_HEADER_INTS], flo
 int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_HEADER_INTS],
                        float **params, size_t *num_params, char *err, size_t err_bytes);
 
-// Opens path, reads and checks the header and the file size as
-// vision_header_parse does; dies naming the file otherwise. Returns the open
-// file positioned after the header and its size in bytes.
-FILE *vision_header_read(const char *path, int32_t header[VISION_HEADER_INTS],
-                         VisionFamily expected, long *file_bytes);
-// Reads n parameters after the header, checking the file size is exactly
-// header + n floats and that every value is finite; closes the file.
-void vision_params_read(FILE *f, const char *path, long file_bytes, float *params, size_t n);
+// Reads a model file once: its config and its parameters (*params: caller
+// frees), checked as vision_model_parse does. expected_family < 0 takes the
+// header's family. Dies with a message naming the file on any defect.
+void vision_model_read(const char *path, int expected_family, VisionConfig *config,
+                       float **params, size_t *num_params);
 // Writes header + parameters atomically.
-void vision_model_write(const char *path, const int32_t header[VISION_HEADER_INTS],
-                        const float *params, size_t n);
+void vision_model_write(const char *path, const VisionConfig *config, const float *params,
+                        size_t n);
 
 #endif

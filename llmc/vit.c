@@ -13,63 +13,10 @@
 #include "norm.h"
 #include "patch_embed.h"
 #include "rand.h"
+#include "tensor_table.h"
 #include "utils.h"
-#include "vision_model.h"
 
-const char *const VIT_PARAM_NAMES[VIT_NUM_PARAM_TENSORS] = {
-    "patchw", "patchb", "cls", "pos", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "headw", "headb"};
-
-enum { P_PATCHW = 0, P_POS = 3, P_QKVW = 6, P_ATTPROJW = 8, P_FCW = 12, P_FCPROJW = 14, P_HEADW = 18 };
-
-int vit_num_tokens(const ViTConfig *c) {
-    int grid = c->image_size / c->patch_size;
-    return grid * grid + 1;
-}
-
-const char *vit_config_error(const ViTConfig *c) {
-    if (c->image_size <= 0 || c->image_channels <= 0 || c->patch_size <= 0 ||
-        c->num_classes <= 1 || c->channels <= 0 || c->num_layers <= 0 || c->num_heads <= 0 ||
-        c->mlp_ratio <= 0) {
-        return "every dimension must be positive (and at least 2 classes)";
-    }
-    if (c->image_size % c->patch_size != 0) {
-        return "the image size must be a multiple of the patch size";
-    }
-    if (c->channels % c->num_heads != 0) {
-        return "channels must be a multiple of the number of heads";
-    }
-    if (c->image_size > 4096 || c->image_channels > 64 || c->channels > 8192 ||
-        c->num_layers > 1024 || c->num_classes > (1 << 20) || c->mlp_ratio > 64) {
-        return "a dimension is implausibly large";
-    }
-    return NULL;
-}
-
-void vit_param_sizes(size_t s[VIT_NUM_PARAM_TENSORS], const ViTConfig *c) {
-    size_t C = (size_t)c->channels, L = (size_t)c->num_layers, H = C * (size_t)c->mlp_ratio;
-    size_t PD = (size_t)c->image_channels * c->patch_size * c->patch_size;
-    size_t T = (size_t)vit_num_tokens(c), K = (size_t)c->num_classes;
-    size_t sizes[VIT_NUM_PARAM_TENSORS] = {
-        C * PD, C, C, T * C,                      // patchw, patchb, cls, pos
-        L * C, L * C, L * 3 * C * C, L * 3 * C,   // ln1w, ln1b, qkvw, qkvb
-        L * C * C, L * C, L * C, L * C,           // attprojw, attprojb, ln2w, ln2b
-        L * H * C, L * H, L * C * H, L * C,       // fcw, fcb, fcprojw, fcprojb
-        C, C, K * C, K};                          // lnfw, lnfb, headw, headb
-    memcpy(s, sizes, sizeof(sizes));
-}
-
-int vit_param_decayed(int i) {
-    return i == P_PATCHW || i == P_QKVW || i == P_ATTPROJW || i == P_FCW || i == P_FCPROJW ||
-           i == P_HEADW;
-}
-
-static void point_tensors(float **fields, const size_t *sizes, int count, float *memory) {
-    for (int i = 0; i < count; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
-}
+enum { P_POS = 3 };
 
 static void vit_reset(ViT *model) {
     memset(model, 0, sizeof(*model));
@@ -77,7 +24,14 @@ static void vit_reset(ViT *model) {
     model->centred_stale = 1;
 }
 
-static void vit_allocate_params(ViT *model) {
+void vit_build(ViT *model, const ViTConfig *config, NormMode mode) {
+    vit_reset(model);
+    const char *why = vit_config_error(config);
+    if (why != NULL) {
+        fatal("bad ViT config: %s", why);
+    }
+    model->config = *config;
+    model->mode = mode;
     vit_param_sizes(model->param_sizes, &model->config);
     size_t total = 0;
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
@@ -93,14 +47,7 @@ static void vit_allocate_params(ViT *model) {
 }
 
 void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigned long long seed) {
-    vit_reset(model);
-    const char *why = vit_config_error(config);
-    if (why != NULL) {
-        fatal("bad ViT config: %s", why);
-    }
-    model->config = *config;
-    model->mode = mode;
-    vit_allocate_params(model);
+    vit_build(model, config, mode);
     Rng rng;
     rng_seed(&rng, seed);
     float **p = (float **)&model->params;
@@ -116,45 +63,6 @@ void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigne
             }
         }
     }
-}
-
-void vit_load(ViT *model, const char *path) {
-    vit_reset(model);
-    int32_t h[VISION_HEADER_INTS];
-    long file_bytes;
-    FILE *f = vision_header_read(path, h, FAMILY_VIT, &file_bytes);
-    ViTConfig c = {.image_size = h[VH_IMAGE_SIZE], .image_channels = h[VH_IMAGE_CHANNELS],
-                   .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
-                   .channels = h[VH_CHANNELS], .num_layers = h[VH_NUM_LAYERS],
-                   .num_heads = h[VH_NUM_HEADS], .mlp_ratio = h[VH_MLP_RATIO]};
-    const char *why = vit_config_error(&c);
-    if (why != NULL) {
-        fatal("%s: bad ViT header (S=%d Cin=%d P=%d K=%d C=%d L=%d NH=%d mlp=%d): %s", path,
-              c.image_size, c.image_channels, c.patch_size, c.num_classes, c.channels,
-              c.num_layers, c.num_heads, c.mlp_ratio, why);
-    }
-    model->config = c;
-    model->mode = (NormMode)h[VH_NORM_MODE];
-    vit_allocate_params(model);
-    vision_params_read(f, path, file_bytes, model->params_memory, model->num_parameters);
-}
-
-void vit_save(const ViT *model, const char *path) {
-    int32_t h[VISION_HEADER_INTS] = {0};
-    const ViTConfig *c = &model->config;
-    h[VH_MAGIC] = VISION_MODEL_MAGIC;
-    h[VH_VERSION] = VISION_MODEL_VERSION;
-    h[VH_FAMILY] = FAMILY_VIT;
-    h[VH_NORM_MODE] = (int32_t)model->mode;
-    h[VH_IMAGE_SIZE] = c->image_size;
-    h[VH_IMAGE_CHANNELS] = c->image_channels;
-    h[VH_PATCH_SIZE] = c->patch_size;
-    h[VH_NUM_CLASSES] = c->num_classes;
-    h[VH_CHANNELS] = c->channels;
-    h[VH_NUM_LAYERS] = c->num_layers;
-    h[VH_NUM_HEADS] = c->num_heads;
-    h[VH_MLP_RATIO] = c->mlp_ratio;
-    vision_model_write(path, h, model->params_memory, model->num_parameters);
 }
 
 static void vit_allocate_activations(ViT *model, int B) {

@@ -15,27 +15,14 @@
 
 #include "adamw.h"
 #include "norm_mode.h"
+#include "vision_layout.h" // ViTConfig, VIT_NUM_PARAM_TENSORS
 
-typedef struct {
-    int image_size;     // S (square images)
-    int image_channels; // Cin
-    int patch_size;     // P, S % P == 0
-    int num_classes;    // K
-    int channels;       // C
-    int num_layers;     // L
-    int num_heads;      // NH
-    int mlp_ratio;      // hidden = mlp_ratio * C
-} ViTConfig;
-
-#define VIT_NUM_PARAM_TENSORS 20
 typedef struct {
     float *patchw, *patchb, *cls, *pos;
     float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
     float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
     float *lnfw, *lnfb, *headw, *headb;
 } ViTParams;
-
-extern const char *const VIT_PARAM_NAMES[VIT_NUM_PARAM_TENSORS];
 
 #define VIT_NUM_ACT_TENSORS 22
 typedef struct {
@@ -96,20 +83,11 @@ typedef struct {
     float mean_loss; // -1 when the last forward had no labels
 } ViT;
 
-// Tokens per image: (S/P)^2 patches + the cls token.
-int vit_num_tokens(const ViTConfig *config);
-// NULL or the reason the config is unusable.
-const char *vit_config_error(const ViTConfig *config);
-void vit_param_sizes(size_t sizes[VIT_NUM_PARAM_TENSORS], const ViTConfig *config);
-// Does parameter tensor i get weight decay (the matrices: patchw, qkvw,
-// attprojw, fcw, fcprojw, headw)?
-int vit_param_decayed(int i);
-
+// Allocates the parameters (uninitialised) and zero gradients of a checked
+// config; a loader copies a file's parameters in (classifier_load).
+void vit_build(ViT *model, const ViTConfig *config, NormMode mode);
 // N(0, 0.02) matrices, cls and pos; zero biases; unit gains.
 void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigned long long seed);
-// Loads a vision model file of family ViT (dies naming the file on any defect).
-void vit_load(ViT *model, const char *path);
-void vit_save(const ViT *model, const char *path);
 
 // images (B, Cin, S, S); labels (B) may be NULL (no loss).
 void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B);

@@ -1,0 +1,69 @@
+// The image classifiers' configs (ViT and Swin), their checks and Swin's
+// stage geometry: what vit.c, swin.c, the model file (vision_model.c) and
+// the layouts (vision_layout.c) all build from.
+#ifndef FOLDNORM_VISION_CONFIG_H
+#define FOLDNORM_VISION_CONFIG_H
+
+#include "norm_mode.h"
+
+typedef enum { FAMILY_VIT = 0, FAMILY_SWIN = 1 } VisionFamily;
+
+// "ViT", "Swin", or "?" for any other value.
+const char *vision_family_name(VisionFamily family);
+
+typedef struct {
+    int image_size;     // S (square images)
+    int image_channels; // Cin
+    int patch_size;     // P, S % P == 0
+    int num_classes;    // K
+    int channels;       // C
+    int num_layers;     // L
+    int num_heads;      // NH
+    int mlp_ratio;      // hidden = mlp_ratio * C
+} ViTConfig;
+
+#define SWIN_MAX_STAGES 8
+
+typedef struct {
+    int image_size, image_channels, patch_size, num_classes;
+    int embed_dim;  // C of stage 1; stage s has embed_dim * 2^s
+    int num_stages;
+    int depths[SWIN_MAX_STAGES];
+    int heads[SWIN_MAX_STAGES];
+    int window;     // W (a stage whose resolution is <= W uses its resolution and no shift)
+    int mlp_ratio;
+    int center_patch; // 0/1: explicit centring ops after the patch norm and before each merge
+} SwinConfig;
+
+// A model of either family: what a model file's header holds.
+typedef struct {
+    VisionFamily family;
+    NormMode mode;
+    ViTConfig vit;   // when family == FAMILY_VIT
+    SwinConfig swin; // when family == FAMILY_SWIN
+} VisionConfig;
+
+// Tokens per image: (S/P)^2 patches + the cls token.
+int vit_num_tokens(const ViTConfig *config);
+// NULL or the reason the config is unusable.
+const char *vit_config_error(const ViTConfig *config);
+const char *swin_config_error(const SwinConfig *config);
+
+// Stage s's token grid side: S/P halved s times.
+int swin_stage_resolution(const SwinConfig *config, int stage);
+// The window a stage of resolution res uses: W, or res when res <= W.
+int swin_stage_window(const SwinConfig *config, int res);
+// Is the stream of stage s foldable: are the block norms reading it RMS in
+// cbwc, and are the layers writing it centred?
+int swin_stage_stream_zero_mean(const SwinConfig *config, int stage);
+
+// The family's config error, or what its shape costs beyond the parameters
+// being out of bounds (attention scores, Swin's window tables), so that a
+// small file with a huge image or window cannot ask for terabytes; NULL if usable.
+const char *vision_config_error(const VisionConfig *config);
+
+int vision_config_image_size(const VisionConfig *config);
+int vision_config_image_channels(const VisionConfig *config);
+int vision_config_num_classes(const VisionConfig *config);
+
+#endif
