@@ -34,11 +34,11 @@ void cbwc_project_weights(float *V, float *bias_c, const float *W, const float *
         }
     }
     if (bias != NULL) {
-        cbwc_center_rows(bias_c, bias, 1, OC);
+        cbwc_centre_rows(bias_c, bias, 1, OC);
     }
 }
 
-void cbwc_center_rows(float *out, const float *x, int N, int C) {
+void cbwc_centre_rows(float *out, const float *x, int N, int C) {
 #pragma omp parallel for schedule(static) if ((long)N * C >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *row = x + (size_t)n * C;

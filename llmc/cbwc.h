@@ -1,4 +1,4 @@
-// Column-based weight centering (cbwc-math.md section 2).
+// Column-based weight centring (cbwc-math.md section 2).
 // For a linear layer with W (OC, IC): V = P W, P = I - (1/OC) 1 1^T, i.e.
 // every input column of W centred over the outputs; the bias likewise.
 #ifndef FOLDNORM_CBWC_H
@@ -12,6 +12,6 @@ void cbwc_project_weights(float *V, float *bias_c, const float *W, const float *
 // out[n] = x[n] - mean(x[n]) for each of the N rows of width C (out may
 // alias x). Centres embedding rows, and output gradients: with V = P W,
 // dx = dy V = (P dy) W and dW = P dV = (P dy)^T x (P symmetric, 1^T V = 0).
-void cbwc_center_rows(float *out, const float *x, int N, int C);
+void cbwc_centre_rows(float *out, const float *x, int N, int C);
 
 #endif

@@ -5,9 +5,9 @@
 #define FOLDNORM_ENCODER_H
 
 void encoder_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B,
-                     int T, int C, int centered);
+                     int T, int C, int centred);
 // dwte[tok] += E(dout[b,t]), dwpe[t] += E(dout[b,t]) (E is linear and P symmetric).
 void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T,
-                      int C, int centered);
+                      int C, int centred);
 
 #endif

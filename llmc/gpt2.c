@@ -92,7 +92,7 @@ static int gpt2_allocate_params(GPT2 *model) {
 static void gpt2_reset_state(GPT2 *model) {
     memset(model, 0, sizeof(*model));
     model->mean_loss = -1.0f;
-    model->cbwc_stale = 1;
+    model->centred_stale = 1;
 }
 
 int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode, char *err,
@@ -402,13 +402,13 @@ static void residual_add(float *out, const float *a, const float *b, size_t n) {
 // section 2), recomputed from the proxy weights after each update.
 static void cbwc_refresh(GPT2 *model) {
     const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
-    if (model->cbwc_memory == NULL) {
+    if (model->centred_memory == NULL) {
         size_t sizes[4] = {L * C * C, L * C, L * C * 4 * C, L * C};
-        model->cbwc_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
+        model->centred_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
                                           "cbwc effective weights");
-        float **fields[4] = {&model->cbwc_attprojw, &model->cbwc_attprojb, &model->cbwc_fcprojw,
-                             &model->cbwc_fcprojb};
-        float *p = model->cbwc_memory;
+        float **fields[4] = {&model->centred_attprojw, &model->centred_attprojb, &model->centred_fcprojw,
+                             &model->centred_fcprojb};
+        float *p = model->centred_memory;
         for (int i = 0; i < 4; i++) {
             *fields[i] = p;
             p += sizes[i];
@@ -416,12 +416,12 @@ static void cbwc_refresh(GPT2 *model) {
     }
     const ParameterTensors *w = &model->params;
     for (size_t l = 0; l < L; l++) {
-        cbwc_project_weights(model->cbwc_attprojw + l * C * C, model->cbwc_attprojb + l * C,
+        cbwc_project_weights(model->centred_attprojw + l * C * C, model->centred_attprojb + l * C,
                              w->attprojw + l * C * C, w->attprojb + l * C, (int)C, (int)C);
-        cbwc_project_weights(model->cbwc_fcprojw + l * 4 * C * C, model->cbwc_fcprojb + l * C,
+        cbwc_project_weights(model->centred_fcprojw + l * 4 * C * C, model->centred_fcprojb + l * C,
                              w->fcprojw + l * 4 * C * C, w->fcprojb + l * C, (int)C, 4 * (int)C);
     }
-    model->cbwc_stale = 0;
+    model->centred_stale = 0;
 }
 
 // out = residual + (inp W^T + b); in cbwc the caller passes V and P b.
@@ -439,7 +439,7 @@ static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, f
                                           const float *dout, const float *inp, const float *W,
                                           int N, int IC, int OC) {
     if (model->mode == MODE_CBWC) {
-        cbwc_center_rows(model->scratch.dbranch, dout, N, OC);
+        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
     matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
@@ -470,20 +470,20 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
     const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
-    const int centered = model->mode == MODE_CBWC;
+    const int centred = model->mode == MODE_CBWC;
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
-    if (centered && model->cbwc_stale) {
+    if (centred && model->centred_stale) {
         cbwc_refresh(model);
     }
     // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
-    const float *attprojw = centered ? model->cbwc_attprojw : p.attprojw;
-    const float *attprojb = centered ? model->cbwc_attprojb : p.attprojb;
-    const float *fcprojw = centered ? model->cbwc_fcprojw : p.fcprojw;
-    const float *fcprojb = centered ? model->cbwc_fcprojb : p.fcprojb;
+    const float *attprojw = centred ? model->centred_attprojw : p.attprojw;
+    const float *attprojb = centred ? model->centred_attprojb : p.attprojb;
+    const float *fcprojw = centred ? model->centred_fcprojw : p.fcprojw;
+    const float *fcprojb = centred ? model->centred_fcprojb : p.fcprojb;
 
-    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centered);
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
     for (int l = 0; l < L; l++) {
         size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
         const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
@@ -600,7 +600,7 @@ void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
                        &model->v_memory, &model->adamw_step, model->num_parameters,
                        model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
                        grad_clip);
-    model->cbwc_stale = 1;
+    model->centred_stale = 1;
 }
 
 void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
@@ -609,7 +609,7 @@ void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, si
                              &model->v_memory, &model->adamw_step, model->num_parameters,
                              model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS,
                              cfg, grad_scale, lo, hi);
-    model->cbwc_stale = 1;
+    model->centred_stale = 1;
 }
 
 void gpt2_free(GPT2 *model) {
@@ -619,7 +619,7 @@ void gpt2_free(GPT2 *model) {
     free(model->v_memory);
     free(model->acts_memory);
     free(model->scratch_memory);
-    free(model->cbwc_memory);
+    free(model->centred_memory);
     free(model->head_row_means);
     free(model->inputs);
     free(model->targets);

@@ -98,9 +98,9 @@ typedef struct {
     float *scratch_memory;
     // cbwc: the effective V and centred biases of attn c_proj and mlp c_proj,
     // projected from the proxy weights once per step (after each update)
-    float *cbwc_memory;
-    float *cbwc_attprojw, *cbwc_attprojb, *cbwc_fcprojw, *cbwc_fcprojb;
-    int cbwc_stale;
+    float *centred_memory;
+    float *centred_attprojw, *centred_attprojb, *centred_fcprojw, *centred_fcprojb;
+    int centred_stale;
     // folded: m_t = mean over C of the original wte row t (Vp), and what was folded
     float *head_row_means;
     int folded_norms, folded_layers;

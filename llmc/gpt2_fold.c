@@ -86,7 +86,7 @@ void gpt2_fold(GPT2 *model, const char *source) {
                 }
             }
         } else if (flag == GPT2_FOLDED_WPE) {
-            cbwc_center_rows(p->wpe, p->wpe, cfg->max_seq_len, C);
+            cbwc_centre_rows(p->wpe, p->wpe, cfg->max_seq_len, C);
         } else if (flag == GPT2_FOLDED_ATTPROJ) {
             size_t lc = (size_t)l * C;
             cbwc_project_weights(p->attprojw + lc * C, p->attprojb + lc, p->attprojw + lc * C,

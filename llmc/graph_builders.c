@@ -94,15 +94,15 @@ static void vit_text(TextBuf *b, int dim, int depth, int heads) {
 }
 
 static void swin_text(TextBuf *b, int embed, const int depths[4], const int heads[4],
-                      int centered) {
+                      int centred) {
     emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
          embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
-         heads[3], centered ? ", explicit centring after the patch norm and before each merge" : "");
+         heads[3], centred ? ", explicit centring after the patch norm and before each merge" : "");
     emit(b, "graph swin\ninput patches dim=48  # 3x4x4 pixels per patch\n");
     emit(b, "conv patch_embed.proj patches out=%d\n", embed);
     emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
     char x[GRAPH_MAX_NAME + 16];
-    if (centered) {
+    if (centred) {
         emit(b, "center patch_embed.center patch_embed.norm\n");
         snprintf(x, sizeof(x), "patch_embed.center");
     } else {
@@ -141,7 +141,7 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
         }
         // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
         const char *d = "downsample";
-        if (centered) { // the centring op before the merge (llmc/swin.c, -k 1)
+        if (centred) { // the centring op before the merge (llmc/swin.c, -k 1)
             emit(b, "center layers.%d.%s.center %s\n", s, d, x);
             snprintf(x, sizeof(x), "layers.%d.%s.center", s, d);
         }
@@ -313,14 +313,14 @@ char *graph_builtin_text(const char *name) {
     }
     static const int heads[4] = {3, 6, 12, 24};
     static const int tiny[4] = {2, 2, 6, 2}, small[4] = {2, 2, 18, 2};
-    static const struct { const char *name; const int *depths; int centered; } swins[] = {
+    static const struct { const char *name; const int *depths; int centred; } swins[] = {
         {"swin-tiny", tiny, 0}, {"swin-tiny-centered", tiny, 1},
         {"swin-small", small, 0}, {"swin-small-centered", small, 1}};
     for (size_t i = 0; i < sizeof(swins) / sizeof(swins[0]); i++) {
         if (strcmp(name, swins[i].name) == 0) {
             TextBuf b;
             buf_init(&b);
-            swin_text(&b, 96, swins[i].depths, heads, swins[i].centered);
+            swin_text(&b, 96, swins[i].depths, heads, swins[i].centred);
             return b.text;
         }
     }

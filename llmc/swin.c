@@ -357,7 +357,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
     norm_forward(norm_kind(m, 1), m->pn, m->pn_mean, m->pn_rstd, m->patch_out, p + m->off.pnw,
                  p + m->off.pnb, BN0, E);
     if (c->center_patch) {
-        cbwc_center_rows(m->stream0, m->pn, BN0, E); // the explicit centring op
+        cbwc_centre_rows(m->stream0, m->pn, BN0, E); // the explicit centring op
     } else {
         memcpy(m->stream0, m->pn, (size_t)BN0 * E * sizeof(float));
     }
@@ -368,7 +368,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
             SwinMerge *mg = &m->merges[s];
             int n = B * mg->N_out;
             if (c->center_patch) { // the explicit centring op before the merge
-                cbwc_center_rows(m->s_branch, x, B * 4 * mg->N_out, mg->C_in);
+                cbwc_centre_rows(m->s_branch, x, B * 4 * mg->N_out, mg->C_in);
                 x = m->s_branch;
             }
             merge_rows(mg->merged, (float *)x, B, mg->res_out, mg->C_in, 0);
@@ -422,7 +422,7 @@ static void linear_backward(const Swin *m, int centred_layer, float *dinp, float
                             const float *dout, const float *inp, const float *W, int N, int IC,
                             int OC) {
     if (m->mode == MODE_CBWC && centred_layer) {
-        cbwc_center_rows(m->s_branch, dout, N, OC);
+        cbwc_centre_rows(m->s_branch, dout, N, OC);
         dout = m->s_branch;
     }
     matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
@@ -500,7 +500,7 @@ void swin_backward(Swin *m, float loss_scale) {
                           m->s_dln, mg->merged, p + mg->off->normw, mg->mean, mg->rstd, n, C4);
             merge_rows(m->s_datty, other, B, mg->res_out, mg->C_in, 1);
             if (c->center_patch) {
-                cbwc_center_rows(other, other, B * 4 * mg->N_out, mg->C_in);
+                cbwc_centre_rows(other, other, B * 4 * mg->N_out, mg->C_in);
             }
             float *t = d;
             d = other;
@@ -508,7 +508,7 @@ void swin_backward(Swin *m, float loss_scale) {
         }
     }
     if (c->center_patch) {
-        cbwc_center_rows(d, d, BN0, E); // the centring op is its own adjoint
+        cbwc_centre_rows(d, d, BN0, E); // the centring op is its own adjoint
     }
     memset(m->s_dln, 0, (size_t)BN0 * E * sizeof(float));
     norm_backward(norm_kind(m, 1), m->s_dln, g + m->off.pnw, g + m->off.pnb, d, m->patch_out, p + m->off.pnw,

@@ -119,8 +119,8 @@ static void vit_refresh_centred(ViT *model) {
     const ViTParams *w = &model->params;
     ViTParams *v = &model->centred;
     cbwc_project_weights(v->patchw, v->patchb, w->patchw, w->patchb, C, PD);
-    cbwc_center_rows(v->cls, w->cls, 1, C);
-    cbwc_center_rows(v->pos, w->pos, T, C);
+    cbwc_centre_rows(v->cls, w->cls, 1, C);
+    cbwc_centre_rows(v->pos, w->pos, T, C);
     for (size_t l = 0; l < (size_t)L; l++) {
         cbwc_project_weights(v->attprojw + l * C * C, v->attprojb + l * C, w->attprojw + l * C * C,
                              w->attprojb + l * C, C, C);
@@ -211,7 +211,7 @@ static void stream_writer_backward(const ViT *model, float *dinp, float *dW, flo
                                    const float *dout, const float *inp, const float *W, int N,
                                    int IC, int OC) {
     if (model->mode == MODE_CBWC) {
-        cbwc_center_rows(model->scratch.dbranch, dout, N, OC);
+        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
     matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
@@ -279,7 +279,7 @@ void vit_backward(ViT *model, float loss_scale) {
         }
     }
     if (model->mode == MODE_CBWC) {
-        cbwc_center_rows(dpos_sum, dpos_sum, T, C);
+        cbwc_centre_rows(dpos_sum, dpos_sum, T, C);
     }
     for (size_t i = 0; i < (size_t)T * C; i++) {
         g.pos[i] += dpos_sum[i];

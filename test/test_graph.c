@@ -120,12 +120,12 @@ static int safe_by_name(const Graph *g, const GraphAnalysis *a, const char *name
 // The Swin trainer (llmc/swin.c) picks its RMS norms and centred layers from
 // the config; they must be the analysis' foldable LNs, and every layer it
 // centres must be shift-safe and include the analysis' cbwc set.
-static void check_swin_trainer(int center) {
+static void check_swin_trainer(int centre) {
     const SwinConfig cfg = {.image_size = 224, .image_channels = 3, .patch_size = 4,
                             .num_classes = 1000, .embed_dim = 96, .num_stages = 4,
                             .depths = {2, 2, 6, 2}, .heads = {3, 6, 12, 24}, .window = 7,
-                            .mlp_ratio = 4, .center_patch = center};
-    char *text = graph_builtin_text(center ? "swin-tiny-centered" : "swin-tiny");
+                            .mlp_ratio = 4, .center_patch = centre};
+    char *text = graph_builtin_text(centre ? "swin-tiny-centered" : "swin-tiny");
     Graph g;
     parse_or_die(&g, text, "swin");
     free(text);
@@ -153,7 +153,7 @@ static void check_swin_trainer(int center) {
         }
         if (s > 0) { // merge into stage s: RMS iff the centring ops; reduction centred iff rms
             snprintf(name, sizeof(name), "layers.%d.downsample.norm", s - 1);
-            ok &= foldable_by_name(&g, &a, name) == center;
+            ok &= foldable_by_name(&g, &a, name) == centre;
             snprintf(name, sizeof(name), "layers.%d.downsample.reduction", s - 1);
             ok &= in_cbwc(&g, &a, name) == rms && (!rms || safe_by_name(&g, &a, name));
             centred_by_trainer += rms;
@@ -163,7 +163,7 @@ static void check_swin_trainer(int center) {
     ok &= in_set && a.num_cbwc <= centred_by_trainer && a.leak_layer < 0;
     expect(ok, "swin-tiny%s: the trainer's RMS norms == the analysis' foldable LNs, its centred "
                "layers shift-safe and a superset of the cbwc set%s",
-           center ? " with centring ops" : "", "");
+           centre ? " with centring ops" : "", "");
     graph_analysis_free(&a);
     graph_free(&g);
 }

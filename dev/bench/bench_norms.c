@@ -58,9 +58,9 @@ static double rms_bwd_bytes(int N, int C) { return 4.0 * (4.0 * N * C + 5.0 * C 
 // ----------------------------------------------------------------------------
 // inputs and the copies
 
-static void fill_uniform(Rng *rng, float *p, size_t n, float center, float half_width) {
+static void fill_uniform(Rng *rng, float *p, size_t n, float centre, float half_width) {
     for (size_t i = 0; i < n; i++) {
-        p[i] = center + half_width * (2.0f * rng_uniform(rng) - 1.0f);
+        p[i] = centre + half_width * (2.0f * rng_uniform(rng) - 1.0f);
     }
 }
 
