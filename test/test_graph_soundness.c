@@ -61,6 +61,228 @@ static void require_same_tokens(const GraphNode *n, const Tensor *const *in, int
     }
 }
 
+// ---- the interpreter: one function per kind of node, r seeded by the node ----
+
+static Tensor run_input(const GraphNode *n, Rng *r) {
+    Tensor o = tensor_new(TOKENS, n->dim);
+    for (int j = 0; j < TOKENS * n->dim; j++) {
+        o.x[j] = 0.7 + normal(r);
+    }
+    return o;
+}
+
+// A learned vector (e.g. a cls token or a position row); centred when in S.
+static Tensor run_param(const GraphNode *n, Rng *r, int centre) {
+    Tensor o = tensor_new(1, n->dim);
+    for (int c = 0; c < n->dim; c++) {
+        o.x[c] = 0.5 + normal(r);
+    }
+    if (centre) {
+        double m = row_mean(o.x, n->dim);
+        for (int c = 0; c < n->dim; c++) {
+            o.x[c] -= m;
+        }
+    }
+    return o;
+}
+
+// linear, conv (a linear over patches) and embedding (one-hot of a token id
+// read from x); with centre, V = P W and b~ = b - mean(b) (cbwc-math.md section 2).
+static Tensor run_linear(const GraphNode *n, const Tensor *x_in, Rng *r, int centre) {
+    int IC = n->op == OP_EMBEDDING ? n->vocab : x_in->dim, OC = n->dim;
+    double *W = malloc_check((size_t)OC * IC * sizeof(double), "W");
+    double *b = malloc_check((size_t)OC * sizeof(double), "b");
+    for (int j = 0; j < OC * IC; j++) {
+        W[j] = (0.3 + normal(r)) / sqrt((double)IC);
+    }
+    for (int o2 = 0; o2 < OC; o2++) {
+        b[o2] = n->has_bias && n->op != OP_EMBEDDING ? 0.4 + normal(r) : 0.0;
+    }
+    if (centre) {
+        for (int ic = 0; ic < IC; ic++) {
+            double m = 0.0;
+            for (int o2 = 0; o2 < OC; o2++) {
+                m += W[o2 * IC + ic];
+            }
+            for (int o2 = 0; o2 < OC; o2++) {
+                W[o2 * IC + ic] -= m / OC;
+            }
+        }
+        double mb = row_mean(b, OC);
+        for (int o2 = 0; o2 < OC; o2++) {
+            b[o2] -= mb;
+        }
+    }
+    Tensor o = tensor_new(x_in->ntok, OC);
+    for (int t = 0; t < o.ntok; t++) {
+        const double *x = x_in->x + (size_t)t * x_in->dim;
+        for (int o2 = 0; o2 < OC; o2++) {
+            double s = b[o2];
+            if (n->op == OP_EMBEDDING) {
+                s += W[o2 * IC + (int)(fabs(x[0]) * 1000.0) % IC];
+            } else {
+                for (int ic = 0; ic < IC; ic++) {
+                    s += W[o2 * IC + ic] * x[ic];
+                }
+            }
+            o.x[(size_t)t * OC + o2] = s;
+        }
+    }
+    free(W);
+    free(b);
+    return o;
+}
+
+// The sum of the inputs; a one-token operand broadcasts.
+static Tensor run_add(const GraphNode *n, const Tensor *const *in) {
+    require_same_tokens(n, in, 1);
+    int ntok = 1;
+    for (int k = 0; k < n->num_inputs; k++) {
+        ntok = in[k]->ntok > ntok ? in[k]->ntok : ntok;
+    }
+    Tensor o = tensor_new(ntok, n->dim);
+    for (int k = 0; k < n->num_inputs; k++) {
+        for (int t = 0; t < ntok; t++) {
+            const double *x = in[k]->x + (size_t)(in[k]->ntok == 1 ? 0 : t) * n->dim;
+            for (int c = 0; c < n->dim; c++) {
+                o.x[(size_t)t * n->dim + c] += x[c];
+            }
+        }
+    }
+    return o;
+}
+
+// The inputs' tokens one after the other.
+static Tensor run_token_concat(const GraphNode *n, const Tensor *const *in) {
+    int ntok = 0;
+    for (int k = 0; k < n->num_inputs; k++) {
+        ntok += in[k]->ntok;
+    }
+    Tensor o = tensor_new(ntok, n->dim);
+    size_t at = 0;
+    for (int k = 0; k < n->num_inputs; k++) {
+        memcpy(o.x + at, in[k]->x, (size_t)in[k]->ntok * n->dim * sizeof(double));
+        at += (size_t)in[k]->ntok * n->dim;
+    }
+    return o;
+}
+
+// The inputs' channels side by side, token by token.
+static Tensor run_concat(const GraphNode *n, const Tensor *const *in) {
+    require_same_tokens(n, in, 0);
+    Tensor o = tensor_new(in[0]->ntok, n->dim);
+    for (int t = 0; t < o.ntok; t++) {
+        int at = 0;
+        for (int k = 0; k < n->num_inputs; k++) {
+            memcpy(o.x + (size_t)t * n->dim + at, in[k]->x + (size_t)t * in[k]->dim,
+                   (size_t)in[k]->dim * sizeof(double));
+            at += in[k]->dim;
+        }
+    }
+    return o;
+}
+
+static Tensor run_avgpool(const GraphNode *n, const Tensor *x) {
+    Tensor o = tensor_new(1, n->dim);
+    for (int t = 0; t < x->ntok; t++) {
+        for (int c = 0; c < n->dim; c++) {
+            o.x[c] += x->x[(size_t)t * n->dim + c] / x->ntok;
+        }
+    }
+    return o;
+}
+
+// Softmax attention without projections, from one packed qkv input or q, k, v.
+static Tensor run_attention(const GraphNode *n, const Tensor *const *in) {
+    require_same_tokens(n, in, 0);
+    int qkv = n->num_inputs == 1, C = n->dim, H = n->heads, hd = C / H;
+    const Tensor *q = in[0], *k = in[qkv ? 0 : 1], *v = in[qkv ? 0 : 2];
+    int qs = qkv ? 3 * C : q->dim, ks = qkv ? 3 * C : k->dim, vs = qkv ? 3 * C : v->dim;
+    int ko = qkv ? C : 0, vo = qkv ? 2 * C : 0, qd = qkv ? C : q->dim, qhd = qd / H;
+    Tensor o = tensor_new(q->ntok, C);
+    double *w = malloc_check((size_t)k->ntok * sizeof(double), "attention");
+    for (int h = 0; h < H; h++) {
+        for (int t = 0; t < q->ntok; t++) {
+            double mx = -1e300, sum = 0.0;
+            for (int s = 0; s < k->ntok; s++) {
+                double d = 0.0;
+                for (int c = 0; c < qhd; c++) {
+                    d += q->x[(size_t)t * qs + h * qhd + c] * k->x[(size_t)s * ks + ko + h * qhd + c];
+                }
+                w[s] = d / sqrt((double)qhd);
+                mx = w[s] > mx ? w[s] : mx;
+            }
+            for (int s = 0; s < k->ntok; s++) {
+                w[s] = exp(w[s] - mx);
+                sum += w[s];
+            }
+            for (int s = 0; s < k->ntok; s++) {
+                for (int c = 0; c < hd; c++) {
+                    o.x[(size_t)t * C + h * hd + c] += w[s] / sum * v->x[(size_t)s * vs + vo + h * hd + c];
+                }
+            }
+        }
+    }
+    free(w);
+    return o;
+}
+
+// Elementwise and per-token ops on input 0 (and 1 for mul), norms included:
+// a norm runs as RMSNorm when it is one or as_rms; a LayerNorm records the
+// largest |mean| of its input rows in *ln_mean.
+static Tensor run_pointwise(const GraphNode *n, const Tensor *const *in, Rng *r, int as_rms,
+                            double *ln_mean) {
+    require_same_tokens(n, in, 0);
+    const Tensor *x = in[0];
+    Tensor o = tensor_new(x->ntok, n->dim);
+    double gain[256], bias[256];
+    for (int c = 0; c < n->dim && c < 256; c++) {
+        gain[c] = n->affine ? 1.0 + 0.5 * normal(r) : 1.0;
+        bias[c] = n->affine ? 0.3 + 0.5 * normal(r) : 0.0;
+    }
+    for (int t = 0; t < x->ntok; t++) {
+        // token moves: reverse for window partition/reverse, roll by one for the shift
+        int src = n->op == OP_WINDOW_PARTITION || n->op == OP_WINDOW_REVERSE ? x->ntok - 1 - t
+                  : n->op == OP_CYCLIC_SHIFT ? (t + 1) % x->ntok : t;
+        const double *xi = x->x + (size_t)src * n->dim;
+        double *y = o.x + (size_t)t * n->dim;
+        double m = row_mean(xi, n->dim), ms = 0.0, var = 0.0, mx = -1e300, se = 0.0;
+        for (int c = 0; c < n->dim; c++) {
+            ms += xi[c] * xi[c] / n->dim;
+            var += (xi[c] - m) * (xi[c] - m) / n->dim;
+            mx = xi[c] > mx ? xi[c] : mx;
+        }
+        for (int c = 0; c < n->dim; c++) {
+            se += exp(xi[c] - mx);
+        }
+        if (n->op == OP_LAYERNORM) {
+            double am = fabs(m);
+            *ln_mean = am > *ln_mean ? am : *ln_mean;
+        }
+        for (int c = 0; c < n->dim; c++) {
+            double v = xi[c];
+            switch (n->op) {
+            case OP_SCALE: v *= n->value; break;
+            case OP_TEMPERATURE: v /= n->value; break;
+            case OP_GELU: v = 0.5 * v * (1.0 + erf(v / sqrt(2.0))); break;
+            case OP_RELU: v = v > 0 ? v : 0; break;
+            case OP_TANH: v = tanh(v); break;
+            case OP_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
+            case OP_SOFTMAX: v = exp(v - mx) / se; break;
+            case OP_MUL: v *= in[1]->x[(size_t)t * n->dim + c]; break;
+            case OP_CENTER: v -= m; break;
+            case OP_LAYERNORM: case OP_RMSNORM:
+                v = as_rms ? v / sqrt(ms + 1e-5) : (v - m) / sqrt(var + 1e-5);
+                v = gain[c % 256] * v + bias[c % 256];
+                break;
+            default: break; // dropout (eval), reshape
+            }
+            y[c] = v;
+        }
+    }
+    return o;
+}
+
 // Runs graph g. The layers in centre_set (NULL: none) use V and P b; folded:
 // foldable LNs run as RMSNorm. ln_mean[i]: max over tokens of |mean| of LN i's input.
 static void run_graph(const Graph *g, const GraphAnalysis *a, unsigned long long seed,
@@ -73,209 +295,24 @@ static void run_graph(const Graph *g, const GraphAnalysis *a, unsigned long long
         for (int k = 0; k < n->num_inputs; k++) {
             in[k] = &out[n->inputs[k]];
         }
-        int centre = centre_set != NULL && graph_bit(centre_set, i);
-        Tensor o;
+        const int centre = centre_set != NULL && graph_bit(centre_set, i);
         switch (n->op) {
-        case OP_INPUT:
-            o = tensor_new(TOKENS, n->dim);
-            for (int j = 0; j < TOKENS * n->dim; j++) {
-                o.x[j] = 0.7 + normal(&r);
-            }
+        case OP_INPUT: out[i] = run_input(n, &r); break;
+        case OP_PARAM: out[i] = run_param(n, &r, centre); break;
+        case OP_LINEAR: case OP_CONV: case OP_EMBEDDING:
+            out[i] = run_linear(n, in[0], &r, centre);
             break;
-        case OP_PARAM:
-            o = tensor_new(1, n->dim);
-            for (int c = 0; c < n->dim; c++) {
-                o.x[c] = 0.5 + normal(&r);
-            }
-            if (centre) {
-                double m = row_mean(o.x, n->dim);
-                for (int c = 0; c < n->dim; c++) {
-                    o.x[c] -= m;
-                }
-            }
-            break;
-        case OP_LINEAR: case OP_CONV: case OP_EMBEDDING: {
-            int IC = n->op == OP_EMBEDDING ? n->vocab : in[0]->dim, OC = n->dim;
-            double *W = malloc_check((size_t)OC * IC * sizeof(double), "W");
-            double *b = malloc_check((size_t)OC * sizeof(double), "b");
-            for (int j = 0; j < OC * IC; j++) {
-                W[j] = (0.3 + normal(&r)) / sqrt((double)IC);
-            }
-            for (int o2 = 0; o2 < OC; o2++) {
-                b[o2] = n->has_bias && n->op != OP_EMBEDDING ? 0.4 + normal(&r) : 0.0;
-            }
-            if (centre) { // V = P W, b~ = b - mean(b) (cbwc-math.md section 2)
-                for (int ic = 0; ic < IC; ic++) {
-                    double m = 0.0;
-                    for (int o2 = 0; o2 < OC; o2++) {
-                        m += W[o2 * IC + ic];
-                    }
-                    for (int o2 = 0; o2 < OC; o2++) {
-                        W[o2 * IC + ic] -= m / OC;
-                    }
-                }
-                double mb = row_mean(b, OC);
-                for (int o2 = 0; o2 < OC; o2++) {
-                    b[o2] -= mb;
-                }
-            }
-            o = tensor_new(in[0]->ntok, OC);
-            for (int t = 0; t < o.ntok; t++) {
-                const double *x = in[0]->x + (size_t)t * in[0]->dim;
-                for (int o2 = 0; o2 < OC; o2++) {
-                    double s = b[o2];
-                    if (n->op == OP_EMBEDDING) { // one-hot of a token id read from x
-                        s += W[o2 * IC + (int)(fabs(x[0]) * 1000.0) % IC];
-                    } else {
-                        for (int ic = 0; ic < IC; ic++) {
-                            s += W[o2 * IC + ic] * x[ic];
-                        }
-                    }
-                    o.x[(size_t)t * OC + o2] = s;
-                }
-            }
-            free(W);
-            free(b);
-            break;
-        }
-        case OP_ADD: {
-            require_same_tokens(n, in, 1);
-            int ntok = 1;
-            for (int k = 0; k < n->num_inputs; k++) {
-                ntok = in[k]->ntok > ntok ? in[k]->ntok : ntok;
-            }
-            o = tensor_new(ntok, n->dim);
-            for (int k = 0; k < n->num_inputs; k++) { // a one-token operand broadcasts
-                for (int t = 0; t < ntok; t++) {
-                    const double *x = in[k]->x + (size_t)(in[k]->ntok == 1 ? 0 : t) * n->dim;
-                    for (int c = 0; c < n->dim; c++) {
-                        o.x[(size_t)t * n->dim + c] += x[c];
-                    }
-                }
-            }
-            break;
-        }
-        case OP_TOKEN_CONCAT: {
-            int ntok = 0;
-            for (int k = 0; k < n->num_inputs; k++) {
-                ntok += in[k]->ntok;
-            }
-            o = tensor_new(ntok, n->dim);
-            size_t at = 0;
-            for (int k = 0; k < n->num_inputs; k++) {
-                memcpy(o.x + at, in[k]->x, (size_t)in[k]->ntok * n->dim * sizeof(double));
-                at += (size_t)in[k]->ntok * n->dim;
-            }
-            break;
-        }
-        case OP_CONCAT: {
-            require_same_tokens(n, in, 0);
-            o = tensor_new(in[0]->ntok, n->dim);
-            for (int t = 0; t < o.ntok; t++) {
-                int at = 0;
-                for (int k = 0; k < n->num_inputs; k++) {
-                    memcpy(o.x + (size_t)t * n->dim + at, in[k]->x + (size_t)t * in[k]->dim,
-                           (size_t)in[k]->dim * sizeof(double));
-                    at += in[k]->dim;
-                }
-            }
-            break;
-        }
-        case OP_AVGPOOL:
-            o = tensor_new(1, n->dim);
-            for (int t = 0; t < in[0]->ntok; t++) {
-                for (int c = 0; c < n->dim; c++) {
-                    o.x[c] += in[0]->x[(size_t)t * n->dim + c] / in[0]->ntok;
-                }
-            }
-            break;
-        case OP_ATTENTION: {
-            require_same_tokens(n, in, 0);
-            int qkv = n->num_inputs == 1, C = n->dim, H = n->heads, hd = C / H;
-            const Tensor *q = in[0], *k = in[qkv ? 0 : 1], *v = in[qkv ? 0 : 2];
-            int qs = qkv ? 3 * C : q->dim, ks = qkv ? 3 * C : k->dim, vs = qkv ? 3 * C : v->dim;
-            int ko = qkv ? C : 0, vo = qkv ? 2 * C : 0, qd = qkv ? C : q->dim, qhd = qd / H;
-            o = tensor_new(q->ntok, C);
-            double *w = malloc_check((size_t)k->ntok * sizeof(double), "attention");
-            for (int h = 0; h < H; h++) {
-                for (int t = 0; t < q->ntok; t++) {
-                    double mx = -1e300, sum = 0.0;
-                    for (int s = 0; s < k->ntok; s++) {
-                        double d = 0.0;
-                        for (int c = 0; c < qhd; c++) {
-                            d += q->x[(size_t)t * qs + h * qhd + c] * k->x[(size_t)s * ks + ko + h * qhd + c];
-                        }
-                        w[s] = d / sqrt((double)qhd);
-                        mx = w[s] > mx ? w[s] : mx;
-                    }
-                    for (int s = 0; s < k->ntok; s++) {
-                        w[s] = exp(w[s] - mx);
-                        sum += w[s];
-                    }
-                    for (int s = 0; s < k->ntok; s++) {
-                        for (int c = 0; c < hd; c++) {
-                            o.x[(size_t)t * C + h * hd + c] += w[s] / sum * v->x[(size_t)s * vs + vo + h * hd + c];
-                        }
-                    }
-                }
-            }
-            free(w);
-            break;
-        }
-        default: { // elementwise and per-token ops on input 0 (and 1 for mul)
-            require_same_tokens(n, in, 0);
-            const Tensor *x = in[0];
-            o = tensor_new(x->ntok, n->dim);
-            double gain[256], bias[256];
-            for (int c = 0; c < n->dim && c < 256; c++) {
-                gain[c] = n->affine ? 1.0 + 0.5 * normal(&r) : 1.0;
-                bias[c] = n->affine ? 0.3 + 0.5 * normal(&r) : 0.0;
-            }
-            for (int t = 0; t < x->ntok; t++) {
-                // token moves: reverse for window partition/reverse, roll by one for the shift
-                int src = n->op == OP_WINDOW_PARTITION || n->op == OP_WINDOW_REVERSE ? x->ntok - 1 - t
-                          : n->op == OP_CYCLIC_SHIFT ? (t + 1) % x->ntok : t;
-                const double *xi = x->x + (size_t)src * n->dim;
-                double *y = o.x + (size_t)t * n->dim;
-                double m = row_mean(xi, n->dim), ms = 0.0, var = 0.0, mx = -1e300, se = 0.0;
-                for (int c = 0; c < n->dim; c++) {
-                    ms += xi[c] * xi[c] / n->dim;
-                    var += (xi[c] - m) * (xi[c] - m) / n->dim;
-                    mx = xi[c] > mx ? xi[c] : mx;
-                }
-                for (int c = 0; c < n->dim; c++) {
-                    se += exp(xi[c] - mx);
-                }
-                int as_rms = n->op == OP_RMSNORM || (folded && graph_ln_foldable(g, a, i));
-                if (n->op == OP_LAYERNORM) {
-                    double am = fabs(m);
-                    ln_mean[i] = am > ln_mean[i] ? am : ln_mean[i];
-                }
-                for (int c = 0; c < n->dim; c++) {
-                    double v = xi[c];
-                    switch (n->op) {
-                    case OP_SCALE: v *= n->value; break;
-                    case OP_TEMPERATURE: v /= n->value; break;
-                    case OP_GELU: v = 0.5 * v * (1.0 + erf(v / sqrt(2.0))); break;
-                    case OP_RELU: v = v > 0 ? v : 0; break;
-                    case OP_TANH: v = tanh(v); break;
-                    case OP_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
-                    case OP_SOFTMAX: v = exp(v - mx) / se; break;
-                    case OP_MUL: v *= in[1]->x[(size_t)t * n->dim + c]; break;
-                    case OP_CENTER: v -= m; break;
-                    case OP_LAYERNORM: case OP_RMSNORM:
-                        v = as_rms ? v / sqrt(ms + 1e-5) : (v - m) / sqrt(var + 1e-5);
-                        v = gain[c % 256] * v + bias[c % 256];
-                        break;
-                    default: break; // dropout (eval), reshape
-                    }
-                    y[c] = v;
-                }
-            }
+        case OP_ADD: out[i] = run_add(n, in); break;
+        case OP_TOKEN_CONCAT: out[i] = run_token_concat(n, in); break;
+        case OP_CONCAT: out[i] = run_concat(n, in); break;
+        case OP_AVGPOOL: out[i] = run_avgpool(n, in[0]); break;
+        case OP_ATTENTION: out[i] = run_attention(n, in); break;
+        default: {
+            int as_rms = n->op == OP_RMSNORM || (folded && graph_ln_foldable(g, a, i));
+            out[i] = run_pointwise(n, in, &r, as_rms, &ln_mean[i]);
             break;
         }
         }
-        out[i] = o;
     }
 }
 
