@@ -16,12 +16,12 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
     h[VH_VERSION] = VISION_MODEL_VERSION;
     h[VH_FAMILY] = (int32_t)config->family;
     h[VH_NORM_MODE] = (int32_t)config->mode;
+    h[VH_IMAGE_SIZE] = vision_config_image_size(config);
+    h[VH_IMAGE_CHANNELS] = vision_config_image_channels(config);
+    h[VH_NUM_CLASSES] = vision_config_num_classes(config);
     if (config->family == FAMILY_VIT) {
         const ViTConfig *c = &config->vit;
-        h[VH_IMAGE_SIZE] = c->image_size;
-        h[VH_IMAGE_CHANNELS] = c->image_channels;
         h[VH_PATCH_SIZE] = c->patch_size;
-        h[VH_NUM_CLASSES] = c->num_classes;
         h[VH_CHANNELS] = c->channels;
         h[VH_NUM_LAYERS] = c->num_layers;
         h[VH_NUM_HEADS] = c->num_heads;
@@ -29,10 +29,7 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
         return;
     }
     const SwinConfig *c = &config->swin;
-    h[VH_IMAGE_SIZE] = c->image_size;
-    h[VH_IMAGE_CHANNELS] = c->image_channels;
     h[VH_PATCH_SIZE] = c->patch_size;
-    h[VH_NUM_CLASSES] = c->num_classes;
     h[VH_CHANNELS] = c->embed_dim;
     h[VH_NUM_LAYERS] = c->num_stages;
     h[VH_MLP_RATIO] = c->mlp_ratio;
