@@ -12,9 +12,14 @@
 // term. The row functions are inlined with a constant flag, so each mode
 // compiles to its own loops, and with mu = 0 every expression is exactly
 // RMSNorm's (x - 0 == x, a - 0 == a in IEEE arithmetic).
+#if defined(__GNUC__)
+#define ROW_KERNEL static inline __attribute__((always_inline))
+#else
+#define ROW_KERNEL static inline
+#endif
 
-static inline void norm_row_forward(bool centre, float *y, float *mean, float *rstd,
-                                    const float *x, const float *gain, const float *bias, int C) {
+ROW_KERNEL void norm_row_forward(bool centre, float *y, float *mean, float *rstd,
+                                 const float *x, const float *gain, const float *bias, int C) {
     float mu = 0.0f;
     if (centre) {
         float sum = 0.0f;
@@ -44,9 +49,8 @@ static inline void norm_row_forward(bool centre, float *y, float *mean, float *r
 // dx += rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = g * dy,
 // the mean(dxhat) term only when centring; dgain += xhat * dy, dbias += dy;
 // one pass over x and dy per row.
-static inline void norm_row_backward(bool centre, float *dx, float *pg, float *pb, const float *dy,
-                                     const float *x, const float *gain, float mu, float rs,
-                                     int C) {
+ROW_KERNEL void norm_row_backward(bool centre, float *dx, float *pg, float *pb, const float *dy,
+                                  const float *x, const float *gain, float mu, float rs, int C) {
     float dxhat_mean = 0.0f, dxhat_xhat_mean;
     if (centre) {
         float dxhat_sum = 0.0f, dxhat_xhat_sum = 0.0f;
