@@ -166,7 +166,7 @@ static SwinConfig swin_config_from_flags(const ShapeFlags *f, int tiny) {
     if (f->mlp_ratio > 0) c.mlp_ratio = f->mlp_ratio;
     if (f->embed_dim > 0) c.embed_dim = f->embed_dim;
     if (f->window > 0) c.window = f->window;
-    if (f->centre_ops >= 0) c.center_patch = f->centre_ops;
+    if (f->centre_ops >= 0) c.centre_ops = f->centre_ops;
     if (f->depths.count > SWIN_MAX_STAGES || f->stage_heads.count > SWIN_MAX_STAGES) {
         fatal("-D / -A: at most %d stages", SWIN_MAX_STAGES);
     }
@@ -406,7 +406,7 @@ static void print_model(const Classifier *model) {
         const SwinConfig *c = &model->swin.config;
         printf("train_vit: Swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d depths",
                c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
-               c->num_classes, c->center_patch);
+               c->num_classes, c->centre_ops);
         for (int s = 0; s < c->num_stages; s++) {
             printf("%c%d", s == 0 ? '=' : ',', c->depths[s]);
         }

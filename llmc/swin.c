@@ -84,7 +84,7 @@ static void swin_build_blocks(Swin *m) {
             mg->res_out = res;
             mg->N_out = res * res;
             mg->off = &m->off.merges[s];
-            mg->rms_in_cbwc = c->center_patch; // reads a concat of centred tokens
+            mg->rms_in_cbwc = c->centre_ops; // reads a concat of centred tokens
             mg->centred_reduction = zero_mean;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
@@ -356,7 +356,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
                    BN0, m->PD, E);
     norm_forward(norm_kind(m, 1), m->pn, m->pn_mean, m->pn_rstd, m->patch_out, p + m->off.pnw,
                  p + m->off.pnb, BN0, E);
-    if (c->center_patch) {
+    if (c->centre_ops) {
         cbwc_centre_rows(m->stream0, m->pn, BN0, E); // the explicit centring op
     } else {
         memcpy(m->stream0, m->pn, (size_t)BN0 * E * sizeof(float));
@@ -367,7 +367,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
             int n = B * mg->N_out;
-            if (c->center_patch) { // the explicit centring op before the merge
+            if (c->centre_ops) { // the explicit centring op before the merge
                 cbwc_centre_rows(m->s_branch, x, B * 4 * mg->N_out, mg->C_in);
                 x = m->s_branch;
             }
@@ -499,7 +499,7 @@ void swin_backward(Swin *m, float loss_scale) {
             norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->off->normw, g + mg->off->normb,
                           m->s_dln, mg->merged, p + mg->off->normw, mg->mean, mg->rstd, n, C4);
             merge_rows(m->s_datty, other, B, mg->res_out, mg->C_in, 1);
-            if (c->center_patch) {
+            if (c->centre_ops) {
                 cbwc_centre_rows(other, other, B * 4 * mg->N_out, mg->C_in);
             }
             float *t = d;
@@ -507,7 +507,7 @@ void swin_backward(Swin *m, float loss_scale) {
             other = t;
         }
     }
-    if (c->center_patch) {
+    if (c->centre_ops) {
         cbwc_centre_rows(d, d, BN0, E); // the centring op is its own adjoint
     }
     memset(m->s_dln, 0, (size_t)BN0 * E * sizeof(float));

@@ -19,7 +19,7 @@
 //   - the patch norm: foldable (S = the patch linear);
 //   - without the centring ops: the last stage's block norms and the final
 //     norm (S = its reduction, attn projs, fc2s); every other norm stays LN;
-//   - center_patch = 1 inserts explicit centring ops (x - mean(x) per token)
+//   - centre_ops = 1 inserts explicit centring ops (x - mean(x) per token)
 //     after the patch norm and before every PatchMerging, in every mode:
 //     then every norm is foldable, merging norms included.
 #ifndef FOLDNORM_SWIN_H

@@ -49,7 +49,7 @@ const char *swin_config_error(const SwinConfig *c) {
     }
     if (c->image_size > 4096 || c->image_channels > 64 || c->embed_dim > 4096 ||
         c->num_classes > (1 << 20) || c->mlp_ratio > 64 || c->window > 64 ||
-        (c->center_patch != 0 && c->center_patch != 1)) {
+        (c->centre_ops != 0 && c->centre_ops != 1)) {
         return "a value is out of range";
     }
     if (c->image_size % c->patch_size != 0) {
@@ -81,7 +81,7 @@ int swin_stage_stream_zero_mean(const SwinConfig *c, int stage) {
     // and centring ops; without them only the last stage's stream (from a
     // centred reduction) avoids a PatchMerging, whose concat mixes tokens
     // and so would see the per-token offsets that centring removes
-    return c->center_patch || (stage == c->num_stages - 1 && stage >= 1);
+    return c->centre_ops || (stage == c->num_stages - 1 && stage >= 1);
 }
 
 // Bounds on what a shape costs beyond its parameters: ViT heads * tokens^2

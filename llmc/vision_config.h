@@ -32,7 +32,7 @@ typedef struct {
     int heads[SWIN_MAX_STAGES];
     int window;     // W (a stage whose resolution is <= W uses its resolution and no shift)
     int mlp_ratio;
-    int center_patch; // 0/1: explicit centring ops after the patch norm and before each merge
+    int centre_ops; // 0/1: explicit centring ops after the patch norm and before each merge
 } SwinConfig;
 
 // A model of either family: what a model file's header holds.

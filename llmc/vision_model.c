@@ -34,7 +34,7 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
     h[VH_NUM_LAYERS] = c->num_stages;
     h[VH_MLP_RATIO] = c->mlp_ratio;
     h[VH_WINDOW] = c->window;
-    h[VH_CENTER_PATCH] = c->center_patch;
+    h[VH_CENTRE_OPS] = c->centre_ops;
     for (int s = 0; s < c->num_stages; s++) {
         h[VH_DEPTHS + s] = c->depths[s];
         h[VH_HEADS + s] = c->heads[s];
@@ -58,7 +58,7 @@ void vision_config_from_header(const int32_t h[VISION_HEADER_INTS], VisionConfig
                       .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
                       .embed_dim = h[VH_CHANNELS], .num_stages = h[VH_NUM_LAYERS],
                       .window = h[VH_WINDOW], .mlp_ratio = h[VH_MLP_RATIO],
-                      .center_patch = h[VH_CENTER_PATCH]};
+                      .centre_ops = h[VH_CENTRE_OPS]};
     for (int s = 0; s < SWIN_MAX_STAGES; s++) {
         c->depths[s] = h[VH_DEPTHS + s];
         c->heads[s] = h[VH_HEADS + s];

@@ -29,7 +29,7 @@ enum {
     VH_NUM_HEADS = 10,   // ViT heads
     VH_MLP_RATIO = 11,
     VH_WINDOW = 12,      // Swin window size
-    VH_CENTER_PATCH = 13, // Swin: explicit centring after the patch norm (0/1)
+    VH_CENTRE_OPS = 13, // Swin: explicit centring after the patch norm (0/1)
     VH_DEPTHS = 16,      // Swin: slots 16..23, blocks per stage
     VH_HEADS = 24,       // Swin: slots 24..31, heads per stage
 };

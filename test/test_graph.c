@@ -124,7 +124,7 @@ static void check_swin_trainer(int centre) {
     const SwinConfig cfg = {.image_size = 224, .image_channels = 3, .patch_size = 4,
                             .num_classes = 1000, .embed_dim = 96, .num_stages = 4,
                             .depths = {2, 2, 6, 2}, .heads = {3, 6, 12, 24}, .window = 7,
-                            .mlp_ratio = 4, .center_patch = centre};
+                            .mlp_ratio = 4, .centre_ops = centre};
     char *text = graph_builtin_text(centre ? "swin-tiny-centered" : "swin-tiny");
     Graph g;
     parse_or_die(&g, text, "swin");

@@ -378,7 +378,7 @@ static void test_data_parallel(void) {
                      .channels = 32, .num_layers = 2, .num_heads = 2, .mlp_ratio = 2};
     SwinConfig swin = {.image_size = 16, .image_channels = 2, .patch_size = 2, .num_classes = 5,
                        .embed_dim = 16, .num_stages = 2, .depths = {2, 2}, .heads = {2, 4},
-                       .window = 4, .mlp_ratio = 2, .center_patch = 1};
+                       .window = 4, .mlp_ratio = 2, .centre_ops = 1};
     const int saved_threads = omp_get_max_threads();
     for (int family = 0; family < 2; family++) {
         Classifier models[2];

@@ -154,15 +154,15 @@ static int check_foldable_sets(const Classifier *model) {
     int ok = 1, last = c->num_stages - 1;
     for (int i = 0; i < m->num_blocks; i++) {
         int s = m->blocks[i].stage;
-        int expected = c->center_patch || (s == last && s >= 1);
+        int expected = c->centre_ops || (s == last && s >= 1);
         ok &= m->blocks[i].rms_in_cbwc == expected;
     }
     for (int s = 1; s <= last; s++) {
-        ok &= m->merges[s].rms_in_cbwc == c->center_patch;
-        ok &= m->merges[s].centred_reduction == (c->center_patch || s == last);
+        ok &= m->merges[s].rms_in_cbwc == c->centre_ops;
+        ok &= m->merges[s].centred_reduction == (c->centre_ops || s == last);
     }
-    printf("  foldable set (center ops %d): patch norm, %s, final norm %s\n", c->center_patch,
-           c->center_patch ? "every block and merging norm" : "the last stage's block norms only",
+    printf("  foldable set (center ops %d): patch norm, %s, final norm %s\n", c->centre_ops,
+           c->centre_ops ? "every block and merging norm" : "the last stage's block norms only",
            swin_stage_stream_zero_mean(c, last) ? "yes" : "no");
     return check_error("fold-set", ok ? 0.0 : 1.0, 0.5);
 }
