@@ -6,10 +6,11 @@
 # NCCL transport and speed are not covered; docs/cuda.md).
 #   1. test_gpt2fp32cu / test_gpt2cu vs fresh PyTorch reference states: all
 #      three modes, two shapes; ln == cbwc with the rms control; the curve vs
-#      the CPU trainer
+#      the CPU trainer; a state with SFT-masked targets
 #   2. every dev/cuda kernel check (DEV_CUDA_CHECK_ONLY=1: small shapes, no timings)
-#   3. train_gpt2cu / train_gpt2fp32cu: a few steps with -o, two ranks as
-#      threads over the emulated NCCL, resume where train_gpt2.cu has it
+#   3. train_gpt2cu / train_gpt2fp32cu: a few steps with -o, gradient
+#      accumulation, forward-only passes, two ranks as threads over the
+#      emulated NCCL, resume where train_gpt2.cu has it
 #   4. the mutation check: a removed __syncthreads and a broken index must fail
 #      the test; and first (0) the emulator's own checks must fire (emu_selftest)
 set -uo pipefail
@@ -73,6 +74,21 @@ for mode in ln rms cbwc; do
     done
 done
 
+# SFT masks: a random prefix of each row's targets is -1 (the loss and its gradient skip them)
+m=$(( (s + 5) % 1000000 ))
+if $PY dev/reference/gpt2.py --mode cbwc --seed $m --model "$work/mask.bin" --state "$work/mask_state.bin" \
+        $small --mask > "$work/ref_mask.log" 2>&1; then
+    for b in test_gpt2fp32cu test_gpt2cu; do
+        if "$E/$b" "$work/mask.bin" "$work/mask_state.bin" > "$work/$b.mask.log" 2>&1; then
+            ok "$b cbwc with masked targets"
+        else
+            bad "$b masked targets"; grep -E 'FAIL|error' "$work/$b.mask.log" | head -10 | sed 's/^/     /'
+        fi
+    done
+else
+    bad "reference with --mask"; tail -5 "$work/ref_mask.log"
+fi
+
 # 2. dev/cuda kernel checks against their CPU references
 for prog in "$E"/dev/cuda/*_fp32 "$E"/dev/cuda/*_bf16; do
     name=$(basename "$prog")
@@ -101,6 +117,21 @@ for b in train_gpt2fp32cu train_gpt2cu; do
             bad "$b -N $mode"; tail -5 "$out.log" | sed 's/^/     /'
         fi
     done
+done
+# gradient accumulation (-d = 2 B T) and the forward-only benchmark (one layer's attention buffer)
+if "$E/train_gpt2fp32cu" -N cbwc "${train_flags[@]}" -d 128 -x 2 > "$work/accum.log" 2>&1 &&
+   grep -q 'grad_accum=2' "$work/accum.log" && grep -qE '^step +2/2 \| loss [0-9.]+' "$work/accum.log"; then
+    ok "train_gpt2fp32cu with gradient accumulation (-d 128 = 2 x B*T)"
+else
+    bad "gradient accumulation"; tail -5 "$work/accum.log" | sed 's/^/     /'
+fi
+for mode in ln cbwc; do
+    if "$E/train_gpt2cu" -N $mode -e d2c64h4v256t64 -b 2 -t 32 -inf 2 > "$work/inf_$mode.log" 2>&1 &&
+       grep -q "^inference | mode $mode" "$work/inf_$mode.log"; then
+        ok "train_gpt2cu -inf 2 -N $mode (forward only)"
+    else
+        bad "train_gpt2cu -inf -N $mode"; tail -5 "$work/inf_$mode.log" | sed 's/^/     /'
+    fi
 done
 # data parallel: two ranks as threads of one process, the NCCL unique id through -pf
 if EMU_RANKS=2 "$E/train_gpt2fp32cu" -N cbwc "${train_flags[@]}" -pf "$work/nccl.id" > "$work/ranks2.log" 2>&1 &&
