@@ -89,10 +89,8 @@ if [ $have_states = 1 ] && stage "fp32 tests" 60; then model_tests test_gpt2fp32
 if [ $have_states = 1 ] && stage "bf16 tests" 60; then model_tests test_gpt2cu test_bf16; fi
 
 if stage "dev/cuda kernel checks" 40; then
-    for prog in matmul attention norm cbwc; do
-        for t in fp32 bf16; do
-            DEV_CUDA_CHECK_ONLY=1 run "dev_${prog}_$t" 30 "build/dev/cuda/${prog}_$t"
-        done
+    for prog in build/dev/cuda/*_fp32 build/dev/cuda/*_bf16; do # every dev/cuda/*.cu, both builds
+        DEV_CUDA_CHECK_ONLY=1 run "dev_$(basename "$prog")" 30 "$prog"
     done
 fi
 
