@@ -48,6 +48,7 @@ selftest shared-size "bytes of dynamic shared memory"
 selftest memcpy-overrun "overrun the allocation"
 selftest gemm-ld "leading dimension 4 < rows 8"
 selftest gemm-range "gemm B: 288 bytes"
+selftest lt-align "chosen for 256-byte alignment"
 
 # 1. reference states. small: 2 layers C=64 (B=2 T=16); odd: 3 layers, 6 heads,
 #    hs=8, V not a multiple of 128, T < maxT, gpt2 init

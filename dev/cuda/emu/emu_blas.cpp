@@ -532,18 +532,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     cublasStatus_t s = lt_shape(d, a_layout, b_layout, c_layout, d_layout, &m, &n, &k);
     if (s != CUBLAS_STATUS_SUCCESS) return s;
     if (workspace_bytes > 0) emu::check_device_range(workspace, workspace_bytes, "cublasLtMatmul workspace");
-    // an algorithm chosen for promised alignments must not see less aligned pointers
+    // an algorithm chosen for promised alignments (256 bytes unless the
+    // preference said less) must not see less aligned pointers; a NULL algo
+    // lets cuBLASLt choose for the pointers at hand
     const void *ptrs[4] = {A, B, C, D};
     const char *names[4] = {"A", "B", "C", "D"};
-    unsigned promised[4] = {256, 256, 256, 256};
+    unsigned promised[4];
     if (algo != nullptr) memcpy(promised, algo->data, sizeof(promised));
-    for (int i = 0; i < 4; i++) {
-        const unsigned *al = promised;
-        if (i == 2 && (C == nullptr || *(const float *)beta == 0.0f)) continue;
-        if (emu::pointer_alignment(ptrs[i]) < al[i]) {
+    for (int i = 0; algo != nullptr && i < 4; i++) {
+        if (i == 2 && (C == nullptr || *(const float *)beta == 0.0f)) continue; // C unread
+        if (emu::pointer_alignment(ptrs[i]) < promised[i]) {
             emu::device_abort("cublasLtMatmul: %s at %p is %u-byte aligned, but the algorithm was "
                               "chosen for %u-byte alignment (heuristic preferences)", names[i],
-                              ptrs[i], emu::pointer_alignment(ptrs[i]), al[i]);
+                              ptrs[i], emu::pointer_alignment(ptrs[i]), promised[i]);
         }
     }
     const bool tA = d->ta == CUBLAS_OP_T, tB = d->tb == CUBLAS_OP_T;

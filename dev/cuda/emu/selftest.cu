@@ -1,7 +1,7 @@
 // CUDA emulation: the emulator's own checks must fire. Each case below is a
 // bug the emulator promises to report; `selftest CASE` must abort with the
 // message test/suites/cuda_emu.sh expects, `selftest ok` must pass (shared
-// memory, shuffles and a GEMM that are right). Built only under emulation.
+// memory, shuffles and barriers that are right). Built only under emulation.
 #include <stdio.h>
 #include <string.h>
 
@@ -53,6 +53,22 @@ int main(int argc, char **argv) {
         // 8x8 = 8x8 * 8x8 in 64 floats; gemm-ld: lda 4 < 8 rows; gemm-range: 9 columns overrun
         const int n = strcmp(c, "gemm-range") == 0 ? 9 : 8, lda = strcmp(c, "gemm-ld") == 0 ? 4 : 8;
         CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, n, 8, &one, x, lda, x, 8, &zero, x, 8));
+    }
+    if (strcmp(c, "lt-align") == 0) { // an algorithm chosen for 256-byte operands, run 4 bytes off
+        cublasLtHandle_t lt;
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t l;
+        cublasLtMatmulPreference_t pref;
+        cublasLtMatmulHeuristicResult_t h;
+        int found = 0;
+        CUBLAS_CHECK(cublasLtCreate(&lt));
+        CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+        CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, l, l, l, l, pref, 1, &h, &found));
+        const float one = 1.0f, zero = 0.0f;
+        CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x + 1, l, x, l, &zero, x + 32, l, x + 32, l,
+                                    &h.algo, NULL, 0, 0));
     }
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;
