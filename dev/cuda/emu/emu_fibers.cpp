@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include <vector>
@@ -204,12 +205,25 @@ void release_barriers() {
     for (int i = 0; i < n; i++) sched.fibers[i].state = RUNNABLE;
 }
 
+// EMU_FIBER_ORDER=reverse runs the threads last to first: a missing barrier
+// shows only where a thread reads what a thread run after it writes, so the
+// two orders together see both directions
+bool reverse_order() {
+    static const bool reverse = [] {
+        const char *v = getenv("EMU_FIBER_ORDER");
+        return v != nullptr && strcmp(v, "reverse") == 0;
+    }();
+    return reverse;
+}
+
 void run_block() {
     start_fibers(sched.threads);
     sched.generation++;
+    const bool reverse = reverse_order();
     for (;;) {
         bool live = false;
-        for (int i = 0; i < sched.threads; i++) {
+        for (int k = 0; k < sched.threads; k++) {
+            const int i = reverse ? sched.threads - 1 - k : k;
             if (sched.fibers[i].state == RUNNABLE) switch_to_fiber(i);
             live = live || sched.fibers[i].state != DONE;
         }
