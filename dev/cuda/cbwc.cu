@@ -153,7 +153,7 @@ static int check_center_rows(int N, int C, double copy_gbs, DevRng *rng, bool ti
     CUDA_CHECK(cudaDeviceSynchronize());
     double *ref = (double *)host_alloc(n * 8);
     float *fout = (float *)host_alloc(n * 4);
-    cbwc_center_rows(fout, fx, N, C); // the oracle: llmc/cbwc.c
+    cbwc_centre_rows(fout, fx, N, C); // the oracle: llmc/cbwc.c
     for (size_t i = 0; i < n; i++) ref[i] = fout[i];
     free(fout);
     float *got = (float *)host_alloc(n * 4);
