@@ -1,0 +1,279 @@
+// CUDA emulation (a logic check, not a device run): kernel launches. Blocks
+// run one after another; each thread of a block is a ucontext fiber, run
+// round-robin until it blocks (barrier, shuffle) or ends. A block barrier
+// releases when every thread waits at it; a warp barrier when all 32 lanes
+// do. A thread that ends while others wait at a barrier, or a shuffle with
+// an exited lane, aborts with the kernel's name and the threads involved.
+// State is thread_local: data-parallel ranks (threads) launch concurrently.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <vector>
+
+#include "cuda_runtime.h"
+#include "emu_internal.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#else
+#define EMU_ASAN 0
+#endif
+
+namespace emu {
+namespace {
+
+const size_t STACK_BYTES = 256 << 10;
+const int MAX_THREADS = 1024;
+const unsigned MAX_GRID_YZ = 65535;
+const size_t MAX_DYNAMIC_SHARED = 227 << 10; // Hopper's opt-in maximum per block
+const size_t DEFAULT_DYNAMIC_SHARED = 48 << 10; // without cudaFuncSetAttribute
+
+enum FiberState { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
+
+struct Fiber {
+    ucontext_t context;
+    void *stack = nullptr;
+    FiberState state = DONE;
+    void *fake_stack = nullptr; // ASan's bookkeeping of this fiber's stack
+};
+
+struct Scheduler {
+    std::vector<Fiber> fibers; // stacks kept across launches
+    ucontext_t main_context;
+    const void *main_stack_bottom = nullptr;
+    size_t main_stack_bytes = 0;
+    int current = -1, threads = 0;
+    const char *kernel = "";
+    void (*body)(void *) = nullptr;
+    void *body_ctx = nullptr;
+    uint64_t slots[MAX_THREADS];
+    std::vector<unsigned char> dynamic_shared;
+    unsigned long long generation = 0;
+};
+
+thread_local Scheduler sched;
+
+uint3 unflatten(unsigned i, dim3 d) { return uint3{i % d.x, (i / d.x) % d.y, i / (d.x * d.y)}; }
+
+void switch_to_fiber(int i) {
+    Fiber &f = sched.fibers[i];
+    sched.current = i;
+    threadIdx = unflatten((unsigned)i, blockDim);
+#if EMU_ASAN
+    void *main_fake = nullptr;
+    __sanitizer_start_switch_fiber(&main_fake, f.stack, STACK_BYTES);
+#endif
+    if (swapcontext(&sched.main_context, &f.context) != 0) device_abort("swapcontext failed");
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(main_fake, nullptr, nullptr);
+#endif
+    sched.current = -1;
+}
+
+// from a fiber back to the scheduler; exiting: the fiber never resumes
+void switch_to_scheduler(bool exiting) {
+    Fiber &f = sched.fibers[sched.current];
+#if EMU_ASAN
+    __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fake_stack, sched.main_stack_bottom,
+                                   sched.main_stack_bytes);
+#else
+    (void)exiting;
+#endif
+    if (swapcontext(&f.context, &sched.main_context) != 0) device_abort("swapcontext failed");
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
+#endif
+}
+
+void fiber_entry() {
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &sched.main_stack_bottom, &sched.main_stack_bytes);
+#endif
+    sched.body(sched.body_ctx);
+    sched.fibers[sched.current].state = DONE;
+    switch_to_scheduler(true);
+}
+
+void start_fibers(int n) {
+    if ((int)sched.fibers.size() < n) sched.fibers.resize(n);
+    for (int i = 0; i < n; i++) {
+        Fiber &f = sched.fibers[i];
+        if (f.stack == nullptr) {
+            f.stack = mmap(nullptr, STACK_BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (f.stack == MAP_FAILED) device_abort("cannot map a fiber stack");
+        }
+#if EMU_ASAN
+        // the last fiber on this stack never returned from fiber_entry: clear its frames' poison
+        __asan_unpoison_memory_region(f.stack, STACK_BYTES);
+#endif
+        if (getcontext(&f.context) != 0) device_abort("getcontext failed");
+        f.context.uc_stack.ss_sp = f.stack;
+        f.context.uc_stack.ss_size = STACK_BYTES;
+        f.context.uc_link = nullptr;
+        makecontext(&f.context, fiber_entry, 0);
+        f.state = RUNNABLE;
+    }
+}
+
+const char *state_name(FiberState s) {
+    switch (s) {
+    case RUNNABLE: return "running";
+    case AT_BLOCK_BARRIER: return "at __syncthreads";
+    case AT_WARP_BARRIER: return "at a warp shuffle/vote";
+    default: return "exited";
+    }
+}
+
+[[noreturn]] void report_deadlock(const char *why, int a, int b) {
+    uint3 ta = unflatten((unsigned)a, blockDim), tb = unflatten((unsigned)b, blockDim);
+    device_abort("%s: thread (%u,%u,%u) %s while thread (%u,%u,%u) is %s", why, ta.x, ta.y, ta.z,
+                 state_name(sched.fibers[a].state), tb.x, tb.y, tb.z,
+                 state_name(sched.fibers[b].state));
+}
+
+// every fiber is blocked or done: release a warp or the block, else abort
+void release_barriers() {
+    const int n = sched.threads;
+    bool released = false;
+    for (int w = 0; w * 32 < n; w++) {
+        const int lo = w * 32, hi = lo + 32 < n ? lo + 32 : n;
+        int waiting = -1, other = -1;
+        for (int i = lo; i < hi; i++) {
+            if (sched.fibers[i].state == AT_WARP_BARRIER) waiting = i;
+            else other = i;
+        }
+        if (waiting < 0) continue;
+        if (other >= 0) {
+            report_deadlock(sched.fibers[other].state == DONE
+                                ? "shuffle/vote with an exited lane"
+                                : "divergent warp: lanes at different barriers",
+                            other, waiting);
+        }
+        for (int i = lo; i < hi; i++) sched.fibers[i].state = RUNNABLE;
+        released = true;
+    }
+    if (released) return;
+    int waiting = -1, done = -1;
+    for (int i = 0; i < n; i++) {
+        if (sched.fibers[i].state == AT_BLOCK_BARRIER) waiting = i;
+        else done = i;
+    }
+    if (waiting < 0) return; // all done
+    if (done >= 0) report_deadlock("divergent __syncthreads", done, waiting);
+    for (int i = 0; i < n; i++) sched.fibers[i].state = RUNNABLE;
+}
+
+void run_block() {
+    start_fibers(sched.threads);
+    sched.generation++;
+    for (;;) {
+        bool live = false;
+        for (int i = 0; i < sched.threads; i++) {
+            if (sched.fibers[i].state == RUNNABLE) switch_to_fiber(i);
+            live = live || sched.fibers[i].state != DONE;
+        }
+        if (!live) return;
+        release_barriers();
+    }
+}
+
+void check_config(const char *name, const void *kernel, const LaunchConfig &c) {
+    const unsigned long long threads = (unsigned long long)c.block.x * c.block.y * c.block.z;
+    if (c.grid.x == 0 || c.grid.y == 0 || c.grid.z == 0 || threads == 0) {
+        device_abort("launch of %s: empty configuration grid (%u,%u,%u) block (%u,%u,%u)", name,
+                     c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z);
+    }
+    if (threads > (unsigned long long)MAX_THREADS || c.block.z > 64) {
+        device_abort("launch of %s: block (%u,%u,%u) exceeds the device's 1024 threads", name,
+                     c.block.x, c.block.y, c.block.z);
+    }
+    if (c.grid.y > MAX_GRID_YZ || c.grid.z > MAX_GRID_YZ || c.grid.x > 2147483647u) {
+        device_abort("launch of %s: grid (%u,%u,%u) exceeds the device's limits", name, c.grid.x,
+                     c.grid.y, c.grid.z);
+    }
+    const size_t allowed = func_max_dynamic_shared(kernel, DEFAULT_DYNAMIC_SHARED);
+    if (c.shared_bytes > MAX_DYNAMIC_SHARED || c.shared_bytes > allowed) {
+        device_abort("launch of %s: %zu bytes of dynamic shared memory (allowed %zu: 48 KB, up to "
+                     "227 KB after cudaFuncSetAttribute)", name, c.shared_bytes,
+                     allowed < MAX_DYNAMIC_SHARED ? allowed : MAX_DYNAMIC_SHARED);
+    }
+}
+
+} // namespace
+
+void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
+              void (*body)(void *), void *ctx) {
+    if (sched.current >= 0) device_abort("launch of %s from device code", name);
+    check_config(name, kernel, cfg);
+    check_stream(cfg.stream, name);
+    sched.kernel = name;
+    sched.body = body;
+    sched.body_ctx = ctx;
+    sched.threads = (int)(cfg.block.x * cfg.block.y * cfg.block.z);
+    gridDim = cfg.grid;
+    blockDim = cfg.block;
+    sched.dynamic_shared.resize(cfg.shared_bytes > 0 ? cfg.shared_bytes : 1);
+    for (unsigned z = 0; z < cfg.grid.z; z++) {
+        for (unsigned y = 0; y < cfg.grid.y; y++) {
+            for (unsigned x = 0; x < cfg.grid.x; x++) {
+                blockIdx = uint3{x, y, z};
+                // never-written shared memory reads as NaN, as device memory does
+                memset(sched.dynamic_shared.data(), 0xff, sched.dynamic_shared.size());
+                run_block();
+            }
+        }
+    }
+    sched.kernel = "";
+    count_launch();
+}
+
+void syncthreads() {
+    if (sched.current < 0) device_abort("__syncthreads outside a kernel");
+    sched.fibers[sched.current].state = AT_BLOCK_BARRIER;
+    switch_to_scheduler(false);
+}
+
+void warp_barrier(unsigned mask, const char *what) {
+    if (sched.current < 0) device_abort("%s outside a kernel", what);
+    if (mask != 0xffffffffu) {
+        device_abort("%s with mask %#x: the emulator supports full warps only", what, mask);
+    }
+    const int warp_start = sched.current / 32 * 32;
+    if (warp_start + 32 > sched.threads) {
+        device_abort("%s in a partial warp (block of %d threads): lanes %d.. do not exist", what,
+                     sched.threads, sched.threads);
+    }
+    sched.fibers[sched.current].state = AT_WARP_BARRIER;
+    switch_to_scheduler(false);
+}
+
+uint64_t *warp_slot(int lane) { return &sched.slots[sched.current / 32 * 32 + lane]; }
+int lane_id() { return sched.current % 32; }
+void *dynamic_shared() { return sched.dynamic_shared.data(); }
+unsigned long long block_generation() { return sched.generation; }
+
+void device_abort(const char *fmt, ...) {
+    fprintf(stderr, "emulated CUDA error");
+    if (sched.kernel[0] != '\0') {
+        fprintf(stderr, " in %s block (%u,%u,%u)", sched.kernel, blockIdx.x, blockIdx.y,
+                blockIdx.z);
+        if (sched.current >= 0) {
+            fprintf(stderr, " thread (%u,%u,%u)", threadIdx.x, threadIdx.y, threadIdx.z);
+        }
+    }
+    fprintf(stderr, ": ");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    abort();
+}
+
+} // namespace emu

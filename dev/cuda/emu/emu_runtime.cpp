@@ -1,0 +1,379 @@
+// CUDA emulation (a logic check, not a device run): memory, devices,
+// streams and events. cudaMalloc hands out 0xFF-filled host memory (NaN as
+// fp32 and bf16) and records its size, so copies, memsets and the library
+// calls can check every range against the allocation it must lie in.
+// Everything is synchronous; streams and events only have to exist.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "cuda_runtime.h"
+#include "emu_internal.h"
+
+struct emu_stream {
+    int id;
+};
+struct emu_event {
+    double seconds;
+    int recorded;
+};
+
+namespace emu {
+namespace {
+
+const int DEVICE_COUNT = 8; // ranks as threads pick devices rank % count
+const size_t DEVICE_BYTES = (size_t)141 << 30;
+
+std::mutex memory_mutex;
+std::map<uintptr_t, size_t> device_allocations; // start -> bytes
+std::set<uintptr_t> host_allocations;
+std::map<const void *, size_t> func_shared_limits;
+std::set<cudaStream_t> streams;
+std::set<cudaEvent_t> events;
+thread_local int current_device = 0;
+thread_local unsigned long long launches = 0;
+
+double now_seconds() {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// [start, bytes] of the allocation containing p, or bytes 0 (lock held)
+std::pair<uintptr_t, size_t> find_allocation(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    auto it = device_allocations.upper_bound(a);
+    if (it == device_allocations.begin()) return {0, 0};
+    --it;
+    if (a >= it->first && a < it->first + (it->second > 0 ? it->second : 1)) return *it;
+    return {0, 0};
+}
+
+bool is_device(const void *p) {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    return find_allocation(p).second > 0;
+}
+
+} // namespace
+
+void check_device_range(const void *p, size_t bytes, const char *what) {
+    if (p == nullptr) device_abort("%s: NULL device pointer", what);
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    auto a = find_allocation(p);
+    if (a.second == 0) device_abort("%s: %p is not device memory (no cudaMalloc holds it)", what, p);
+    const size_t offset = (uintptr_t)p - a.first;
+    if (bytes > a.second - offset) {
+        device_abort("%s: %zu bytes at offset %zu overrun the allocation of %zu bytes", what, bytes,
+                     offset, a.second);
+    }
+}
+
+size_t device_bytes_after(const void *p) {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    auto a = find_allocation(p);
+    return a.second == 0 ? 0 : a.second - ((uintptr_t)p - a.first);
+}
+
+int sm_count() {
+    const char *v = getenv("EMU_SMS");
+    int n = v != nullptr ? atoi(v) : 4;
+    return n > 0 ? n : 4;
+}
+
+size_t func_max_dynamic_shared(const void *kernel, size_t fallback) {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    auto it = func_shared_limits.find(kernel);
+    return it == func_shared_limits.end() ? fallback : it->second;
+}
+
+void check_stream(cudaStream_t s, const char *what) {
+    if (s == nullptr) return;
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    if (streams.count(s) == 0) device_abort("%s: stream %p was never created or is destroyed", what, (void *)s);
+}
+
+void count_launch() { launches++; }
+
+unsigned pointer_alignment(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    unsigned align = 256;
+    while (align > 1 && a % align != 0) align >>= 1;
+    return align;
+}
+
+} // namespace emu
+
+using emu::device_abort;
+
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+    if (p == nullptr) return cudaErrorInvalidValue;
+    void *m = nullptr;
+    // 256-byte aligned as cudaMalloc; the exact size, so ASan sees overruns
+    if (posix_memalign(&m, 256, bytes > 0 ? bytes : 1) != 0) return cudaErrorMemoryAllocation;
+    memset(m, 0xff, bytes > 0 ? bytes : 1);
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    emu::device_allocations[(uintptr_t)m] = bytes;
+    *p = m;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p) {
+    if (p == nullptr) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> lock(emu::memory_mutex);
+        auto it = emu::device_allocations.find((uintptr_t)p);
+        if (it == emu::device_allocations.end()) {
+            device_abort("cudaFree(%p): not a live cudaMalloc allocation (double free?)", p);
+        }
+        emu::device_allocations.erase(it);
+    }
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMallocHost(void **p, size_t bytes) {
+    *p = malloc(bytes > 0 ? bytes : 1);
+    if (*p == nullptr) return cudaErrorMemoryAllocation;
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    emu::host_allocations.insert((uintptr_t)*p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void *p) {
+    if (p == nullptr) return cudaSuccess;
+    {
+        std::lock_guard<std::mutex> lock(emu::memory_mutex);
+        if (emu::host_allocations.erase((uintptr_t)p) == 0) {
+            device_abort("cudaFreeHost(%p): not a cudaMallocHost allocation", p);
+        }
+    }
+    free(p);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return cudaSuccess;
+    const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (kind == cudaMemcpyDefault) {
+        if (emu::is_device(dst)) emu::check_device_range(dst, bytes, "cudaMemcpy destination");
+        if (emu::is_device(src)) emu::check_device_range(src, bytes, "cudaMemcpy source");
+    } else {
+        if (dst_dev) emu::check_device_range(dst, bytes, "cudaMemcpy destination");
+        else if (emu::is_device(dst)) device_abort("cudaMemcpy: destination %p is device memory but the kind says host", dst);
+        if (src_dev) emu::check_device_range(src, bytes, "cudaMemcpy source");
+        else if (emu::is_device(src)) device_abort("cudaMemcpy: source %p is device memory but the kind says host", src);
+    }
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+    emu::check_stream(stream, "cudaMemcpyAsync");
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemset(void *p, int value, size_t bytes) {
+    if (bytes == 0) return cudaSuccess;
+    emu::check_device_range(p, bytes, "cudaMemset");
+    memset(p, value, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream) {
+    emu::check_stream(stream, "cudaMemsetAsync");
+    return cudaMemset(p, value, bytes);
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+    *free_bytes = emu::DEVICE_BYTES;
+    *total_bytes = emu::DEVICE_BYTES;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceCount(int *count) {
+    *count = emu::DEVICE_COUNT;
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+    if (device < 0 || device >= emu::DEVICE_COUNT) return cudaErrorInvalidDevice;
+    emu::current_device = device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device) {
+    *device = emu::current_device;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device) {
+    if (device < 0 || device >= emu::DEVICE_COUNT) return cudaErrorInvalidDevice;
+    memset(prop, 0, sizeof(*prop));
+    snprintf(prop->name, sizeof(prop->name), "emulated CUDA device (a logic check, not a device run)");
+    prop->totalGlobalMem = emu::DEVICE_BYTES;
+    prop->sharedMemPerBlock = 48 << 10;
+    prop->sharedMemPerBlockOptin = 227 << 10;
+    prop->sharedMemPerMultiprocessor = 228 << 10;
+    prop->regsPerBlock = 65536;
+    prop->warpSize = 32;
+    prop->maxThreadsPerBlock = 1024;
+    prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+    prop->maxThreadsDim[2] = 64;
+    prop->maxGridSize[0] = 2147483647;
+    prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+    prop->maxThreadsPerMultiProcessor = 2048;
+    prop->multiProcessorCount = emu::sm_count();
+    prop->major = 9;
+    prop->minor = 0;
+    prop->l2CacheSize = 50 << 20;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) {
+    cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
+    if (e != cudaSuccess) return e;
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = (int)p.sharedMemPerBlockOptin; break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
+// launch errors abort at the launch (emu_fibers.cpp), so none is ever pending
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+
+const char *cudaGetErrorString(cudaError_t err) {
+    switch (err) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    default: return "unknown error";
+    }
+}
+
+const char *cudaGetErrorName(cudaError_t err) {
+    switch (err) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    default: return "cudaErrorUnknown";
+    }
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
+    (void)flags;
+    *s = new emu_stream{0};
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    emu::streams.insert(*s);
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    {
+        std::lock_guard<std::mutex> lock(emu::memory_mutex);
+        if (emu::streams.erase(s) == 0) device_abort("cudaStreamDestroy(%p): no such stream", (void *)s);
+    }
+    delete s;
+    return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+    emu::check_stream(s, "cudaStreamSynchronize");
+    return cudaSuccess;
+}
+
+static void check_event(cudaEvent_t e, const char *what) {
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    if (emu::events.count(e) == 0) device_abort("%s: event %p was never created or is destroyed", what, (void *)e);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
+    (void)flags;
+    emu::check_stream(s, "cudaStreamWaitEvent");
+    check_event(e, "cudaStreamWaitEvent");
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e, 0); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    (void)flags;
+    *e = new emu_event{0.0, 0};
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    emu::events.insert(*e);
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    {
+        std::lock_guard<std::mutex> lock(emu::memory_mutex);
+        if (emu::events.erase(e) == 0) device_abort("cudaEventDestroy(%p): no such event", (void *)e);
+    }
+    delete e;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    check_event(e, "cudaEventRecord");
+    emu::check_stream(s, "cudaEventRecord");
+    e->seconds = emu::now_seconds();
+    e->recorded = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+    check_event(e, "cudaEventSynchronize");
+    return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop) {
+    check_event(start, "cudaEventElapsedTime");
+    check_event(stop, "cudaEventElapsedTime");
+    if (!start->recorded || !stop->recorded) device_abort("cudaEventElapsedTime: an event was never recorded");
+    *ms = (float)(1e3 * (stop->seconds - start->seconds));
+    return cudaSuccess;
+}
+
+cudaError_t emu_func_set_attribute(const void *kernel, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
+    if (value < 0 || value > (227 << 10)) return cudaErrorInvalidValue; // as the device: too much is refused
+    std::lock_guard<std::mutex> lock(emu::memory_mutex);
+    emu::func_shared_limits[kernel] = (size_t)value;
+    return cudaSuccess;
+}
+
+// blocks per SM: Hopper's 2048 threads, 228 KB shared (1 KB reserved per block), 32 blocks
+cudaError_t emu_occupancy(int *blocks, const void *kernel, int threads, size_t shared_bytes) {
+    if (threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
+    if (shared_bytes > emu::func_max_dynamic_shared(kernel, 48 << 10)) { // as the device: no fit
+        *blocks = 0;
+        return cudaSuccess;
+    }
+    int by_threads = 2048 / (((threads + 31) / 32) * 32);
+    int by_shared = (int)((228u << 10) / (shared_bytes + (1u << 10)));
+    int b = by_threads < by_shared ? by_threads : by_shared;
+    *blocks = b < 32 ? b : 32;
+    return cudaSuccess;
+}

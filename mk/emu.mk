@@ -1,0 +1,67 @@
+# CUDA emulation (issue 12): the unmodified CUDA programs built with g++
+# against dev/cuda/emu's shims and run on the CPU, every block's threads as
+# fibers -- a logic check, not a device run (docs/cuda.md). No nvcc needed.
+#   build/emu/{test_gpt2cu,test_gpt2fp32cu,train_gpt2cu,train_gpt2fp32cu}
+#   build/emu/dev/cuda/<kernel>_{bf16,fp32}
+# rewrite_launches.py copies the .cu/.cuh sources into build/emu/src with
+# the launch syntax turned into emulator calls; the kernels are not edited.
+# make SAN=1 builds them with ASan + UBSan as the rest.
+EMU_DIR := dev/cuda/emu
+EMU_BUILD := $(BUILD)/emu
+EMU_SRC := $(EMU_BUILD)/src
+EMU_CXX ?= g++
+EMU_OPT := -O2
+ifeq ($(SAN),1)
+  EMU_OPT := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer
+endif
+EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM_NCCL \
+                -I$(EMU_SRC)/llmc -I$(EMU_DIR) -Illmc
+EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
+EMU_CUDA_SRCS := $(wildcard llmc/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu
+EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
+EMU_LIB := $(EMU_BUILD)/libemu.a
+EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime emu_blas emu_nccl)
+EMU_KERNELS := $(notdir $(basename $(wildcard dev/cuda/*.cu)))
+EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu) \
+                $(foreach k,$(EMU_KERNELS),$(EMU_BUILD)/dev/cuda/$(k)_bf16 $(EMU_BUILD)/dev/cuda/$(k)_fp32)
+EMU_LINK = $(EMU_CXX) $(EMU_OPT) $(filter %.o,$^) $(EMU_LIB) $(LLMC_LIB) $(LDLIBS) -o $@
+
+.PHONY: emu
+emu: $(EMU_PROGRAMS)
+test: emu
+
+$(EMU_SRC)/%: % $(EMU_DIR)/rewrite_launches.py
+	@mkdir -p $(dir $@)
+	$(PYTHON) $(EMU_DIR)/rewrite_launches.py $< $@
+
+$(EMU_BUILD)/runtime/%.o: $(EMU_DIR)/%.cpp $(EMU_HEADERS) $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_CXXFLAGS) -c $< -o $@
+$(EMU_LIB): $(EMU_RUNTIME_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# train_gpt2's main runs under emu_main.cpp (EMU_RANKS=N: N ranks as threads)
+$(EMU_BUILD)/obj/train_gpt2.fp32.o $(EMU_BUILD)/obj/train_gpt2.bf16.o: EMU_DEFS := -Dmain=emu_program_main
+$(EMU_BUILD)/obj/%.fp32.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_CXXFLAGS) $(EMU_DEFS) -DFOLDNORM_FP32 -x c++ -c $< -o $@
+$(EMU_BUILD)/obj/%.bf16.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(BUILD)/config.stamp
+	@mkdir -p $(dir $@)
+	$(EMU_CXX) $(EMU_CXXFLAGS) $(EMU_DEFS) -x c++ -c $< -o $@
+
+$(EMU_BUILD)/test_gpt2cu: $(EMU_BUILD)/obj/test/test_gpt2.bf16.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/test_gpt2fp32cu: $(EMU_BUILD)/obj/test/test_gpt2.fp32.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/train_gpt2cu: $(EMU_BUILD)/obj/train_gpt2.bf16.o $(EMU_BUILD)/runtime/emu_main.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/train_gpt2fp32cu: $(EMU_BUILD)/obj/train_gpt2.fp32.o $(EMU_BUILD)/runtime/emu_main.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/dev/cuda/%_bf16: $(EMU_BUILD)/obj/dev/cuda/%.bf16.o $(EMU_LIB) $(LLMC_LIB)
+	@mkdir -p $(dir $@)
+	$(EMU_LINK)
+$(EMU_BUILD)/dev/cuda/%_fp32: $(EMU_BUILD)/obj/dev/cuda/%.fp32.o $(EMU_LIB) $(LLMC_LIB)
+	@mkdir -p $(dir $@)
+	$(EMU_LINK)
+.PRECIOUS: $(EMU_BUILD)/obj/%.o $(EMU_SRC)/%
