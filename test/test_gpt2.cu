@@ -170,8 +170,8 @@ static int check_reference(const GPT2 *host, const DebugState *s, double rel_tol
             gpt2cuda_zero_grad(&gpu);
             const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
             gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, scale);
+            last = gpu.mean_loss; // before the backward, which resets it to -1
             gpt2cuda_backward(&gpu, scale);
-            last = gpu.mean_loss;
             double d = fabs(last - s->losses[k]);
             worst = d > worst ? d : worst;
         }
