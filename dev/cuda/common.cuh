@@ -23,6 +23,13 @@ static inline float dev_uniform(DevRng *r) {
     return (float)bits / (float)(1u << 23) - 1.0f;
 }
 
+// DEV_CUDA_CHECK_ONLY=1: the correctness checks at small shapes only, no
+// timings (the emulated suite: build/emu/dev/cuda, a logic check, not a device run)
+static inline bool dev_check_only(void) {
+    const char *v = getenv("DEV_CUDA_CHECK_ONLY");
+    return v != NULL && v[0] == '1';
+}
+
 static inline void *host_alloc(size_t bytes) {
     void *p = malloc(bytes > 0 ? bytes : 1);
     if (p == NULL) {

@@ -148,7 +148,7 @@ int main(void) {
     for (int t = 0; t < 4; t++) ok &= check_batched(&ctx, 2, 16, 8, 40, t & 1, t & 2, &rng);
     // GPT-2 124M, B*T = 32768: qkv, attn proj, fc, fc proj, the LM head
     const int shapes[5][2] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50304}};
-    for (int i = 0; i < 5; i++) time_linear(&ctx, 32768, shapes[i][0], shapes[i][1]);
+    for (int i = 0; i < 5 && !dev_check_only(); i++) time_linear(&ctx, 32768, shapes[i][0], shapes[i][1]);
     matmul_context_destroy(&ctx);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
