@@ -65,3 +65,9 @@ $(EMU_BUILD)/dev/cuda/%_fp32: $(EMU_BUILD)/obj/dev/cuda/%.fp32.o $(EMU_LIB) $(LL
 	@mkdir -p $(dir $@)
 	$(EMU_LINK)
 .PRECIOUS: $(EMU_BUILD)/obj/%.o $(EMU_SRC)/%
+
+# for the mutation check: how an emulated program is compiled and linked
+.PHONY: emu-flags
+emu-flags: $(EMU_LIB) $(LLMC_LIB) $(EMU_COPIES)
+	@echo '$(EMU_CXX) $(EMU_CXXFLAGS)'
+	@echo '$(EMU_OPT) $(abspath $(EMU_LIB)) $(abspath $(LLMC_LIB)) $(LDLIBS)'

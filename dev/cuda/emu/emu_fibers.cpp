@@ -1,6 +1,7 @@
 // CUDA emulation (a logic check, not a device run): kernel launches. Blocks
-// run one after another; each thread of a block is a ucontext fiber, run
-// round-robin until it blocks (barrier, shuffle) or ends. A block barrier
+// run one after another; each thread of a block is a fiber on its own stack, run
+// round-robin until it blocks (barrier, shuffle) or ends (a 6-register
+// x86-64 stack switch: ucontext's signal-mask system calls cost 10x more). A block barrier
 // releases when every thread waits at it; a warp barrier when all 32 lanes
 // do. A thread that ends while others wait at a barrier, or a shuffle with
 // an exited lane, aborts with the kernel's name and the threads involved.
@@ -9,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <vector>
 
@@ -24,6 +24,38 @@
 #define EMU_ASAN 0
 #endif
 
+#if !defined(__x86_64__)
+#error "the emulator's fiber switch is written for x86-64"
+#endif
+
+// emu_switch(&save, next): push the callee-saved registers, save the stack
+// pointer, load next's, pop its registers, return into it
+extern "C" void emu_switch(void **save_sp, void *next_sp);
+asm(R"(
+    .text
+    .globl emu_switch
+    .type emu_switch, @function
+emu_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch, .-emu_switch
+    .section .note.GNU-stack,"",@progbits
+    .text
+)");
+
 namespace emu {
 namespace {
 
@@ -36,7 +68,7 @@ const size_t DEFAULT_DYNAMIC_SHARED = 48 << 10; // without cudaFuncSetAttribute
 enum FiberState { RUNNABLE, AT_BLOCK_BARRIER, AT_WARP_BARRIER, DONE };
 
 struct Fiber {
-    ucontext_t context;
+    void *sp = nullptr;
     void *stack = nullptr;
     FiberState state = DONE;
     void *fake_stack = nullptr; // ASan's bookkeeping of this fiber's stack
@@ -44,7 +76,7 @@ struct Fiber {
 
 struct Scheduler {
     std::vector<Fiber> fibers; // stacks kept across launches
-    ucontext_t main_context;
+    void *main_sp = nullptr;
     const void *main_stack_bottom = nullptr;
     size_t main_stack_bytes = 0;
     int current = -1, threads = 0;
@@ -68,7 +100,7 @@ void switch_to_fiber(int i) {
     void *main_fake = nullptr;
     __sanitizer_start_switch_fiber(&main_fake, f.stack, STACK_BYTES);
 #endif
-    if (swapcontext(&sched.main_context, &f.context) != 0) device_abort("swapcontext failed");
+    emu_switch(&sched.main_sp, f.sp);
 #if EMU_ASAN
     __sanitizer_finish_switch_fiber(main_fake, nullptr, nullptr);
 #endif
@@ -84,19 +116,20 @@ void switch_to_scheduler(bool exiting) {
 #else
     (void)exiting;
 #endif
-    if (swapcontext(&f.context, &sched.main_context) != 0) device_abort("swapcontext failed");
+    emu_switch(&f.sp, sched.main_sp);
 #if EMU_ASAN
     __sanitizer_finish_switch_fiber(f.fake_stack, nullptr, nullptr);
 #endif
 }
 
-void fiber_entry() {
+extern "C" [[noreturn]] void fiber_entry() {
 #if EMU_ASAN
     __sanitizer_finish_switch_fiber(nullptr, &sched.main_stack_bottom, &sched.main_stack_bytes);
 #endif
     sched.body(sched.body_ctx);
     sched.fibers[sched.current].state = DONE;
     switch_to_scheduler(true);
+    abort(); // never resumed
 }
 
 void start_fibers(int n) {
@@ -112,11 +145,13 @@ void start_fibers(int n) {
         // the last fiber on this stack never returned from fiber_entry: clear its frames' poison
         __asan_unpoison_memory_region(f.stack, STACK_BYTES);
 #endif
-        if (getcontext(&f.context) != 0) device_abort("getcontext failed");
-        f.context.uc_stack.ss_sp = f.stack;
-        f.context.uc_stack.ss_size = STACK_BYTES;
-        f.context.uc_link = nullptr;
-        makecontext(&f.context, fiber_entry, 0);
+        // a frame that emu_switch "returns" into fiber_entry with the ABI's
+        // alignment: (sp + 8) % 16 == 0 at its first instruction
+        void **top = (void **)((char *)f.stack + STACK_BYTES);
+        top[-1] = nullptr;                  // fiber_entry's (unused) return address
+        top[-2] = (void *)&fiber_entry;     // popped by emu_switch's ret
+        for (int r = 3; r <= 8; r++) top[-r] = nullptr; // rbp rbx r12-r15
+        f.sp = (void *)(top - 8);
         f.state = RUNNABLE;
     }
 }
