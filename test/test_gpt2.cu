@@ -18,90 +18,13 @@
 #include "gpt2_cuda.cuh"
 
 extern "C" {
+#include "debug_state.h" // the reader test/test_gpt2.c uses (llmc/debug_state.c)
 #include "rand.h"
 }
-
-#define STATE_MAGIC 20240327
-#define STATE_VERSION 2
 
 static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-
-typedef struct {
-    int B, T, num_steps;
-    AdamWConfig adamw;
-    float grad_clip;
-    int *x, *y;
-    float *logits; // (B, T, V)
-    float loss;
-    float *grads;  // num_parameters
-    float *losses; // num_steps
-} DebugState;
-
-static float float_from_bits(int32_t bits) {
-    float f;
-    memcpy(&f, &bits, sizeof(f));
-    return f;
-}
-
-// the reader of test/test_gpt2.c: magic, version, sizes, exact file size, token range
-static void state_load(DebugState *s, const char *path, const GPT2 *model) {
-    FILE *f = fopen_check(path, "rb");
-    long file_bytes = file_size_bytes(f, path);
-    int32_t h[256];
-    fread_check(h, sizeof(int32_t), 256, f, path, "the state header");
-    if (h[0] != STATE_MAGIC) fatal("%s: not a debug state (magic %d, expected %d)", path, h[0], STATE_MAGIC);
-    if (h[1] != STATE_VERSION) {
-        fatal("%s: debug state version %d is not supported (expected %d)", path, h[1], STATE_VERSION);
-    }
-    s->B = h[2];
-    s->T = h[3];
-    s->num_steps = h[4];
-    if (s->B <= 0 || s->T <= 0 || s->T > model->config.max_seq_len || s->B > (1 << 16) ||
-        s->num_steps < 0 || s->num_steps > (1 << 20)) {
-        fatal("%s: bad header: B=%d T=%d steps=%d (model maxT %d)", path, s->B, s->T,
-              s->num_steps, model->config.max_seq_len);
-    }
-    s->adamw.learning_rate = float_from_bits(h[5]);
-    s->adamw.beta1 = float_from_bits(h[6]);
-    s->adamw.beta2 = float_from_bits(h[7]);
-    s->adamw.eps = float_from_bits(h[8]);
-    s->adamw.weight_decay = float_from_bits(h[9]);
-    s->grad_clip = float_from_bits(h[10]);
-    size_t BT = (size_t)s->B * s->T, V = (size_t)model->config.vocab_size;
-    size_t expected = 1024 + 2 * BT * 4 + BT * V * 4 + 4 + model->num_parameters * 4 +
-                      (size_t)s->num_steps * 4;
-    if ((size_t)file_bytes != expected) {
-        fatal("%s: file is %ld bytes, expected %zu for B=%d T=%d V=%zu and %zu parameters", path,
-              file_bytes, expected, s->B, s->T, V, model->num_parameters);
-    }
-    s->x = (int *)malloc_check(BT * sizeof(int), "x");
-    s->y = (int *)malloc_check(BT * sizeof(int), "y");
-    s->logits = (float *)malloc_check(BT * V * sizeof(float), "logits");
-    s->grads = (float *)malloc_check(model->num_parameters * sizeof(float), "grads");
-    s->losses = (float *)malloc_check(((size_t)s->num_steps + 1) * sizeof(float), "losses");
-    fread_check(s->x, sizeof(int), BT, f, path, "x");
-    fread_check(s->y, sizeof(int), BT, f, path, "y");
-    fread_check(s->logits, sizeof(float), BT * V, f, path, "logits");
-    fread_check(&s->loss, sizeof(float), 1, f, path, "loss");
-    fread_check(s->grads, sizeof(float), model->num_parameters, f, path, "grads");
-    fread_check(s->losses, sizeof(float), (size_t)s->num_steps, f, path, "losses");
-    fclose(f);
-    for (size_t i = 0; i < BT; i++) {
-        if (s->x[i] < 0 || s->x[i] >= (int)V || s->y[i] < -1 || s->y[i] >= (int)V) {
-            fatal("%s: token id out of range [0, %zu) at position %zu", path, V, i);
-        }
-    }
-}
-
-static void state_free(DebugState *s) {
-    free(s->x);
-    free(s->y);
-    free(s->logits);
-    free(s->grads);
-    free(s->losses);
-}
 
 // max|a - b| / max|b| over rows of len values (row strides stride_a, stride_b)
 static double relative_error(const float *a, const float *b, size_t rows, size_t len,
@@ -146,7 +69,7 @@ static int count_targets(const int *y, int n) {
 }
 
 // 1. the reference state: logits, loss, gradients, N step losses
-static int check_reference(const GPT2 *host, const DebugState *s, double rel_tol, double loss_tol) {
+static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel_tol, double loss_tol) {
     const int V = host->config.vocab_size, Vp = host->config.padded_vocab_size;
     const size_t BT = (size_t)s->B * s->T;
     GPT2Cuda gpu;
@@ -189,7 +112,7 @@ typedef struct {
     float *logits, *grads, *losses;
 } ModeRun;
 
-static ModeRun run_mode(const GPT2 *host, NormMode mode, const DebugState *s, int steps) {
+static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s, int steps) {
     GPT2 copy = *host;
     copy.mode = mode;
     GPT2Cuda gpu;
@@ -229,7 +152,7 @@ static double worst_loss_gap(const float *a, const float *b, int n) {
 }
 
 // 2. LN == CBWC+RMS from the same weights (cbwc-math.md section 2); rms differs
-static int check_equivalence(const GPT2 *host, const DebugState *s, int steps, double rel_tol,
+static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int steps, double rel_tol,
                              double loss_tol) {
     const size_t BT = (size_t)s->B * s->T, Vp = (size_t)host->config.padded_vocab_size;
     const int V = host->config.vocab_size;
@@ -257,7 +180,7 @@ static int check_equivalence(const GPT2 *host, const DebugState *s, int steps, d
 }
 
 // 3. loss curve over `steps` steps on fresh random batches: GPU vs llmc/gpt2.c
-static int check_curve(const GPT2 *host_in, const DebugState *s, int steps, unsigned long long seed,
+static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, unsigned long long seed,
                        double loss_tol) {
     GPT2 cpu;
     gpt2_init_random(&cpu, &host_in->config, host_in->mode, 0);
@@ -345,10 +268,10 @@ int main(int argc, char **argv) {
     if (mode_name != NULL && norm_mode_parse(mode_name, &host.mode) != 0) {
         fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
     }
-    DebugState s;
-    state_load(&s, argv[2], &host);
+    GPT2DebugState s;
+    gpt2_debug_state_load(&s, argv[2], &host);
     if (!cuda_device_present(argv[0])) {
-        state_free(&s);
+        gpt2_debug_state_free(&s);
         gpt2_free(&host);
         return EXIT_SUCCESS;
     }
@@ -363,7 +286,7 @@ int main(int argc, char **argv) {
     // the curve: 5x the step tolerance (fresh batches each step, more steps)
     if (curve_steps > 0) ok &= check_curve(&host, &s, curve_steps, seed, 5 * loss_tol);
     printf("%s\n", ok ? "OK" : "FAILED");
-    state_free(&s);
+    gpt2_debug_state_free(&s);
     gpt2_free(&host);
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
