@@ -57,10 +57,11 @@ CUDA_DEV_PROGRAMS := $(foreach s,$(CUDA_DEV_SRCS),$(BUILD)/$(s:.cu=)_bf16 $(BUIL
 .PHONY: cuda-dev
 .PRECIOUS: $(BUILD)/cuda/dev/cuda/%.o
 cuda-dev: $(CUDA_DEV_PROGRAMS)
-$(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o
+# the checks' oracles are the llmc/ CPU kernels (norm, cbwc, adamw, attention, matmul)
+$(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o $(CUDA_HOST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -lm $(CUDA_LDLIBS) -o $@
-$(BUILD)/dev/cuda/%_fp32: $(BUILD)/cuda/dev/cuda/%.fp32.o
+	$(CUDA_LINK)
+$(BUILD)/dev/cuda/%_fp32: $(BUILD)/cuda/dev/cuda/%.fp32.o $(CUDA_HOST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -lm $(CUDA_LDLIBS) -o $@
+	$(CUDA_LINK)
 endif

@@ -1,10 +1,15 @@
-// Causal attention (llmc/attention.cuh) against a CPU reference in double on
-// random q, k, v: the output, the attention matrix and dqkv; then timed at
+// Causal attention (llmc/attention.cuh) against the CPU kernels of
+// llmc/attention.c on random q, k, v: the output, the attention matrix and dqkv; then timed at
 // GPT-2 124M's shape (B=8, T=1024, NH=12, hs=64).
 #include <math.h>
+#include <string.h>
 
 #include "attention.cuh"
 #include "common.cuh"
+
+extern "C" {
+#include "attention.h"
+}
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 3e-2;
 
@@ -34,7 +39,6 @@ static void free_buffers(AttentionBuffers *a) {
 
 static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *rng) {
     printf("attention B=%d T=%d C=%d NH=%d (%s):\n", B, T, C, NH, FLOATX_NAME);
-    const int hs = C / NH;
     const size_t btc = (size_t)B * T * C, sq = (size_t)B * NH * T * T;
     AttentionBuffers a = alloc_buffers(B, T, C, NH);
     floatX *h = (floatX *)host_alloc(3 * btc * sizeof(floatX));
@@ -46,60 +50,17 @@ static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *
     attention_forward_cuda(ctx, &a.s, a.out, a.att, a.qkv, B, T, C, NH);
     attention_backward_cuda(ctx, &a.s, a.dqkv, a.dout, a.qkv, a.att, B, T, C, NH);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // reference (llmc/attention.c's math) in double
+    // the oracle: llmc/attention.c (the tested CPU kernels) on the same inputs
+    float *fout = (float *)host_alloc(btc * 4), *fatt = (float *)host_alloc(sq * 4);
+    float *fdqkv = (float *)host_alloc(3 * btc * 4);
+    memset(fdqkv, 0, 3 * btc * 4); // attention_backward accumulates
+    attention_forward(fout, fatt, qkv, B, T, C, NH);
+    attention_backward(fdqkv, dout, qkv, fatt, B, T, C, NH);
     double *rout = (double *)host_alloc(btc * 8), *ratt = (double *)host_alloc(sq * 8);
-    double *rdqkv = (double *)host_alloc(3 * btc * 8), *datt = (double *)host_alloc((size_t)T * 8);
-    for (size_t i = 0; i < 3 * btc; i++) rdqkv[i] = 0.0;
-    const double scale = 1.0 / sqrt((double)hs);
-    for (int b = 0; b < B; b++) {
-        for (int hd = 0; hd < NH; hd++) {
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * 3 * C + (size_t)hd * hs;
-                double *at = ratt + (((size_t)b * NH + hd) * T + t) * T;
-                double mx = -INFINITY;
-                for (int u = 0; u < T; u++) {
-                    at[u] = 0.0;
-                    if (u > t) continue;
-                    const float *k = qkv + ((size_t)b * T + u) * 3 * C + C + (size_t)hd * hs;
-                    double dot = 0.0;
-                    for (int i = 0; i < hs; i++) dot += (double)q[i] * k[i];
-                    at[u] = dot * scale;
-                    mx = at[u] > mx ? at[u] : mx;
-                }
-                double sum = 0.0;
-                for (int u = 0; u <= t; u++) sum += (at[u] = exp(at[u] - mx));
-                for (int u = 0; u <= t; u++) at[u] /= sum;
-                double *o = rout + ((size_t)b * T + t) * C + (size_t)hd * hs;
-                for (int i = 0; i < hs; i++) o[i] = 0.0;
-                for (int u = 0; u <= t; u++) {
-                    const float *v = qkv + ((size_t)b * T + u) * 3 * C + 2 * C + (size_t)hd * hs;
-                    for (int i = 0; i < hs; i++) o[i] += at[u] * v[i];
-                }
-                // backward of this row
-                const float *dy = dout + ((size_t)b * T + t) * C + (size_t)hd * hs;
-                double *dq = rdqkv + ((size_t)b * T + t) * 3 * C + (size_t)hd * hs;
-                double dot = 0.0;
-                for (int u = 0; u <= t; u++) {
-                    size_t row = ((size_t)b * T + u) * 3 * C + (size_t)hd * hs;
-                    double d = 0.0;
-                    for (int i = 0; i < hs; i++) {
-                        d += (double)dy[i] * qkv[row + 2 * C + i];
-                        rdqkv[row + 2 * C + i] += at[u] * dy[i];
-                    }
-                    datt[u] = d;
-                    dot += at[u] * d;
-                }
-                for (int u = 0; u <= t; u++) {
-                    size_t row = ((size_t)b * T + u) * 3 * C + (size_t)hd * hs;
-                    double dpre = at[u] * (datt[u] - dot) * scale;
-                    for (int i = 0; i < hs; i++) {
-                        dq[i] += dpre * qkv[row + C + i];
-                        rdqkv[row + C + i] += dpre * q[i];
-                    }
-                }
-            }
-        }
-    }
+    double *rdqkv = (double *)host_alloc(3 * btc * 8);
+    for (size_t i = 0; i < btc; i++) rout[i] = fout[i];
+    for (size_t i = 0; i < sq; i++) ratt[i] = fatt[i];
+    for (size_t i = 0; i < 3 * btc; i++) rdqkv[i] = fdqkv[i];
     float *got = (float *)host_alloc(3 * btc * 4 > sq * 4 ? 3 * btc * 4 : sq * 4);
     int ok = 1;
     floatx_to_host(got, a.out, btc);
@@ -109,7 +70,7 @@ static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *
     floatx_to_host(got, a.dqkv, 3 * btc);
     ok &= check_tensor("dqkv", got, rdqkv, 3 * btc, TOL);
     free_buffers(&a);
-    void *host[] = {h, qkv, dout, rout, ratt, rdqkv, datt, got};
+    void *host[] = {h, qkv, dout, rout, ratt, rdqkv, fout, fatt, fdqkv, got};
     for (void *p : host) free(p);
     return ok;
 }

@@ -1,12 +1,20 @@
-// CBWC kernels (llmc/cbwc.cuh) against a CPU reference in double on random
+// CBWC kernels (llmc/cbwc.cuh) against the CPU kernels of llmc/cbwc.c and
+// llmc/adamw.c on random
 // weights whose columns have non-zero means: the projection V = P W, P b of
 // a stacked (L, OC, IC) tensor, the AdamW step fused with it, and the centred
 // output gradient P dy; then
 // timed against the device-to-device copy bandwidth.
 // usage: cbwc   (GPT-2 124M shapes: L=12, attn c_proj 768x768, mlp c_proj 768x3072,
 //                dy (65536, 768), plus a small odd shape)
+#include <string.h>
+
 #include "cbwc.cuh"
 #include "common.cuh"
+
+extern "C" {
+#include "adamw.h"
+#include "cbwc.h"
+}
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 1e-2;
 
@@ -21,20 +29,17 @@ static int check_projection(int L, int OC, int IC, double copy_gbs, DevRng *rng,
     CUDA_CHECK(cudaMalloc(&bc, (size_t)L * OC * sizeof(floatX)));
     cbwc_project_cuda(v, bc, w, b, L, OC, IC, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
+    // the oracle: llmc/cbwc.c per layer
     double *rv = (double *)host_alloc(n * 8), *rb = (double *)host_alloc((size_t)L * OC * 8);
+    float *fv = (float *)host_alloc(n * 4), *fbc = (float *)host_alloc((size_t)L * OC * 4);
     for (int l = 0; l < L; l++) {
-        const float *W = hw + (size_t)l * OC * IC;
-        for (int i = 0; i < IC; i++) {
-            double sum = 0.0;
-            for (int o = 0; o < OC; o++) sum += W[(size_t)o * IC + i];
-            for (int o = 0; o < OC; o++) {
-                rv[(size_t)l * OC * IC + (size_t)o * IC + i] = W[(size_t)o * IC + i] - sum / OC;
-            }
-        }
-        double sum = 0.0;
-        for (int o = 0; o < OC; o++) sum += hb[(size_t)l * OC + o];
-        for (int o = 0; o < OC; o++) rb[(size_t)l * OC + o] = hb[(size_t)l * OC + o] - sum / OC;
+        cbwc_project_weights(fv + (size_t)l * OC * IC, fbc + (size_t)l * OC,
+                             hw + (size_t)l * OC * IC, hb + (size_t)l * OC, OC, IC);
     }
+    for (size_t i = 0; i < n; i++) rv[i] = fv[i];
+    for (size_t i = 0; i < (size_t)L * OC; i++) rb[i] = fbc[i];
+    free(fv);
+    free(fbc);
     float *got = (float *)host_alloc(n * 4);
     printf("cbwc projection L=%d OC=%d IC=%d (%s):\n", L, OC, IC, FLOATX_NAME);
     int ok = 1;
@@ -95,25 +100,24 @@ static int check_adamw_projection(int L, int OC, int IC, double copy_gbs, DevRng
     const AdamWStep a = adamw_step_constants(lr, b1, b2, eps, wd, 1, t, clip);
     adamw_cbwc_project_cuda(V, w, sizeof(floatX) == 2 ? wx : NULL, g, m, v, a, L, OC, IC, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // reference: torch.optim.AdamW's step in double, then the column means
+    // the oracle: llmc/adamw.c's step (torch.optim.AdamW), then llmc/cbwc.c per layer
     double *rw = (double *)host_alloc(n * 8), *rv = (double *)host_alloc(n * 8);
-    for (size_t i = 0; i < n; i++) {
-        const double gi = (double)hg[i] * clip;
-        const double mi = b1 * (double)hm[i] + (1 - b1) * gi;
-        const double vi = b2 * (double)hv[i] + (1 - b2) * gi * gi;
-        const double step = lr / (1 - pow(b1, t));
-        rw[i] = hw[i] * (1 - (double)lr * wd) - step * mi / (sqrt(vi) / sqrt(1 - pow(b2, t)) + eps);
-    }
+    float *fw = (float *)host_alloc(n * 4), *fv = (float *)host_alloc(n * 4);
+    float *fm = (float *)host_alloc(n * 4), *fvv = (float *)host_alloc(n * 4);
+    memcpy(fw, hw, n * 4);
+    memcpy(fm, hm, n * 4);
+    memcpy(fvv, hv, n * 4);
+    const AdamWConfig cfg = {lr, b1, b2, eps, wd};
+    adamw_update(fw, hg, fm, fvv, n, &cfg, 1, t, clip);
     for (int l = 0; l < L; l++) {
-        for (int i = 0; i < IC; i++) {
-            double sum = 0.0;
-            for (int o = 0; o < OC; o++) sum += rw[(size_t)l * OC * IC + (size_t)o * IC + i];
-            for (int o = 0; o < OC; o++) {
-                const size_t j = (size_t)l * OC * IC + (size_t)o * IC + i;
-                rv[j] = rw[j] - sum / OC;
-            }
-        }
+        cbwc_project_weights(fv + (size_t)l * OC * IC, NULL, fw + (size_t)l * OC * IC, NULL, OC, IC);
     }
+    for (size_t i = 0; i < n; i++) {
+        rw[i] = fw[i];
+        rv[i] = fv[i];
+    }
+    void *oracle[] = {fw, fv, fm, fvv};
+    for (void *p : oracle) free(p);
     float *got = (float *)host_alloc(n * 4);
     printf("AdamW + cbwc projection L=%d OC=%d IC=%d (%s):\n", L, OC, IC, FLOATX_NAME);
     int ok = 1;
@@ -148,11 +152,10 @@ static int check_center_rows(int N, int C, double copy_gbs, DevRng *rng, bool ti
     center_rows_cuda(out, x, N, C, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
     double *ref = (double *)host_alloc(n * 8);
-    for (int r = 0; r < N; r++) {
-        double s = 0.0;
-        for (int c = 0; c < C; c++) s += fx[(size_t)r * C + c];
-        for (int c = 0; c < C; c++) ref[(size_t)r * C + c] = fx[(size_t)r * C + c] - s / C;
-    }
+    float *fout = (float *)host_alloc(n * 4);
+    cbwc_center_rows(fout, fx, N, C); // the oracle: llmc/cbwc.c
+    for (size_t i = 0; i < n; i++) ref[i] = fout[i];
+    free(fout);
     float *got = (float *)host_alloc(n * 4);
     floatx_to_host(got, out, n);
     printf("centre rows N=%d C=%d (%s):\n", N, C, FLOATX_NAME);

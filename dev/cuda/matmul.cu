@@ -1,11 +1,18 @@
-// The matmul layouts of llmc/matmul_cublaslt.cuh against CPU references in
-// double on random data: y = x W^T + b (bias epilogue), dx = dy W,
+// The matmul layouts of llmc/matmul_cublaslt.cuh on random data against the
+// CPU kernels of llmc/matmul.c (the batched products, which have none there,
+// against a loop in double): y = x W^T + b (bias epilogue), dx = dy W,
 // dW += dy^T x (fp32, accumulated onto a random start), and the row-major
 // strided-batched products with every transpose combination. Then the
 // GPT-2 124M shapes are timed (TFLOP/s). Odd sizes catch leading-dimension
 // mistakes that square ones hide.
+#include <string.h>
+
 #include "common.cuh"
 #include "matmul_cublaslt.cuh"
+
+extern "C" {
+#include "matmul.h"
+}
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
 
@@ -32,27 +39,21 @@ static int check_linear(const MatmulContext *ctx, int N, int IC, int OC, DevRng 
     matmul_forward_cuda(ctx, y, dx_, dw_, db_, N, IC, OC);
     matmul_backward_cuda(ctx, dinp, dweight, ddy, dx_, dw_, N, IC, OC);
     CUDA_CHECK(cudaDeviceSynchronize());
+    // the oracle: llmc/matmul.c (the tested CPU kernels; dinp and dweight accumulate)
+    float *fy = (float *)host_alloc((size_t)N * OC * 4), *fdx = (float *)host_alloc((size_t)N * IC * 4);
+    float *fdw = (float *)host_alloc((size_t)OC * IC * 4);
+    memset(fdx, 0, (size_t)N * IC * 4);
+    memcpy(fdw, dw0, (size_t)OC * IC * 4);
+    matmul_forward(fy, x, w, b, N, IC, OC);
+    matmul_backward(fdx, fdw, NULL, dy, x, w, N, IC, OC);
     double *ry = (double *)host_alloc((size_t)N * OC * 8), *rdx = (double *)host_alloc((size_t)N * IC * 8);
     double *rdw = (double *)host_alloc((size_t)OC * IC * 8);
-    for (int n = 0; n < N; n++) {
-        for (int o = 0; o < OC; o++) {
-            double s = b[o];
-            for (int i = 0; i < IC; i++) s += (double)x[(size_t)n * IC + i] * w[(size_t)o * IC + i];
-            ry[(size_t)n * OC + o] = s;
-        }
-        for (int i = 0; i < IC; i++) {
-            double s = 0.0;
-            for (int o = 0; o < OC; o++) s += (double)dy[(size_t)n * OC + o] * w[(size_t)o * IC + i];
-            rdx[(size_t)n * IC + i] = s;
-        }
-    }
-    for (int o = 0; o < OC; o++) {
-        for (int i = 0; i < IC; i++) {
-            double s = dw0[(size_t)o * IC + i];
-            for (int n = 0; n < N; n++) s += (double)dy[(size_t)n * OC + o] * x[(size_t)n * IC + i];
-            rdw[(size_t)o * IC + i] = s;
-        }
-    }
+    for (size_t i = 0; i < (size_t)N * OC; i++) ry[i] = fy[i];
+    for (size_t i = 0; i < (size_t)N * IC; i++) rdx[i] = fdx[i];
+    for (size_t i = 0; i < (size_t)OC * IC; i++) rdw[i] = fdw[i];
+    free(fy);
+    free(fdx);
+    free(fdw);
     float *got = (float *)host_alloc((size_t)(N > OC ? N : OC) * (IC > OC ? IC : OC) * 4);
     int ok = 1;
     floatx_to_host(got, y, (size_t)N * OC);

@@ -1,60 +1,56 @@
 // LayerNorm and RMSNorm forward/backward fused with the residual add
-// (llmc/norm.cuh): checked against a CPU reference in double on random
+// (llmc/norm.cuh): checked against the CPU kernels of llmc/norm.c on random
 // inputs (rows with a mean offset, so the LN variance is not trivially
 // centred), then timed against the device-to-device copy bandwidth.
 // usage: norm [N C]...   (default: 4096 96, 65536 768, 16384 1600;
 //        DEV_CUDA_CHECK_ONLY=1: no timings)
 // Prints one "RESULT kind shape fwd/bwd GB/s %copy" line per timing.
+#include <string.h>
+
 #include "common.cuh"
 #include "norm.cuh"
 
-static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
-
-// residual = round(a + b); y = g xhat + bias; stats per row (double)
-static void reference_forward(bool layer, double *residual, double *y, double *mean, double *rstd,
-                              const float *a, const float *b, const float *g, const float *bias,
-                              int N, int C) {
-    for (int n = 0; n < N; n++) {
-        const size_t base = (size_t)n * C;
-        double sum = 0.0;
-        for (int c = 0; c < C; c++) {
-            // the kernel rounds the sum to floatX before the statistics
-            residual[base + c] = to_float(from_float<floatX>(a[base + c] + b[base + c]));
-            sum += residual[base + c];
-        }
-        const double mu = layer ? sum / C : 0.0;
-        double sq = 0.0;
-        for (int c = 0; c < C; c++) sq += (residual[base + c] - mu) * (residual[base + c] - mu);
-        const double rs = 1.0 / sqrt(sq / C + 1e-5);
-        for (int c = 0; c < C; c++) y[base + c] = g[c] * (residual[base + c] - mu) * rs + bias[c];
-        mean[n] = mu;
-        rstd[n] = rs;
-    }
+extern "C" {
+#include "norm.h"
 }
 
-// dres = dres0 + dx; dg, db sums over rows
-static void reference_backward(bool layer, double *dres, double *dg, double *db,
-                               const float *dres0, const float *dy, const double *x,
-                               const float *g, const double *mean, const double *rstd, int N,
-                               int C) {
-    for (int c = 0; c < C; c++) dg[c] = db[c] = 0.0;
-    for (int n = 0; n < N; n++) {
-        const size_t base = (size_t)n * C;
-        double s1 = 0.0, s2 = 0.0;
-        for (int c = 0; c < C; c++) {
-            double xhat = (x[base + c] - mean[n]) * rstd[n];
-            double dxhat = g[c] * dy[base + c];
-            s1 += dxhat;
-            s2 += dxhat * xhat;
-        }
-        const double m1 = layer ? s1 / C : 0.0, m2 = s2 / C;
-        for (int c = 0; c < C; c++) {
-            double xhat = (x[base + c] - mean[n]) * rstd[n];
-            dres[base + c] = dres0[base + c] + rstd[n] * (g[c] * dy[base + c] - m1 - xhat * m2);
-            dg[c] += xhat * dy[base + c];
-            db[c] += dy[base + c];
-        }
+static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
+
+// The oracle: llmc/norm.c (the tested CPU kernels) on the kernel's inputs:
+// residual = a + b rounded to floatX as the kernel stores it; y, mean, rstd;
+// dres = dres0 + dx and dg, db accumulated from zero.
+static void reference(bool layer, double *r_res, double *r_y, double *r_mean, double *r_rstd,
+                      double *r_dres, double *r_dg, double *r_db, const float *a, const float *b,
+                      const float *g, const float *bias, const float *dres0, const float *dy,
+                      int N, int C) {
+    const size_t n = (size_t)N * C;
+    const NormKind kind = layer ? NORM_LAYER : NORM_RMS;
+    float *res = (float *)host_alloc(n * 4), *y = (float *)host_alloc(n * 4);
+    float *dres = (float *)host_alloc(n * 4), *mean = (float *)host_alloc((size_t)N * 4);
+    float *rstd = (float *)host_alloc((size_t)N * 4), *dg = (float *)host_alloc((size_t)C * 4);
+    float *db = (float *)host_alloc((size_t)C * 4);
+    for (size_t i = 0; i < n; i++) res[i] = to_float(from_float<floatX>(a[i] + b[i]));
+    memcpy(dres, dres0, n * 4);
+    memset(dg, 0, (size_t)C * 4);
+    memset(db, 0, (size_t)C * 4);
+    for (int i = 0; i < N; i++) mean[i] = 0.0f; // RMS leaves it alone
+    norm_forward(kind, y, mean, rstd, res, g, bias, N, C);
+    norm_backward(kind, dres, dg, db, dy, res, g, mean, rstd, N, C);
+    for (size_t i = 0; i < n; i++) {
+        r_res[i] = res[i];
+        r_y[i] = y[i];
+        r_dres[i] = dres[i];
     }
+    for (int i = 0; i < N; i++) {
+        r_mean[i] = mean[i];
+        r_rstd[i] = rstd[i];
+    }
+    for (int c = 0; c < C; c++) {
+        r_dg[c] = dg[c];
+        r_db[c] = db[c];
+    }
+    void *tmp[] = {res, y, dres, mean, rstd, dg, db};
+    for (void *p : tmp) free(p);
 }
 
 static int run_shape(int N, int C, double copy_gbs, int num_sms, DevRng *rng, bool timing) {
@@ -99,8 +95,8 @@ static int run_shape(int N, int C, double copy_gbs, int num_sms, DevRng *rng, bo
         norm_backward(layer, dres, dgain, dbias, scratch, dy, residual, g, mean, rstd, N, C,
                       num_sms, 0);
         CUDA_CHECK(cudaDeviceSynchronize());
-        reference_forward(layer, r_res, r_y, r_mean, r_rstd, fa, fb, fg, fbias, N, C);
-        reference_backward(layer, r_dres, r_dg, r_db, fdr, fdy, r_res, fg, r_mean, r_rstd, N, C);
+        reference(layer, r_res, r_y, r_mean, r_rstd, r_dres, r_dg, r_db, fa, fb, fg, fbias, fdr, fdy,
+                  N, C);
         floatx_to_host(got, residual, n);
         ok &= check_tensor("residual", got, r_res, n, TOL);
         floatx_to_host(got, out, n);
