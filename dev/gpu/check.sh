@@ -1,159 +1,177 @@
 #!/usr/bin/env bash
-# One call on a GPU machine: builds the CUDA programs, runs every GPU test,
-# then the benchmarks; logs under OUTDIR, a short table last. Sized for one
-# H200 well inside 8 minutes (each stage has its own timeout).
+# One call on a GPU machine (at most 7 minutes): builds with all cores, then
+#   build; fp32 tests; bf16 tests; dev/cuda kernel checks; compute-sanitizer
+#   memcheck, racecheck, initcheck, synccheck on the small fp32 test; d12
+#   training steps in every mode (and llm.c's train_gpt2cu side by side when
+#   LLMC_DIR is given); norm kernels vs copy bandwidth; folded (rms) vs LN
+#   inference at three T.
+# A stage that no longer fits before the deadline is skipped (its row says
+# so). After every stage OUTDIR/summary.txt (the table) and
+# OUTDIR/combined.log (every log so far) are rewritten, so a killed call
+# still returns what it found. The reference states come from
+# dev/gpu/make_states.sh (fixed seeds, made where torch is, carried in):
+# any failing row replays in the emulator with the same files (docs/cuda.md).
 #   dev/gpu/check.sh OUTDIR [LLMC_DIR]
-# LLMC_DIR: optional checkout of karpathy/llm.c (carried in, never committed):
-# its train_gpt2cu is built without cuDNN and timed on the same data.
-# Many logs: from a device call, tar OUTDIR into one file under $OUT.
-# Env: CHECK_B (micro-batch of the d12 benchmarks, default 32), CHECK_STEPS (10).
+# Env: CHECK_DEADLINE_S (script seconds, default 390), CHECK_B (d12
+# micro-batch, default 16), CHECK_STEPS (default 8), CHECK_STATES (default
+# dev/gpu/states).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:?usage: dev/gpu/check.sh OUTDIR [LLMC_DIR]}
 llmc_dir=${2:-}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-B=${CHECK_B:-32}
-STEPS=${CHECK_STEPS:-10}
-PY=${PYTHON:-python3}
-seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000 ))}
+deadline=${CHECK_DEADLINE_S:-390}
+B=${CHECK_B:-16}
+STEPS=${CHECK_STEPS:-8}
+states=${CHECK_STATES:-dev/gpu/states}
 t_start=$SECONDS
+tmp=$(mktemp -d /tmp/foldnorm_check.XXXXXX)
+logs=$tmp/logs; mkdir -p "$logs"
+: > "$out/summary.txt"
 declare -a table
-row() { table+=("$(printf '%-44s %s' "$1" "$2")"); echo "== $1: $2"; }
-stage() { echo; echo "=== $* ($((SECONDS - t_start)) s)"; }
-
-stage "device"
-nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 | tee "$out/device.log"
-
-stage "build (sm_90, bf16 and fp32, dev/cuda)"
-if timeout 300 make -j16 CUDA_ARCHS=90 train_gpt2cu test_gpt2cu train_gpt2fp32cu \
-        test_gpt2fp32cu cuda-dev > "$out/build.log" 2>&1; then
-    row "build" "ok ($((SECONDS - t_start)) s)"
-else
-    row "build" "FAILED (build.log)"; tail -30 "$out/build.log"
-    printf '%s\n' "${table[@]}"; exit 1
-fi
-
-stage "dev/cuda kernel checks and timings"
-for prog in matmul_fp32 matmul_bf16 attention_fp32 attention_bf16 norm_fp32 norm_bf16 \
-            cbwc_fp32 cbwc_bf16; do
-    if timeout 120 "build/dev/cuda/$prog" > "$out/dev_$prog.log" 2>&1 &&
-       ! grep -q '^SKIP' "$out/dev_$prog.log"; then
-        row "dev/cuda $prog" "PASS"
-    else
-        row "dev/cuda $prog" "FAIL (dev_$prog.log)"; tail -20 "$out/dev_$prog.log"
-    fi
-done
-grep -h '^RESULT' "$out"/dev_*_bf16.log | sed 's/^RESULT //' > "$out/kernels.txt"
-
-stage "GPU tests against the PyTorch reference (seed $seed)"
-tmp=$(mktemp -d /tmp/foldnorm_check.XXXXXX)   # states and data: big, not logs
-work="$tmp/states"; mkdir -p "$work"
-# small: 2 layers C=64; odd: 3 layers, 6 heads, V not a multiple of 128, T < maxT
-small="--steps 5"
-odd="--L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 5 --lr 3e-3"
-gpu_test() { # NAME BINARY MODEL STATE [flags]: one row, the log in $out/NAME.log
-    local name=$1 bin=$2; shift 2
-    if timeout 120 "bin/$bin" "$@" > "$out/$name.log" 2>&1 && ! grep -q '^SKIP' "$out/$name.log"; then
+stage_name=""
+row() { table+=("$(printf '%-40s %s' "$1" "$2")"); echo "== $1: $2"; }
+# writes the table and the combined log (called after every stage)
+flush() {
+    { printf '%s\n' "${table[@]}"; echo "($((SECONDS - t_start)) s of $deadline)"; } > "$out/summary.txt"
+    for f in "$logs"/*.log; do [ -e "$f" ] && { echo "===== $(basename "$f")"; cat "$f"; }; done > "$out/combined.log"
+}
+# stage NAME SECONDS: 0 when the stage fits before the deadline, else a SKIP row
+stage() {
+    flush
+    stage_name=$1
+    local left=$((deadline - (SECONDS - t_start)))
+    if [ "$2" -gt "$left" ]; then row "$1" "SKIP (needs ~$2 s, $left s left)"; return 1; fi
+    echo; echo "=== $1 ($((SECONDS - t_start)) s)"
+}
+# run NAME TIMEOUT COMMAND...: one row, PASS or FAIL, the output in logs/NAME.log
+run() {
+    local name=$1 limit=$2; shift 2
+    if timeout "$limit" "$@" > "$logs/$name.log" 2>&1 && ! grep -q '^SKIP' "$logs/$name.log"; then
         row "$name" "PASS"
     else
-        row "$name" "FAIL ($name.log)"; tail -25 "$out/$name.log"
+        row "$name" "FAIL (combined.log: $name)"; tail -15 "$logs/$name.log"
     fi
 }
-for mode in ln rms cbwc; do
-    for shape in small odd; do
-        s=$(( seed + (${#mode} * 7) + (${#shape} * 13) ))
-        $PY dev/reference/gpt2.py --mode $mode --seed $s --model "$work/${mode}_$shape.bin" \
-            --state "$work/${mode}_${shape}_state.bin" ${!shape} > "$out/ref_${mode}_$shape.log" 2>&1 ||
-            { row "reference $mode $shape" "FAIL (ref_${mode}_$shape.log)"; continue; }
-        extra=()
-        [ $shape = small ] && extra=(--curve 20 --seed $s)
-        [ $shape = small ] && [ $mode = ln ] && extra+=(--equivalence 10)
-        gpu_test "test_fp32_${mode}_$shape" test_gpt2fp32cu "$work/${mode}_$shape.bin" \
-            "$work/${mode}_${shape}_state.bin" "${extra[@]}"
-        gpu_test "test_bf16_${mode}_$shape" test_gpt2cu "$work/${mode}_$shape.bin" \
-            "$work/${mode}_${shape}_state.bin" "${extra[@]}"
-    done
-done
 
-stage "compute-sanitizer memcheck on one fp32 reference test (where the runtime allows it)"
-if command -v compute-sanitizer > /dev/null && [ -f "$work/cbwc_odd.bin" ]; then
-    if timeout 120 compute-sanitizer --tool memcheck --error-exitcode 3 bin/test_gpt2fp32cu \
-            "$work/cbwc_odd.bin" "$work/cbwc_odd_state.bin" > "$out/memcheck.log" 2>&1 &&
-       ! grep -q '^SKIP' "$out/memcheck.log"; then
-        row "memcheck test_gpt2fp32cu cbwc odd" "PASS"
-    elif [ $? -eq 3 ]; then
-        row "memcheck test_gpt2fp32cu cbwc odd" "FAIL (memcheck.log)"; tail -20 "$out/memcheck.log"
+if stage "device" 5; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv > "$logs/device.log" 2>&1
+    cat "$logs/device.log"
+fi
+
+if stage "build" 240; then
+    if timeout 240 make -j"$(nproc)" CUDA_ARCHS=90 train_gpt2cu test_gpt2cu train_gpt2fp32cu \
+            test_gpt2fp32cu cuda-dev > "$logs/build.log" 2>&1; then
+        row "build (sm_90, -j$(nproc))" "ok ($((SECONDS - t_start)) s)"
     else
-        row "memcheck test_gpt2fp32cu cbwc odd" "unavailable here (memcheck.log)"
+        row "build" "FAILED (combined.log: build)"; tail -30 "$logs/build.log"; flush; exit 1
     fi
 fi
 
-stage "GPT-2 124M training benchmarks (bf16, B=$B T=1024, $STEPS steps, random tokens)"
-data="$tmp/data"; mkdir -p "$data"
-$PY - "$data" <<'EOF'
-import os, struct, sys
+if [ ! -f "$states/seeds.txt" ]; then # not carried: make them here if torch is present
+    dev/gpu/make_states.sh "$tmp/states" > "$logs/states.log" 2>&1 && states=$tmp/states
+fi
+have_states=0
+[ -f "$states/seeds.txt" ] && have_states=1 || row "reference states" "missing: run dev/gpu/make_states.sh and carry dev/gpu/states"
+# model tests: BINARY PREFIX; small shapes also run the curve (and ln the equivalence)
+model_tests() {
+    local bin=$1 prefix=$2 mode shape seed
+    while read -r mode shape seed; do
+        local extra=()
+        [ "$shape" = small ] && extra=(--curve 20 --seed "$seed")
+        [ "$shape" = small ] && [ "$mode" = ln ] && extra+=(--equivalence 10)
+        run "${prefix}_${mode}_$shape" 60 "bin/$bin" "$states/${mode}_$shape.bin" \
+            "$states/${mode}_${shape}_state.bin" "${extra[@]}"
+    done < "$states/seeds.txt"
+}
+if [ $have_states = 1 ] && stage "fp32 tests" 60; then model_tests test_gpt2fp32cu test_fp32; fi
+if [ $have_states = 1 ] && stage "bf16 tests" 60; then model_tests test_gpt2cu test_bf16; fi
+
+if stage "dev/cuda kernel checks" 40; then
+    for prog in matmul attention norm cbwc; do
+        for t in fp32 bf16; do
+            DEV_CUDA_CHECK_ONLY=1 run "dev_${prog}_$t" 30 "build/dev/cuda/${prog}_$t"
+        done
+    done
+fi
+
+if [ $have_states = 1 ] && stage "compute-sanitizer" 150; then
+    if command -v compute-sanitizer > /dev/null; then
+        for tool in memcheck racecheck initcheck synccheck; do
+            run "sanitizer_$tool" 60 compute-sanitizer --tool $tool --error-exitcode 3 \
+                bin/test_gpt2fp32cu "$states/ln_small.bin" "$states/ln_small_state.bin"
+        done
+    else
+        row "compute-sanitizer" "SKIP (not on the PATH)"
+    fi
+fi
+
 # llm.c token shards (magic 20240520, version 1) of random GPT-2 tokens
-def tokens(n, seed):
-    try:
-        import numpy as np
-        return np.random.default_rng(seed).integers(0, 50257, n, dtype=np.uint16).tobytes()
-    except ImportError:
-        import random
-        rng = random.Random(seed)
-        return struct.pack(f"<{n}H", *(rng.randrange(50257) for _ in range(n)))
-for name, n, seed in (("bench_train_000000.bin", 4 << 20, 1), ("bench_val_000000.bin", 1 << 20, 2)):
+make_bench_data() {
+    mkdir -p "$tmp/data"
+    python3 - "$tmp/data" <<'PYEOF'
+import os, random, struct, sys
+for name, n, seed in (("bench_train_000000.bin", 2 << 20, 1), ("bench_val_000000.bin", 1 << 18, 2)):
+    rng = random.Random(seed)
     with open(os.path.join(sys.argv[1], name), "wb") as f:
         f.write(struct.pack("<256i", *([20240520, 1, n] + [0] * 253)))
-        f.write(tokens(n, seed))
-EOF
-for mode in ln rms cbwc; do
-    log="$out/train_$mode.log"
-    if timeout 150 bin/train_gpt2cu -e d12 -N $mode -b $B -t 1024 -x $STEPS -v 0 -sh 0 -l 1e-4 \
-            -i "$data/bench_train_*.bin" -j "$data/bench_val_*.bin" > "$log" 2>&1; then
-        row "train d12 $mode" "$(grep '^summary' "$log" | sed 's/^summary | //')"
-    else
-        row "train d12 $mode" "FAIL (train_$mode.log)"; tail -15 "$log"
-    fi
-done
-stage "inference: LN vs RMS (= folded) forward, 16384 tokens a pass, T = 1024 ... 16384"
-for T in 1024 2048 4096 8192 16384; do
-    b=$(( 16384 / T ))
-    for mode in ln rms; do
-        timeout 90 bin/train_gpt2cu -e d12t16384 -N $mode -b $b -t $T -inf 5 \
-            > "$out/inference_${mode}_$T.log" 2>&1 || echo "FAIL inference $mode T=$T" >> "$out/inference_${mode}_$T.log"
+        f.write(struct.pack(f"<{n}H", *(rng.randrange(50257) for _ in range(n))))
+PYEOF
+}
+if stage "d12 training" 120; then
+    make_bench_data
+    for mode in ln rms cbwc; do
+        log=$logs/train_d12_$mode.log
+        if timeout 60 bin/train_gpt2cu -e d12 -N $mode -b "$B" -t 1024 -x "$STEPS" -v 0 -sh 0 -l 1e-4 \
+                -i "$tmp/data/bench_train_*.bin" -j "$tmp/data/bench_val_*.bin" > "$log" 2>&1; then
+            row "train d12 $mode (B=$B T=1024)" "$(grep '^summary' "$log" | sed 's/^summary | //')"
+        else
+            row "train d12 $mode" "FAIL (combined.log: train_d12_$mode)"; tail -10 "$log"
+        fi
     done
-    ms_ln=$(grep -oE '[0-9.]+ ms/forward' "$out/inference_ln_$T.log" | cut -d' ' -f1)
-    ms_rms=$(grep -oE '[0-9.]+ ms/forward' "$out/inference_rms_$T.log" | cut -d' ' -f1)
-    if [ -n "$ms_ln" ] && [ -n "$ms_rms" ]; then
-        row "inference T=$T (B=$b)" "$(awk -v a="$ms_ln" -v b="$ms_rms" \
-            'BEGIN {printf "ln %.2f ms, rms %.2f ms: rms saves %.1f%%", a, b, 100 * (a - b) / a}')"
-    else
-        row "inference T=$T (B=$b)" "FAIL (inference_*_$T.log)"
-    fi
-done
-
-if [ -n "$llmc_dir" ] && [ -d "$llmc_dir" ]; then
-    stage "llm.c train_gpt2cu without cuDNN, same data and batch"
-    log="$out/llmc.log"
-    if (cd "$llmc_dir" && timeout 240 make train_gpt2cu USE_CUDNN=0 GPU_COMPUTE_CAPABILITY=90 \
-            > "$out/llmc_build.log" 2>&1) &&
-       timeout 150 "$llmc_dir/train_gpt2cu" -e d12 -b $B -t 1024 -d $((B * 1024)) -x $STEPS \
-            -v 100000 -m 1 -s 0 -y 0 -i "$data/bench_train_*.bin" -j "$data/bench_val_*.bin" \
-            -o "$tmp/llmc_run" > "$log" 2>&1; then
-        # llm.c ends with "total average iteration time: X ms" (the first step excluded)
-        ms=$(grep -oE 'total average iteration time: [0-9.]+' "$log" | grep -oE '[0-9.]+$')
-        tps=$(awk -v ms="${ms:-0}" -v b=$B 'BEGIN {if (ms > 0) printf "%.0f", b * 1024 * 1000 / ms}')
-        row "llm.c train_gpt2cu d12 (no cuDNN)" "${tps:-?} tok/s (llmc.log)"
-    else
-        row "llm.c train_gpt2cu d12 (no cuDNN)" "FAIL (llmc_build.log, llmc.log)"; tail -15 "$log" 2>/dev/null
+    if [ -n "$llmc_dir" ] && [ -d "$llmc_dir" ] && stage "llm.c d12 side by side" 200; then
+        log=$logs/llmc.log
+        if (cd "$llmc_dir" && timeout 150 make -j"$(nproc)" train_gpt2cu USE_CUDNN=0 \
+                GPU_COMPUTE_CAPABILITY=90) > "$logs/llmc_build.log" 2>&1 &&
+           timeout 60 "$llmc_dir/train_gpt2cu" -e d12 -b "$B" -t 1024 -d $((B * 1024)) -x "$STEPS" \
+                -v 100000 -m 1 -s 0 -y 0 -i "$tmp/data/bench_train_*.bin" \
+                -j "$tmp/data/bench_val_*.bin" -o "$tmp/llmc_run" > "$log" 2>&1; then
+            ms=$(grep -oE 'total average iteration time: [0-9.]+' "$log" | grep -oE '[0-9.]+$')
+            tps=$(awk -v ms="${ms:-0}" -v b="$B" 'BEGIN {if (ms > 0) printf "%.0f", b * 1024 * 1000 / ms}')
+            row "llm.c train_gpt2cu d12 (no cuDNN)" "${tps:-?} tok/s"
+        else
+            row "llm.c train_gpt2cu d12 (no cuDNN)" "FAIL (combined.log: llmc_build, llmc)"
+        fi
     fi
 fi
 
-echo
-echo "=== summary ($((SECONDS - t_start)) s; logs in $out)"
-printf '%s\n' "${table[@]}" | tee "$out/summary.txt"
-echo "kernels (bf16):"
-sed 's/^/  /' "$out/kernels.txt"
+if stage "norm kernels vs copy bandwidth" 40; then
+    run "norm_bandwidth_bf16" 40 build/dev/cuda/norm_bf16 65536 768 16384 1600
+    while read -r line; do # "kind bf16 N=.. C=.. fwd .. GB/s ..% | bwd .. (of copy ..)"
+        row "  ${line%% fwd*}" "fwd${line#* fwd}"
+    done < <(grep -h '^RESULT' "$logs/norm_bandwidth_bf16.log" | sed 's/^RESULT //')
+fi
+
+if stage "inference: folded (rms) vs LN" 60; then
+    for T in 1024 4096 16384; do
+        b=$(( 16384 / T ))
+        for mode in ln rms; do
+            timeout 25 bin/train_gpt2cu -e d12t16384 -N $mode -b $b -t $T -inf 5 \
+                > "$logs/inference_${mode}_$T.log" 2>&1
+        done
+        ms_ln=$(grep -oE '[0-9.]+ ms/forward' "$logs/inference_ln_$T.log" | cut -d' ' -f1)
+        ms_rms=$(grep -oE '[0-9.]+ ms/forward' "$logs/inference_rms_$T.log" | cut -d' ' -f1)
+        if [ -n "$ms_ln" ] && [ -n "$ms_rms" ]; then
+            row "inference T=$T (B=$b)" "$(awk -v a="$ms_ln" -v b="$ms_rms" \
+                'BEGIN {printf "ln %.2f ms, rms %.2f ms: folded saves %.1f%%", a, b, 100 * (a - b) / a}')"
+        else
+            row "inference T=$T (B=$b)" "FAIL (combined.log: inference_*_$T)"
+        fi
+    done
+fi
+
+flush
+echo; echo "=== summary ($((SECONDS - t_start)) s)"; cat "$out/summary.txt"
 rm -rf "$tmp"
 ! grep -q 'FAIL' "$out/summary.txt"

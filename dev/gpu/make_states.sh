@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Reference states for dev/gpu/check.sh, made here (PyTorch on the CPU) with
+# fixed seeds and carried to the GPU machine, which may lack torch. The same
+# files replay any device failure in the emulator:
+#   build/emu/test_gpt2fp32cu dev/gpu/states/ln_small.bin dev/gpu/states/ln_small_state.bin --curve 20 --seed 101
+# usage: dev/gpu/make_states.sh [DIR]   (default dev/gpu/states, ignored by git)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+dir=${1:-dev/gpu/states}
+mkdir -p "$dir"
+rm -f "$dir/seeds.txt.tmp"
+PY=${PYTHON:-/usr/bin/python3}
+# small: 2 layers C=64; odd: 3 layers, 6 heads, V not a multiple of 128, T < maxT
+small="--steps 5"
+odd="--L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 5 --lr 3e-3"
+seed=100
+for mode in ln rms cbwc; do
+    for shape in small odd; do
+        seed=$((seed + 1))
+        $PY dev/reference/gpt2.py --mode $mode --seed $seed --model "$dir/${mode}_$shape.bin" \
+            --state "$dir/${mode}_${shape}_state.bin" ${!shape} > /dev/null
+        echo "$mode $shape $seed" >> "$dir/seeds.txt.tmp"
+    done
+done
+mv "$dir/seeds.txt.tmp" "$dir/seeds.txt"
+echo "wrote $(ls "$dir" | wc -l) files to $dir ($(du -sh "$dir" | cut -f1))"
