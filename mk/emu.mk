@@ -2,7 +2,7 @@
 # against dev/cuda/emu's shims and run on the CPU, every block's threads as
 # fibers -- a logic check, not a device run (docs/cuda.md). No nvcc needed.
 #   build/emu/{test_gpt2cu,test_gpt2fp32cu,train_gpt2cu,train_gpt2fp32cu}
-#   build/emu/dev/cuda/<kernel>_{bf16,fp32}
+#   build/emu/dev/cuda/<kernel>_{bf16,fp32}, build/emu/emu_selftest
 # rewrite_launches.py copies the .cu/.cuh sources into build/emu/src with
 # the launch syntax turned into emulator calls; the kernels are not edited.
 # make SAN=1 builds them with ASan + UBSan as the rest.
@@ -17,12 +17,14 @@ endif
 EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM_NCCL \
                 -I$(EMU_SRC)/llmc -I$(EMU_DIR) -Illmc
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
-EMU_CUDA_SRCS := $(wildcard llmc/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu
+EMU_CUDA_SRCS := $(wildcard llmc/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
+                 $(EMU_DIR)/selftest.cu
 EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a
 EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime emu_blas emu_nccl)
 EMU_KERNELS := $(notdir $(basename $(wildcard dev/cuda/*.cu)))
-EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu) \
+EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu \
+                  emu_selftest) \
                 $(foreach k,$(EMU_KERNELS),$(EMU_BUILD)/dev/cuda/$(k)_bf16 $(EMU_BUILD)/dev/cuda/$(k)_fp32)
 EMU_LINK = $(EMU_CXX) $(EMU_OPT) $(filter %.o,$^) $(EMU_LIB) $(LLMC_LIB) $(LDLIBS) -o $@
 
@@ -57,6 +59,9 @@ $(EMU_BUILD)/test_gpt2fp32cu: $(EMU_BUILD)/obj/test/test_gpt2.fp32.o $(EMU_LIB) 
 $(EMU_BUILD)/train_gpt2cu: $(EMU_BUILD)/obj/train_gpt2.bf16.o $(EMU_BUILD)/runtime/emu_main.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
 $(EMU_BUILD)/train_gpt2fp32cu: $(EMU_BUILD)/obj/train_gpt2.fp32.o $(EMU_BUILD)/runtime/emu_main.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+# the emulator's own checks (dev/cuda/emu/selftest.cu)
+$(EMU_BUILD)/emu_selftest: $(EMU_BUILD)/obj/$(EMU_DIR)/selftest.fp32.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
 $(EMU_BUILD)/dev/cuda/%_bf16: $(EMU_BUILD)/obj/dev/cuda/%.bf16.o $(EMU_LIB) $(LLMC_LIB)
 	@mkdir -p $(dir $@)
