@@ -5,9 +5,10 @@
 //      logits, gradients and K step losses on the GPU; rms must not (control);
 //   3. --curve K: K AdamW steps on fresh random batches, the GPU model and the
 //      CPU model of llmc/gpt2.c side by side: the loss curves must agree.
-// Tolerances (max|ours - ref| / max|ref| per tensor): fp32 build 1e-4 (fp32
-// sums in other orders, ~1e-6, plus cuBLAS's blocked sums), bf16 build 2e-2
-// (8 mantissa bits: 4e-3 per rounding, several roundings per layer).
+// Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
+// curve: absolute loss differences): fp32 build 1e-4 (fp32 sums in other
+// orders, ~1e-6, plus cuBLAS's blocked sums); bf16 build per check from
+// BF16_TOLERANCES below; -r / -l set one tolerance for all instead.
 // Without a CUDA device it prints "SKIP: no CUDA device (...)" and exits 0.
 #include <math.h>
 #include <stdint.h>
@@ -41,9 +42,54 @@ static double relative_error(const float *a, const float *b, size_t rows, size_t
     return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
+// bf16: 2.5-4x the largest error measured under emulation (in brackets:
+// fp32 accumulation, bf16 storage, libm exp/tanh) over 4 seeds x 3 modes x 2
+// shapes (L=2 C=64 B=2 T=16; L=3 C=48 NH=6 V=301 T=24) and 2 seeds x 3
+// modes at L=2 C=64 B=4 T=32 with the 20-step curve: headroom for the
+// device's fast-math intrinsics and tensor-core sum orders, which the
+// emulator does not reproduce. "cbwc X" (the equivalence) uses X's.
+static const struct {
+    const char *name;
+    double tol;
+} BF16_TOLERANCES[] = {
+    {"logits", 2e-2},              // 6.7e-3
+    {"loss", 5e-4},                // 5.0e-5 (wider: the device's fast-math logf/expf)
+    {"grad wte", 3e-2},            // 1.0e-2
+    {"grad wpe", 3e-2},            // 1.2e-2
+    {"grad ln1w", 3e-2},           // 9.6e-3
+    {"grad ln1b", 2.5e-2},         // 9.0e-3
+    {"grad qkvw", 3e-2},           // 1.1e-2
+    {"grad qkvb", 3e-2},           // 1.1e-2
+    {"grad attprojw", 2.5e-2},     // 8.8e-3
+    {"grad attprojb", 2.5e-2},     // 9.3e-3
+    {"grad ln2w", 4e-2},           // 1.4e-2 (1.56e-2 in issue 12's prototype run)
+    {"grad ln2b", 3e-2},           // 1.1e-2
+    {"grad fcw", 2.5e-2},          // 9.6e-3
+    {"grad fcb", 2.5e-2},          // 8.4e-3
+    {"grad fcprojw", 2.5e-2},      // 8.5e-3
+    {"grad fcprojb", 2.5e-2},      // 8.0e-3
+    {"grad lnfw", 2.5e-2},         // 8.2e-3
+    {"grad lnfb", 1.5e-2},         // 4.7e-3
+    {"AdamW step losses", 1e-2},   // 2.3e-3 (absolute)
+    {"step losses", 5e-3},         // cbwc vs ln: 6.5e-4 (absolute)
+    {"curve gpu vs cpu", 5e-3},    // 6.1e-4 (absolute; wider: errors compound over 20 steps)
+};
+static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+
+// the bf16 tolerance of a check, or tol
+static double tolerance(const char *what, double tol) {
+    if (!bf16_table) return tol;
+    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
+    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
+        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
+    }
+    fatal("test_gpt2cu: no bf16 tolerance for '%s'", what);
+}
+
 static int check(const char *what, double err, double tol) {
+    tol = tolerance(what, tol);
     int ok = isfinite(err) && err <= tol;
-    printf("  %-22s %.3e  (tol %.0e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    printf("  %-22s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
     return ok;
 }
 
@@ -230,8 +276,8 @@ static void usage(void) {
             "  Checks the GPU model against a debug state of dev/reference/gpt2.py.\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
-            "  defaults: -r %.0e -l %.0e (%s build)\n",
-            sizeof(floatX) == 4 ? 1e-4 : 2e-2, sizeof(floatX) == 4 ? 1e-4 : 2e-2, FLOATX_NAME);
+            "  defaults: %s (%s build)\n",
+            sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
 }
 
@@ -256,8 +302,8 @@ int main(int argc, char **argv) {
         if (i + 1 >= argc) usage();
         const char *f = argv[i], *v = argv[i + 1];
         if (strcmp(f, "-N") == 0) mode_name = v;
-        else if (strcmp(f, "-r") == 0) rel_tol = atof(v);
-        else if (strcmp(f, "-l") == 0) loss_tol = atof(v);
+        else if (strcmp(f, "-r") == 0) rel_tol = atof(v), bf16_table = 0;
+        else if (strcmp(f, "-l") == 0) loss_tol = atof(v), bf16_table = 0;
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
