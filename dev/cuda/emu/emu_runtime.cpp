@@ -199,6 +199,8 @@ cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
 }
 
 cudaError_t cudaGetDeviceCount(int *count) {
+    static std::once_flag said;
+    std::call_once(said, [] { fprintf(stderr, "emulated CUDA: a logic check, not a device run\n"); });
     *count = emu::DEVICE_COUNT;
     return cudaSuccess;
 }
