@@ -100,15 +100,15 @@ deps:
 # and MPI when it is read, so on a fresh machine the build must start after
 # deps installed them (else the first build would use the portable matmul)
 test: deps
-	@$(MAKE) --no-print-directory cpu
+	@$(MAKE) --no-print-directory cpu emu
 	@test/run_tests.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory cpu
+	@$(MAKE) --no-print-directory cpu emu
 	@scripts/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory cpu
+	@$(MAKE) --no-print-directory cpu emu
 	@dev/bench/bench.sh
 
 clean:

@@ -30,7 +30,6 @@ EMU_LINK = $(EMU_CXX) $(EMU_OPT) $(filter %.o,$^) $(EMU_LIB) $(LLMC_LIB) $(LDLIB
 
 .PHONY: emu
 emu: $(EMU_PROGRAMS)
-test: emu
 
 $(EMU_SRC)/%: % $(EMU_DIR)/rewrite_launches.py
 	@mkdir -p $(dir $@)

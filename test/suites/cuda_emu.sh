@@ -87,8 +87,8 @@ done
 
 # 3. the trainer: -o, two ranks as threads, resume
 cat llmc/*.c llmc/*.h > "$work/text.txt"
-[ -x ./text_to_shard ] || make -s text_to_shard > /dev/null
-./text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || bad "text_to_shard"
+[ -x bin/text_to_shard ] || make -s text_to_shard > /dev/null
+bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || bad "text_to_shard"
 train_flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 32 -x 4
              -v 2 -m 2 -l 3e-3 -sd $(( s % 1000 + 1 )))
 for b in train_gpt2fp32cu train_gpt2cu; do
