@@ -263,7 +263,10 @@ int main(int argc, char **argv) {
     }
     int max_steps = args.max_steps;
     if (max_steps < 0) {
-        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
+        // rank r of W gets batches r, r+W, ... of each shard, so the ranks' counts can
+        // differ by one per shard: every rank takes the smallest, or the all-reduce hangs
+        const int batches = multi_gpu_min_int(&mg, (int)dataloader_batches_per_epoch(&train));
+        max_steps = batches / grad_accum;
         max_steps = max_steps > 0 ? max_steps : 1;
     }
     if (lead && args.output_dir != NULL && mkdir(args.output_dir, 0755) != 0 && errno != EEXIST) {

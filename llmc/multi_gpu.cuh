@@ -101,6 +101,8 @@ static inline MultiGpu multi_gpu_init(int pn, int pr, const char *pf) {
     mg.device = local % devices;
     CUDA_CHECK(cudaSetDevice(mg.device));
     CUDA_CHECK(cudaMalloc(&mg.scalar, sizeof(float)));
+    // the join below all-reduces it: a defined value, not cudaMalloc's garbage
+    CUDA_CHECK(cudaMemset(mg.scalar, 0, sizeof(float)));
     if (mg.world == 1) return mg;
 #ifdef FOLDNORM_NCCL
     if (pf == NULL) fatal("-pn %d: several processes need -pf, a file all ranks can reach", mg.world);
@@ -135,6 +137,20 @@ static inline float multi_gpu_mean(MultiGpu *mg, float value) {
     multi_gpu_average(mg, mg->scalar, 1, 0);
     CUDA_CHECK(cudaMemcpy(&value, mg->scalar, sizeof(float), cudaMemcpyDeviceToHost));
     return value;
+}
+
+// the smallest of a host integer over the ranks (the 4-byte scalar read as an int)
+static inline int multi_gpu_min_int(MultiGpu *mg, int value) {
+    if (mg->world == 1) return value;
+#ifdef FOLDNORM_NCCL
+    int *x = (int *)mg->scalar;
+    CUDA_CHECK(cudaMemcpy(x, &value, sizeof(int), cudaMemcpyHostToDevice));
+    NCCL_CHECK(ncclAllReduce(x, x, 1, ncclInt32, ncclMin, mg->comm, 0));
+    CUDA_CHECK(cudaMemcpy(&value, x, sizeof(int), cudaMemcpyDeviceToHost));
+    return value;
+#else
+    return value;
+#endif
 }
 
 static inline void multi_gpu_free(MultiGpu *mg) {
