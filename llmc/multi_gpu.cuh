@@ -33,7 +33,7 @@ static inline void nccl_check_(ncclResult_t r, const char *call, const char *fil
 typedef struct {
     int rank, world;
     int device;
-    float *scalar; // device scratch for reducing host scalars
+    float *scalar; // device scratch for reducing host scalars (8 bytes: a double fits)
 #ifdef FOLDNORM_NCCL
     ncclComm_t comm;
 #endif
@@ -100,9 +100,9 @@ static inline MultiGpu multi_gpu_init(int pn, int pr, const char *pf) {
     const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", mg.rank);
     mg.device = local % devices;
     CUDA_CHECK(cudaSetDevice(mg.device));
-    CUDA_CHECK(cudaMalloc(&mg.scalar, sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&mg.scalar, sizeof(double)));
     // the join below all-reduces it: a defined value, not cudaMalloc's garbage
-    CUDA_CHECK(cudaMemset(mg.scalar, 0, sizeof(float)));
+    CUDA_CHECK(cudaMemset(mg.scalar, 0, sizeof(double)));
     if (mg.world == 1) return mg;
 #ifdef FOLDNORM_NCCL
     if (pf == NULL) fatal("-pn %d: several processes need -pf, a file all ranks can reach", mg.world);
