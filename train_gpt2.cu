@@ -440,7 +440,10 @@ int main(int argc, char **argv) {
             if (lead) printf("val loss %.6f\n", val_loss);
             logger_log_val(&logger, step, val_loss);
         }
-        if (lead && args.sample_every > 0 && (step % args.sample_every == 0 || last) && step > 0) {
+        // not at the step resumed from: its sample was drawn before its checkpoint,
+        // so the RNG goes on as in the uninterrupted run
+        if (lead && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
+            step > progress.step) {
             sample_and_print(&model, &rng, &args);
         }
         const int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
