@@ -89,7 +89,7 @@ if [ $have_states = 1 ] && stage "fp32 tests" 60; then model_tests test_gpt2fp32
 if [ $have_states = 1 ] && stage "bf16 tests" 60; then model_tests test_gpt2cu test_bf16; fi
 
 if stage "dev/cuda kernel checks" 40; then
-    for prog in matmul attention norm cbwc; do
+    for prog in matmul attention flash_attention norm cbwc; do
         for t in fp32 bf16; do
             DEV_CUDA_CHECK_ONLY=1 run "dev_${prog}_$t" 30 "build/dev/cuda/${prog}_$t"
         done
