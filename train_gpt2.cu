@@ -419,7 +419,9 @@ int main(int argc, char **argv) {
                "%.2f\n",
                B, T, mg.world, sync.sharded ? "ZeRO-1" : "all-reduce", grad_accum, max_steps,
                args.learning_rate, args.weight_decay, args.grad_clip);
-        if (resumed_from >= 0) printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+        if (resumed_from >= 0) {
+            printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+        }
     }
     // MFU: 6 N flops per token for the matmuls with weights, 12 L C T for attention
     // (forward + backward, causal mask not discounted), against the dense peak

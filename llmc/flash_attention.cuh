@@ -245,7 +245,8 @@ __global__ void flash_attention_backward_dkdv_kernel(floatX *dqkv, const floatX 
 
 // dynamic shared memory of each kernel for head size hs
 static inline size_t fa_forward_smem_bytes(int hs) {
-    return sizeof(float) * ((size_t)FA_ROWS * hs + (size_t)FA_TILE * (hs + 1) + (size_t)FA_TILE * hs);
+    return sizeof(float) *
+           ((size_t)FA_ROWS * hs + (size_t)FA_TILE * (hs + 1) + (size_t)FA_TILE * hs);
 }
 static inline size_t fa_backward_smem_bytes(int hs) {
     return sizeof(float) *
@@ -254,7 +255,8 @@ static inline size_t fa_backward_smem_bytes(int hs) {
 
 static inline void fa_check_shape(int C, int NH) {
     if (NH <= 0 || C % NH != 0 || C / NH > FA_MAX_HS) {
-        fprintf(stderr, "error: flash attention needs C %% NH == 0 and head size <= %d (C=%d NH=%d)\n",
+        fprintf(stderr,
+                "error: flash attention needs C %% NH == 0 and head size <= %d (C=%d NH=%d)\n",
                 FA_MAX_HS, C, NH);
         exit(EXIT_FAILURE);
     }

@@ -484,7 +484,9 @@ static inline void gpt2cuda_params_gathered(GPT2Cuda *m) { gpt2cuda_sync_params_
 // One AdamW step on one rank with global-norm clipping (clip <= 0: none);
 // returns the gradient norm before clipping.
 static inline float gpt2cuda_update(GPT2Cuda *m, const AdamWConfig *cfg, float grad_clip) {
-    if (m->shard.world != 1) fatal("gpt2cuda_update: one rank only (sharded: gpt2cuda_update_shard)");
+    if (m->shard.world != 1) {
+        fatal("gpt2cuda_update: one rank only (sharded: gpt2cuda_update_shard)");
+    }
     const double norm = sqrt(gpt2cuda_grad_sum_of_squares(m));
     gpt2cuda_update_shard(m, cfg, clip_grad_scale(norm, grad_clip));
     return (float)norm;

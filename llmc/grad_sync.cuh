@@ -60,7 +60,7 @@ static inline int grad_sync_group(int layer, int num_layers, int *tensors) {
 
 // GPT2Cuda.grads_ready: reduce the group on the comm stream, after the compute
 // stream's work so far
-static void grad_sync_layer_ready(void *ctx, int layer) {
+static inline void grad_sync_layer_ready(void *ctx, int layer) {
     GradSync *gs = (GradSync *)ctx;
     if (gs->mg->world == 1) return;
 #ifdef FOLDNORM_NCCL

@@ -1,6 +1,6 @@
-// Data parallel training over NCCL: one process per GPU, gradients averaged
-// by an all-reduce after the backward passes of a step (every rank then
-// makes the same AdamW update). Ranks come from -pn/-pr, else from mpirun's
+// Data parallel training over NCCL: one process per GPU (the gradient
+// reduction itself, all-reduce or ZeRO-1, is llmc/grad_sync.cuh's); this
+// file joins the ranks and reduces host scalars. Ranks come from -pn/-pr, else from mpirun's
 // environment (OMPI_COMM_WORLD_*, PMI_*); the NCCL unique id travels through
 // a shared file (-pf): rank 0 writes it atomically, the others wait for it,
 // and rank 0 deletes it once every rank has joined. Built without NCCL
@@ -120,7 +120,7 @@ static inline MultiGpu multi_gpu_init(int pn, int pr, const char *pf) {
     return mg;
 }
 
-// x (n floats on the device) = its mean over the ranks
+// x (n floats on the device) = its mean over the ranks (host scalars)
 static inline void multi_gpu_average(MultiGpu *mg, float *x, size_t n, cudaStream_t stream) {
     if (mg->world == 1) return;
 #ifdef FOLDNORM_NCCL
