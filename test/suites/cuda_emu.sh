@@ -105,7 +105,7 @@ done
 # data parallel: two ranks as threads of one process, the NCCL unique id through -pf
 if EMU_RANKS=2 "$E/train_gpt2fp32cu" -N cbwc "${train_flags[@]}" -pf "$work/nccl.id" > "$work/ranks2.log" 2>&1 &&
    grep -q 'x 2 GPU' "$work/ranks2.log" && [ ! -e "$work/nccl.id" ]; then
-    ok "train_gpt2fp32cu, 2 ranks as threads (emulated NCCL all-reduce)"
+    ok "train_gpt2fp32cu, 2 ranks as threads (emulated NCCL, ZeRO-1: the -z default)"
 else
     bad "train_gpt2fp32cu, 2 ranks"; tail -5 "$work/ranks2.log" | sed 's/^/     /'
 fi
