@@ -1,24 +1,30 @@
 // GPT-2 training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc):
 // the CUDA counterpart of train_gpt2.c with the same flags (one table,
-// llmc/gpt2_train_args.c; a subset: no sampling, no resume). bf16 mixed precision by default, fp32 throughout
-// when built with -DFOLDNORM_FP32 (make train_gpt2fp32cu). The model and its
-// kernels live in llmc/*.cuh; model files, data loader and the learning-rate
-// schedule are the CPU trainer's (libllmc).
+// llmc/gpt2_train_args.c; no -sft, -vd: samples print as token ids). bf16
+// mixed precision by default, fp32 throughout when built with -DFOLDNORM_FP32
+// (make train_gpt2fp32cu). The model and its kernels live in llmc/*.cuh;
+// model files, checkpoints (the same model_STEP.bin + state_STEP.bin as
+// train_gpt2.c, so a run moves between CPU and GPU), data loader, sampler and
+// learning-rate schedule are the CPU trainer's (libllmc).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpt2_cuda.cuh"
+#include "grad_sync.cuh"
 #include "multi_gpu.cuh"
 
 extern "C" {
+#include "checkpoint.h"
 #include "cli.h"
 #include "dataloader.h"
 #include "gpt2_train_args.h"
 #include "logger.h"
 #include "rand.h"
+#include "sampler.h"
 #include "schedule.h"
+#include "tokenizer.h" // GPT2_EOT_TOKEN only: the tokenizer is not linked
 }
 
 typedef Gpt2TrainArgs TrainArgs;
@@ -39,7 +45,10 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
     CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 4];
-    int n = gpt2_train_flags(&a, GPT2_FLAGS_CORE, flags);
+    int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS, flags), n = 0;
+    for (int i = 0; i < all; i++) { // no SFT shards and no tokenizer on the GPU (yet)
+        if (strcmp(flags[i].name, "-sft") != 0 && strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
+    }
     const CliFlag gpu_flags[] = {
         {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
          "data parallel: number of processes, one GPU each (default: mpirun's\n"
@@ -132,14 +141,81 @@ static void inference_benchmark(const GPT2 *host, int B, int T, int passes, unsi
     gpt2cuda_free(&model);
 }
 
+// Samples gen_tokens tokens after <|endoftext|> (GPT-2 vocabulary) or token
+// 0 with the CPU trainer's sampler: one forward (1, t) per token, the logits
+// of the last position copied to the host. Prints token ids.
+static void sample_and_print(GPT2Cuda *model, Rng *rng, const TrainArgs *args) {
+    const GPT2Config *c = &model->config;
+    const int cap = model->max_T < c->max_seq_len ? model->max_T : c->max_seq_len;
+    const int T = args->gen_tokens + 1 < cap ? args->gen_tokens + 1 : cap;
+    const int V = c->vocab_size, Vp = c->padded_vocab_size;
+    int *tokens = (int *)calloc_check((size_t)T, sizeof(int), "sample tokens");
+    floatX *row_x = (floatX *)malloc_check((size_t)V * sizeof(floatX), "sample logits");
+    float *row = (float *)malloc_check((size_t)V * sizeof(float), "sample logits");
+    tokens[0] = V == GPT2_EOT_TOKEN + 1 ? GPT2_EOT_TOKEN : 0;
+    for (int t = 1; t < T; t++) {
+        gpt2cuda_forward(model, tokens, NULL, 1, t, 0.0f);
+        CUDA_CHECK(cudaMemcpy(row_x, model->acts.logits + (size_t)(t - 1) * Vp,
+                              (size_t)V * sizeof(floatX), cudaMemcpyDeviceToHost));
+        for (int v = 0; v < V; v++) row[v] = to_float(row_x[v]);
+        tokens[t] = sample_token(row, V, args->temperature, args->top_k, rng);
+    }
+    printf("sample (token ids):");
+    for (int t = 1; t < T; t++) printf(" %d", tokens[t]);
+    printf("\n");
+    fflush(stdout);
+    free(tokens);
+    free(row_x);
+    free(row);
+}
+
+// Writes model_STEP.bin + state_STEP.bin (llmc/checkpoint.c, train_gpt2.c's
+// files) from the GPU state; every rank calls it (ZeRO-1 gathers the moments),
+// rank 0 writes. host: the host model, its parameters and moments overwritten.
+static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, const char *dir,
+                            int keep) {
+    GPT2Cuda *model = gs->model;
+    gpt2cuda_params_to_host(model, host->params_memory);
+    host->adamw_step = model->adamw_step;
+    if (model->m_memory != NULL) {
+        const size_t bytes = model->num_parameters * sizeof(float);
+        if (host->m_memory == NULL) {
+            host->m_memory = (float *)malloc_check(bytes, "AdamW m for the checkpoint");
+            host->v_memory = (float *)malloc_check(bytes, "AdamW v for the checkpoint");
+        }
+        grad_sync_moments_to_host(gs, host->m_memory, host->v_memory);
+    }
+    if (gs->mg->rank == 0) {
+        checkpoint_save(host, now, dir);
+        checkpoint_prune(dir, keep);
+    }
+}
+
 int main(int argc, char **argv) {
     GpuArgs gpu;
     TrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE;
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
-    const int lead = mg.rank == 0; // prints, logs and writes the model
+    const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     GPT2 host;
-    setup_host_model(&host, &args); // the same seed on every rank: the same weights
+    TrainProgress progress;
+    memset(&progress, 0, sizeof(progress));
+    Rng rng; // sampling
+    rng_seed(&rng, args.seed);
+    const int resumed_from =
+        args.resume && gpu.inference_passes == 0 ? checkpoint_find_latest(args.output_dir) : -1;
+    if (resumed_from >= 0) {
+        checkpoint_load(&host, &progress, args.output_dir, resumed_from);
+        NormMode mode;
+        if (args.norm_mode != NULL && (norm_mode_parse(args.norm_mode, &mode) != 0 ||
+                                       mode != host.mode)) {
+            fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
+                  args.output_dir, norm_mode_name(host.mode));
+        }
+        rng.state = progress.rng_state;
+    } else {
+        setup_host_model(&host, &args); // the same seed on every rank: the same weights
+    }
     const GPT2Config *cfg = &host.config;
     const int B = args.batch_size, T = args.seq_len;
     if (T > cfg->max_seq_len) {
@@ -169,15 +245,28 @@ int main(int argc, char **argv) {
     }
     int max_steps = args.max_steps;
     if (max_steps < 0) {
-        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
+        // rank r of W gets batches r, r+W, ... of each shard, so the ranks' counts can
+        // differ by one per shard: every rank takes the smallest, or the all-reduce hangs
+        const int batches = multi_gpu_min_int(&mg, (int)dataloader_batches_per_epoch(&train));
+        max_steps = batches / grad_accum;
         max_steps = max_steps > 0 ? max_steps : 1;
     }
     if (lead && args.output_dir != NULL) make_directories(args.output_dir);
+    if (resumed_from >= 0) {
+        dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
+    }
     Logger logger;
-    logger_init(&logger, lead ? args.output_dir : NULL, 0);
+    logger_init(&logger, lead ? args.output_dir : NULL, resumed_from >= 0);
 
     GPT2Cuda model;
     gpt2cuda_init(&model, &host, B, T, 0);
+    GradSync sync;
+    grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
+    if (host.m_memory != NULL) {
+        gpt2cuda_moments_from_host(&model, host.m_memory, host.v_memory, host.adamw_step);
+    } else {
+        model.adamw_step = host.adamw_step;
+    }
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, mg.device));
     if (lead) {
@@ -186,9 +275,13 @@ int main(int argc, char **argv) {
                prop.name, mg.world, FLOATX_NAME, norm_mode_name(model.mode), cfg->num_layers,
                cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->padded_vocab_size,
                cfg->max_seq_len, (double)model.num_parameters / 1e6);
-        printf("B=%d T=%d processes=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f\n", B,
-               T, mg.world, grad_accum, max_steps, args.learning_rate, args.weight_decay,
-               args.grad_clip);
+        printf("B=%d T=%d processes=%d (%s) grad_accum=%d | %d steps | lr %.2e wd %.2f clip "
+               "%.2f\n",
+               B, T, mg.world, sync.sharded ? "ZeRO-1" : "all-reduce", grad_accum, max_steps,
+               args.learning_rate, args.weight_decay, args.grad_clip);
+        if (resumed_from >= 0) {
+            printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+        }
     }
     // MFU: 6 N flops per token for the matmuls with weights, 12 L C T for attention
     // (forward + backward, causal mask not discounted), against the dense peak
@@ -201,12 +294,30 @@ int main(int argc, char **argv) {
     if (args.overfit_single_batch) dataloader_next_batch(&train);
     double timed_seconds = 0.0;
     long long timed_tokens = 0;
-    for (int step = 0; step <= max_steps; step++) {
+    // the loop of train_gpt2.c: eval, sample, checkpoint at the top of each step
+    for (int step = progress.step; step <= max_steps; step++) {
         const int last = step == max_steps;
         if (have_val && (step % args.val_every == 0 || last)) {
             float val_loss = multi_gpu_mean(&mg, evaluate(&model, &val, args.val_max_steps));
             if (lead) printf("val loss %.6f\n", val_loss);
             logger_log_val(&logger, step, val_loss);
+        }
+        // not at the step resumed from: its sample was drawn before its checkpoint,
+        // so the RNG goes on as in the uninterrupted run
+        if (lead && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
+            step > progress.step) {
+            sample_and_print(&model, &rng, &args);
+        }
+        const int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
+        if (args.output_dir != NULL && (last || (periodic && step > progress.step))) {
+            TrainProgress now;
+            memset(&now, 0, sizeof(now));
+            now.step = step;
+            now.shard_index = train.shard_cursor;
+            now.position = train.batch_cursor;
+            now.rng_state = rng.state;
+            now.epoch = train.epoch;
+            save_checkpoint(&sync, &host, &now, args.output_dir, args.checkpoint_keep);
         }
         if (last) break;
         CUDA_CHECK(cudaDeviceSynchronize());
@@ -217,23 +328,34 @@ int main(int argc, char **argv) {
             if (!args.overfit_single_batch) dataloader_next_batch(&train);
             const int counted = count_targets(train.targets, B * T);
             // mean over the counted targets of this rank's micro-batches; the
-            // all-reduce below averages the ranks
+            // reduction averages the ranks
             const float scale = counted > 0 ? 1.0f / (float)(counted * grad_accum) : 0.0f;
+            const int final_micro = micro == grad_accum - 1;
+            // the last backward hands each layer's gradients to the reduction as it finishes
+            if (final_micro) grad_sync_attach(&sync);
             gpt2cuda_forward(&model, train.inputs, train.targets, B, T, scale);
             loss_sum += model.mean_loss;
-            if (counted > 0) gpt2cuda_backward(&model, scale);
+            if (counted > 0) {
+                gpt2cuda_backward(&model, scale);
+            } else if (final_micro) {
+                grad_sync_reduce_all(&sync); // no backward: the same collectives, in order
+            }
+            grad_sync_detach(&sync);
         }
-        multi_gpu_average(&mg, model.grads_memory, model.num_parameters, model.mm.stream);
+        grad_sync_wait(&sync);
         const float loss = multi_gpu_mean(&mg, (float)(loss_sum / grad_accum));
+        const double grad_norm_exact = grad_sync_norm(&sync);
+        const float grad_norm = (float)grad_norm_exact;
+        if (!isfinite(loss) || !isfinite(grad_norm)) {
+            fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
+                  step + 1, loss, grad_norm);
+        }
         adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
                                                     args.learning_rate, args.final_lr_fraction);
-        const float grad_norm = gpt2cuda_update(&model, &adamw, args.grad_clip);
-        if (!isfinite(loss) || !isfinite(grad_norm)) {
-            fatal("step %d: non-finite loss (%f) or gradient norm (%f)", step + 1, loss, grad_norm);
-        }
+        grad_sync_update(&sync, &adamw, clip_grad_scale(grad_norm_exact, args.grad_clip));
         CUDA_CHECK(cudaDeviceSynchronize());
         const double seconds = now_seconds() - t0;
-        if (step > 0) { // the first step pays for cuBLAS's setup
+        if (step > progress.step) { // the first step pays for cuBLAS's setup
             timed_seconds += seconds;
             timed_tokens += total_tokens;
         }
@@ -253,16 +375,10 @@ int main(int argc, char **argv) {
                1e3 * timed_seconds * total_tokens / timed_tokens,
                100.0 * tps * flops_per_token / peak_flops);
     }
-    if (lead && args.output_dir != NULL) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/model_final.bin", args.output_dir);
-        gpt2cuda_params_to_host(&model, host.params_memory);
-        gpt2_save(&host, path);
-        printf("wrote %s\n", path);
-    }
     logger_free(&logger);
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
+    grad_sync_free(&sync);
     gpt2cuda_free(&model);
     gpt2_free(&host);
     multi_gpu_free(&mg);

@@ -60,4 +60,29 @@ static inline void adamw_update_cuda(float *params, floatX *params_x, const floa
     CUDA_CHECK_LAUNCH();
 }
 
+// The update of one rank's slices of a tensor stored as chunks (a ZeRO-1
+// shard, llmc/zero_shard.cuh): compact index j (grads, m, v) is element
+// j % slice of the rank's slice of chunk j / slice, at flat index
+// (j / slice) chunk_n + rank_offset + j % slice of params. One rank
+// (slice == chunk_n, rank_offset 0): j is the flat index, as adamw_kernel.
+__global__ void adamw_slices_kernel(float *params, floatX *params_x, const float *grads, float *m,
+                                    float *v, size_t count, size_t chunk_n, size_t slice,
+                                    size_t rank_offset, AdamWStep a) {
+    const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    const size_t i = (j / slice) * chunk_n + rank_offset + j % slice;
+    const float updated = adamw_apply(params[i], grads[j], m + j, v + j, a);
+    params[i] = updated;
+    if (params_x != NULL) params_x[i] = from_float<floatX>(updated);
+}
+
+static inline void adamw_slices_cuda(float *params, floatX *params_x, const float *grads, float *m,
+                                     float *v, size_t count, size_t chunk_n, size_t slice,
+                                     size_t rank_offset, const AdamWStep &a, cudaStream_t stream) {
+    if (count == 0) return;
+    adamw_slices_kernel<<<ceil_div((long long)count, 256), 256, 0, stream>>>(
+        params, params_x, grads, m, v, count, chunk_n, slice, rank_offset, a);
+    CUDA_CHECK_LAUNCH();
+}
+
 #endif

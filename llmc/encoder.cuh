@@ -52,14 +52,22 @@ __global__ void encoder_row_means_kernel(float *row_shift, const floatX *dout, i
     if (lane == 0) row_shift[row] = sum;
 }
 
-// dwte[token] += dout - shift: rows may share a token, so atomics (the order
-// of those fp32 additions is not fixed)
+// dwte[token[u]] += sum over the rows of bucket u (llmc/token_buckets.h), in
+// increasing row order, of dout - shift: one thread per (bucket, column) owns
+// its output, so the sum has a fixed order and no atomics. grid (buckets,
+// ceil(C / blockDim.x)).
 __global__ void encoder_backward_wte_kernel(float *dwte, const floatX *dout, const float *row_shift,
-                                            const int *tokens, int BT, int C) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (size_t)BT * C) return;
-    const int row = (int)(i / C), c = (int)(i % C);
-    atomicAdd(dwte + (size_t)tokens[row] * C + c, to_float(dout[i]) - row_shift[row]);
+                                            const int *bucket_token, const int *bucket_start,
+                                            const int *bucket_rows, int C) {
+    const int u = blockIdx.x;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float sum = 0.0f;
+    for (int e = bucket_start[u]; e < bucket_start[u + 1]; e++) {
+        const int row = bucket_rows[e];
+        sum += to_float(dout[(size_t)row * C + c]) - row_shift[row];
+    }
+    dwte[(size_t)bucket_token[u] * C + c] += sum;
 }
 
 // dwpe[t] += sum over b of (dout[b, t] - shift), b in order: deterministic
@@ -84,17 +92,27 @@ static inline void encoder_forward_cuda(floatX *out, const int *tokens, const fl
     CUDA_CHECK_LAUNCH();
 }
 
+// The rows grouped by token on the host (token_buckets_build over the
+// inputs), on the device: num_buckets buckets, as TokenBuckets lays them out.
+typedef struct {
+    int num_buckets;
+    const int *token, *start, *rows;
+} DeviceTokenBuckets;
+
 // row_shift: B*T floats of scratch
 static inline void encoder_backward_cuda(float *dwte, float *dwpe, float *row_shift,
-                                         const floatX *dout, const int *tokens, int B, int T,
-                                         int C, int centered, cudaStream_t stream) {
+                                         const floatX *dout, const DeviceTokenBuckets *buckets,
+                                         int B, int T, int C, int centered, cudaStream_t stream) {
     const int BT = B * T;
     encoder_row_means_kernel<<<ceil_div(BT, 4), 128, 0, stream>>>(row_shift, dout, BT, C,
                                                                   centered);
     CUDA_CHECK_LAUNCH();
-    encoder_backward_wte_kernel<<<ceil_div((long long)BT * C, 256), 256, 0, stream>>>(
-        dwte, dout, row_shift, tokens, BT, C);
-    CUDA_CHECK_LAUNCH();
+    if (buckets->num_buckets > 0) {
+        dim3 grid(buckets->num_buckets, ceil_div(C, 256));
+        encoder_backward_wte_kernel<<<grid, 256, 0, stream>>>(dwte, dout, row_shift, buckets->token,
+                                                              buckets->start, buckets->rows, C);
+        CUDA_CHECK_LAUNCH();
+    }
     encoder_backward_wpe_kernel<<<ceil_div((long long)T * C, 256), 256, 0, stream>>>(
         dwpe, dout, row_shift, B, T, C);
     CUDA_CHECK_LAUNCH();

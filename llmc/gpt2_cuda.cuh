@@ -16,19 +16,21 @@
 extern "C" {
 #include "adamw.h"
 #include "gpt2.h"
+#include "token_buckets.h"
 #include "utils.h"
 }
 
 #include "adamw.cuh"
-#include "attention.cuh"
 #include "cbwc.cuh"
 #include "crossentropy.cuh"
 #include "cuda_common.cuh"
 #include "encoder.cuh"
+#include "flash_attention.cuh"
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
 #include "reduce.cuh"
+#include "zero_shard.cuh"
 
 // the 16 parameter tensors in llm.c's order (as ParameterTensors in gpt2.h)
 template <typename T> struct ParamsOf {
@@ -51,7 +53,7 @@ typedef struct {
     float *ln1_mean, *ln1_rstd;          // (L, B, T)
     floatX *qkv;                         // (L, B, T, 3C)
     floatX *atty;                        // (L, B, T, C)
-    floatX *att;                         // (L, B, NH, T, T)
+    float *lse;                          // (L, B, NH, T) attention's log-sum-exp per row
     floatX *residual2;                   // (L, B, T, C)
     floatX *ln2;
     float *ln2_mean, *ln2_rstd;
@@ -67,7 +69,7 @@ typedef struct {
     floatX *dresidual, *branch, *dln, *datty; // (B, T, C); branch: c_proj output / P dy
     floatX *dqkv;                             // (B, T, 3C)
     floatX *dfch, *dfch_gelu;                 // (B, T, 4C)
-    AttentionScratch attention;
+    float *attention_D;                       // (B, NH, T) dy . y per attention row
     float *reduce;                            // norm and bias-gradient partials
     float *row_shift;                         // (B, T)
     double *sumsq;                            // SUMSQ_BLOCKS
@@ -81,6 +83,10 @@ typedef struct {
     float *params_memory;    // fp32 master
     floatX *params_x_memory; // the kernels' copy (== params_memory in fp32 builds)
     float *grads_memory;
+    // ZeRO-1 (zero_shard.cuh): this rank's reduced gradients and AdamW moments,
+    // shard.shard_params each; grads_shard is grads_memory with one rank
+    ShardLayout shard;
+    float *grads_shard;
     float *m_memory, *v_memory;
     ParamsOf<float> params, grads;
     ParamsOf<floatX> params_x;
@@ -89,7 +95,7 @@ typedef struct {
     int cbwc_stale;
     int adamw_step;
     int max_B, max_T; // what the activations were allocated for
-    int inference;    // forward only: one layer's attention matrix, no backward buffers
+    int inference;    // forward only: no backward (no token buckets)
     int B, T;         // of the last forward
     ActivationsCuda acts;
     ScratchCuda scratch;
@@ -100,6 +106,14 @@ typedef struct {
     int loss_tokens;
     int num_sms;
     MatmulContext mm;
+    // the rows of the last forward grouped by token (deterministic wte gradient)
+    TokenBuckets buckets;
+    int *bucket_token, *bucket_start, *bucket_rows; // device copies
+    // called during the backward when a group of gradients is final: layer
+    // L - 1 .. 0 (that layer's slices), L (lnfw, lnfb, first) and -1 (wte,
+    // wpe, last); NULL: none (the data parallel reduction hooks in here)
+    void (*grads_ready)(void *ctx, int layer);
+    void *grads_ready_ctx;
 } GPT2Cuda;
 
 template <typename T> static inline T *cuda_alloc(size_t count) {
@@ -122,7 +136,7 @@ static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
 
 // Copies the parameters of a host model (loaded or initialised by llmc/gpt2.c)
 // and allocates everything for micro-batches up to (max_B, max_T). inference:
-// forward passes only (the attention matrices of one layer, reused).
+// forward passes only.
 static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int max_T,
                                  int inference) {
     memset(m, 0, sizeof(*m));
@@ -161,6 +175,8 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     point_params(&m->params, m->param_sizes, m->params_memory);
     point_params(&m->grads, m->param_sizes, m->grads_memory);
     point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    shard_layout_init(&m->shard, m->param_sizes, c->num_layers, 0, 1);
+    m->grads_shard = m->grads_memory;
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels;
     m->cbwc_attprojw = cuda_alloc<floatX>(L * C * C);
     m->cbwc_attprojb = cuda_alloc<floatX>(L * C);
@@ -177,7 +193,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     a->ln1_rstd = cuda_alloc<float>(L * BT);
     a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
     a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->att = cuda_alloc<floatX>((inference ? 1 : L) * B * NH * T * T);
+    a->lse = cuda_alloc<float>(L * B * NH * T);
     a->residual2 = cuda_alloc<floatX>(L * BT * C);
     a->ln2 = cuda_alloc<floatX>(L * BT * C);
     a->ln2_mean = cuda_alloc<float>(L * BT);
@@ -199,16 +215,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
     s->dfch = cuda_alloc<floatX>(BT * 4 * C);
     s->dfch_gelu = cuda_alloc<floatX>(BT * 4 * C);
-    AttentionScratch *as = &s->attention;
-    as->q = cuda_alloc<floatX>(BT * C);
-    as->k = cuda_alloc<floatX>(BT * C);
-    as->v = cuda_alloc<floatX>(BT * C);
-    as->y = cuda_alloc<floatX>(BT * C);
-    as->scores = cuda_alloc<float>(B * NH * T * T);
-    as->dpreatt = cuda_alloc<floatX>(inference ? 1 : B * NH * T * T);
-    as->dq = cuda_alloc<floatX>(BT * C);
-    as->dk = cuda_alloc<floatX>(BT * C);
-    as->dv = cuda_alloc<floatX>(BT * C);
+    s->attention_D = cuda_alloc<float>(B * NH * T);
     size_t norm_floats = norm_backward_scratch_floats((int)BT, (int)C, m->num_sms);
     size_t bias_floats = (size_t)column_sum_chunks((int)BT) * 4 * C;
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
@@ -217,9 +224,22 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     m->inputs = cuda_alloc<int>(BT);
     m->targets = cuda_alloc<int>(BT);
     m->losses_host = (float *)malloc_check(BT * sizeof(float), "gpt2cuda losses");
+    token_buckets_init(&m->buckets, c->vocab_size, (int)BT);
+    m->bucket_token = cuda_alloc<int>(BT);
+    m->bucket_start = cuda_alloc<int>(BT + 1);
+    m->bucket_rows = cuda_alloc<int>(BT);
     m->max_B = max_B;
     m->max_T = max_T;
     m->mean_loss = -1.0f;
+}
+
+// ZeRO-1 over world ranks (before the first update): this rank keeps the
+// reduced gradients and AdamW moments of its slices only (zero_shard.cuh)
+static inline void gpt2cuda_set_sharding(GPT2Cuda *m, int rank, int world) {
+    if (m->m_memory != NULL) fatal("gpt2cuda_set_sharding: the AdamW moments exist already");
+    if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
+    shard_layout_init(&m->shard, m->param_sizes, m->config.num_layers, rank, world);
+    m->grads_shard = world > 1 ? cuda_alloc<float>(m->shard.shard_params) : m->grads_memory;
 }
 
 // V = P W and P b of every attn/mlp c_proj from the fp32 proxy weights
@@ -253,6 +273,16 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     m->T = T;
     CUDA_CHECK(cudaMemcpyAsync(m->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice,
                                st));
+    if (!m->inference) { // the rows of each token, for the wte gradient
+        token_buckets_build(&m->buckets, inputs, BT);
+        const int nb = m->buckets.num_buckets;
+        CUDA_CHECK(cudaMemcpyAsync(m->bucket_token, m->buckets.token, (size_t)nb * sizeof(int),
+                                   cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaMemcpyAsync(m->bucket_start, m->buckets.start,
+                                   (size_t)(nb + 1) * sizeof(int), cudaMemcpyHostToDevice, st));
+        CUDA_CHECK(cudaMemcpyAsync(m->bucket_rows, m->buckets.rows, (size_t)BT * sizeof(int),
+                                   cudaMemcpyHostToDevice, st));
+    }
     if (centered && m->cbwc_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
     ActivationsCuda a = m->acts;
@@ -271,9 +301,8 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
         matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
                             p.qkvb + 3 * lc, BT, C, 3 * C);
-        const size_t att_layer = m->inference ? 0 : (size_t)l;
-        attention_forward_cuda(mm, &m->scratch.attention, a.atty + lbtc,
-                               a.att + att_layer * B * NH * T * T, a.qkv + 3 * lbtc, B, T, C, NH);
+        flash_attention_forward_cuda(a.atty + lbtc, a.lse + (size_t)l * B * NH * T,
+                                     a.qkv + 3 * lbtc, B, T, C, NH, st);
         matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
         residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
                               a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
@@ -349,6 +378,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
     norm_backward(layer, s.dresidual, g.lnfw, g.lnfb, s.reduce, s.dln, last, p.lnfw, a.lnf_mean,
                   a.lnf_rstd, BT, C, m->num_sms, st);
+    if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, L);
     for (int l = L - 1; l >= 0; l--) {
         const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
@@ -377,67 +407,111 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
         column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
         matmul_backward_cuda(mm, s.datty, g.attprojw + l * lcc, dy, a.atty + lbtc,
                              p.attprojw + l * lcc, BT, C, C);
-        attention_backward_cuda(mm, &s.attention, s.dqkv, s.datty, a.qkv + 3 * lbtc,
-                                a.att + (size_t)l * B * NH * T * T, B, T, C, NH);
+        flash_attention_backward_cuda(s.dqkv, s.attention_D, s.datty, a.atty + lbtc,
+                                      a.qkv + 3 * lbtc, a.lse + (size_t)l * B * NH * T, B, T, C,
+                                      NH, st);
         column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
         matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
                              p.qkvw + 3 * l * lcc, BT, C, 3 * C);
         norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
+        if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, l);
     }
-    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, m->inputs, B, T, C, centered,
-                          st);
+    const DeviceTokenBuckets buckets = {m->buckets.num_buckets, m->bucket_token, m->bucket_start,
+                                        m->bucket_rows};
+    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centered, st);
+    if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
     m->mean_loss = -1.0f; // the logits now hold their gradient
     m->logits_are_grads = 0;
 }
 
-static inline double gpt2cuda_grad_norm(GPT2Cuda *m) {
-    return sqrt(sum_of_squares_cuda(m->grads_memory, m->num_parameters, m->scratch.sumsq,
-                                    m->mm.stream));
+// sum of squares of this rank's reduced gradients (all of them with one rank)
+static inline double gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
+    return sum_of_squares_cuda(m->grads_shard, m->shard.shard_params, m->scratch.sumsq,
+                               m->mm.stream);
 }
 
-// One AdamW step with global-norm clipping (clip <= 0: none), decay on the
-// matrices only; returns the gradient norm before clipping.
-static inline float gpt2cuda_update(GPT2Cuda *m, const AdamWConfig *cfg, float grad_clip) {
-    const size_t P = m->num_parameters;
+// One AdamW step of this rank's shard (everything with one rank), decay on the
+// matrices only, gradients times grad_scale (clipping by the global norm).
+// With several ranks the caller then all-gathers the parameters and calls
+// gpt2cuda_params_gathered.
+static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, float grad_scale) {
+    const size_t S = m->shard.shard_params;
     if (m->m_memory == NULL) {
-        m->m_memory = cuda_alloc<float>(P);
-        m->v_memory = cuda_alloc<float>(P);
-        CUDA_CHECK(cudaMemset(m->m_memory, 0, P * sizeof(float)));
-        CUDA_CHECK(cudaMemset(m->v_memory, 0, P * sizeof(float)));
+        m->m_memory = cuda_alloc<float>(S);
+        m->v_memory = cuda_alloc<float>(S);
+        CUDA_CHECK(cudaMemset(m->m_memory, 0, S * sizeof(float)));
+        CUDA_CHECK(cudaMemset(m->v_memory, 0, S * sizeof(float)));
     }
-    const double norm = gpt2cuda_grad_norm(m);
-    const float scale = clip_grad_scale(norm, grad_clip);
     m->adamw_step += 1;
-    size_t offset = 0;
+    const int sharded = m->shard.world > 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
-    // cbwc: the c_proj proxy weights are updated and projected in one pass
-    const bool fuse_cbwc = m->mode == MODE_CBWC;
+    // cbwc, one rank: the c_proj proxy weights are updated and projected in one
+    // pass; with shards V needs whole columns, so the next forward projects it
+    const bool fuse_cbwc = m->mode == MODE_CBWC && !sharded;
     const int L = m->config.num_layers, C = m->config.channels;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
         const int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
         const AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
                                                     cfg->eps, cfg->weight_decay, decay,
-                                                    m->adamw_step, scale);
-        float *p = m->params_memory + offset;
-        floatX *p_x = separate_x ? m->params_x_memory + offset : NULL;
-        float *g = m->grads_memory + offset, *mm = m->m_memory + offset, *vv = m->v_memory + offset;
+                                                    m->adamw_step, grad_scale);
+        const ShardTensor *t = &m->shard.tensors[i];
+        float *p = m->params_memory + t->offset;
+        // with shards the floatX copy is refreshed whole after the gather
+        floatX *p_x = separate_x && !sharded ? m->params_x_memory + t->offset : NULL;
+        float *g = m->grads_shard + t->shard_offset;
+        float *mm = m->m_memory + t->shard_offset, *vv = m->v_memory + t->shard_offset;
         if (fuse_cbwc && (i == 6 || i == 12)) {
             adamw_cbwc_project_cuda(i == 6 ? m->cbwc_attprojw : m->cbwc_fcprojw, p, p_x, g, mm, vv,
                                     step, L, C, i == 6 ? C : 4 * C, m->mm.stream);
         } else {
-            adamw_update_cuda(p, p_x, g, mm, vv, m->param_sizes[i], step, m->mm.stream);
+            adamw_slices_cuda(p, p_x, g, mm, vv, t->slice * (size_t)t->chunks, t->chunk_n,
+                              t->slice, (size_t)m->shard.rank * t->slice, step, m->mm.stream);
         }
-        offset += m->param_sizes[i];
     }
     if (fuse_cbwc) {
         cbwc_center_bias_cuda(m->cbwc_attprojb, m->params.attprojb, L, C, m->mm.stream);
         cbwc_center_bias_cuda(m->cbwc_fcprojb, m->params.fcprojb, L, C, m->mm.stream);
     }
-    // other modes: V is projected at the next forward if the mode changes to cbwc
+    // otherwise V is projected at the next forward (if the mode is, or becomes, cbwc)
     m->cbwc_stale = !fuse_cbwc;
+}
+
+// after the all-gather of the fp32 parameters: their floatX copy
+static inline void gpt2cuda_params_gathered(GPT2Cuda *m) { gpt2cuda_sync_params_x(m); }
+
+// One AdamW step on one rank with global-norm clipping (clip <= 0: none);
+// returns the gradient norm before clipping.
+static inline float gpt2cuda_update(GPT2Cuda *m, const AdamWConfig *cfg, float grad_clip) {
+    if (m->shard.world != 1) {
+        fatal("gpt2cuda_update: one rank only (sharded: gpt2cuda_update_shard)");
+    }
+    const double norm = sqrt(gpt2cuda_grad_sum_of_squares(m));
+    gpt2cuda_update_shard(m, cfg, clip_grad_scale(norm, grad_clip));
     return (float)norm;
+}
+
+// AdamW moments from full host copies (a checkpoint): this rank's slices
+static inline void gpt2cuda_moments_from_host(GPT2Cuda *m, const float *host_m, const float *host_v,
+                                              int adamw_step) {
+    const size_t S = m->shard.shard_params;
+    if (m->m_memory == NULL) {
+        m->m_memory = cuda_alloc<float>(S);
+        m->v_memory = cuda_alloc<float>(S);
+    }
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        const ShardTensor *t = &m->shard.tensors[i];
+        for (int c = 0; c < t->chunks; c++) {
+            const size_t to = t->shard_offset + (size_t)c * t->slice;
+            const size_t from = shard_slice_offset(&m->shard, t, c);
+            CUDA_CHECK(cudaMemcpy(m->m_memory + to, host_m + from, t->slice * sizeof(float),
+                                  cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(m->v_memory + to, host_v + from, t->slice * sizeof(float),
+                                  cudaMemcpyHostToDevice));
+        }
+    }
+    m->adamw_step = adamw_step;
 }
 
 // host copies: fp32 parameters and gradients (num_parameters each), logits
@@ -462,21 +536,21 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
     void *buffers[] = {
         m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->cbwc_attprojw,
         m->cbwc_attprojb, m->cbwc_fcprojw, m->cbwc_fcprojb, m->acts.encoded, m->acts.ln1,
-        m->acts.ln1_mean, m->acts.ln1_rstd, m->acts.qkv, m->acts.atty, m->acts.att,
+        m->acts.ln1_mean, m->acts.ln1_rstd, m->acts.qkv, m->acts.atty, m->acts.lse,
         m->acts.residual2, m->acts.ln2, m->acts.ln2_mean, m->acts.ln2_rstd, m->acts.fch,
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
-        m->scratch.attention.q, m->scratch.attention.k, m->scratch.attention.v,
-        m->scratch.attention.y, m->scratch.attention.scores, m->scratch.attention.dpreatt,
-        m->scratch.attention.dq, m->scratch.attention.dk, m->scratch.attention.dv,
-        m->scratch.reduce, m->scratch.row_shift, m->scratch.sumsq, m->inputs, m->targets};
+        m->scratch.attention_D, m->scratch.reduce, m->scratch.row_shift, m->scratch.sumsq,
+        m->inputs, m->targets, m->bucket_token, m->bucket_start, m->bucket_rows};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
     if ((void *)m->params_x_memory != (void *)m->params_memory) {
         CUDA_CHECK(cudaFree(m->params_x_memory));
     }
+    if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
+    token_buckets_free(&m->buckets);
     free(m->losses_host);
     matmul_context_destroy(&m->mm);
     memset(m, 0, sizeof(*m));

@@ -5,8 +5,30 @@
 #define FOLDNORM_MATMUL_CUBLASLT_CUH
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cuda_common.cuh"
+
+// A cuBLASLt matmul set up once per shape: descriptors, layouts and the
+// heuristic's algorithm, reused by every later call of the same shape (only
+// the bias pointer is set per call).
+typedef struct {
+    int m, n, k, trans_a, trans_b, has_bias;
+    cudaDataType_t d_type;
+    uint32_t align_a, align_b, align_d;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, ld;
+    cublasLtMatmulAlgo_t algo;
+} MatmulPlan;
+
+#define MATMUL_PLAN_CAPACITY 128 // more shapes (sampling's growing T): the oldest is replaced
+
+typedef struct {
+    MatmulPlan plans[MATMUL_PLAN_CAPACITY];
+    int count;
+    int next_evicted;
+} MatmulPlanCache;
 
 typedef struct {
     cublasLtHandle_t lt;
@@ -14,6 +36,7 @@ typedef struct {
     void *workspace;
     size_t workspace_bytes;
     cudaStream_t stream;
+    MatmulPlanCache *plans; // a pointer: matmuls take the context const
 } MatmulContext;
 
 static inline void matmul_context_create(MatmulContext *ctx) {
@@ -26,9 +49,24 @@ static inline void matmul_context_create(MatmulContext *ctx) {
     CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, ctx->workspace, ctx->workspace_bytes));
     // fp32 builds: true fp32 products (no TF32), so the 1e-4 checks hold
     CUBLAS_CHECK(cublasSetMathMode(ctx->blas, CUBLAS_DEFAULT_MATH));
+    ctx->plans = (MatmulPlanCache *)calloc(1, sizeof(MatmulPlanCache));
+    if (ctx->plans == NULL) {
+        fprintf(stderr, "error: out of memory for the matmul plan cache\n");
+        exit(EXIT_FAILURE);
+    }
+}
+
+static inline void matmul_plan_destroy(MatmulPlan *p) {
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->la));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->lb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(p->ld));
+    CUBLAS_CHECK(cublasLtMatmulDescDestroy(p->op));
 }
 
 static inline void matmul_context_destroy(MatmulContext *ctx) {
+    for (int i = 0; i < ctx->plans->count; i++) matmul_plan_destroy(&ctx->plans->plans[i]);
+    free(ctx->plans);
+    ctx->plans = NULL;
     CUBLAS_CHECK(cublasLtDestroy(ctx->lt));
     CUBLAS_CHECK(cublasDestroy(ctx->blas));
     CUDA_CHECK(cudaFree(ctx->workspace));
@@ -43,6 +81,81 @@ static inline uint32_t pointer_alignment(const void *p) {
     return align;
 }
 
+// Builds the descriptors of p's shape and asks the heuristic for an algorithm.
+static inline void matmul_plan_build(const MatmulContext *ctx, MatmulPlan *p) {
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    if (p->has_bias) {
+        cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                    &epilogue, sizeof(epilogue)));
+    }
+    const int m = p->m, n = p->n, k = p->k;
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, FLOATX_CUDA_TYPE, p->trans_a ? k : m,
+                                            p->trans_a ? m : k, p->trans_a ? k : m));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, FLOATX_CUDA_TYPE, p->trans_b ? n : k,
+                                            p->trans_b ? k : n, p->trans_b ? n : k));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->ld, p->d_type, m, n, m));
+    cublasLtMatmulPreference_t pref;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
+        sizeof(ctx->workspace_bytes)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &p->align_a, sizeof(p->align_a)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &p->align_b, sizeof(p->align_b)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &p->align_d, sizeof(p->align_d)));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &p->align_d, sizeof(p->align_d)));
+    cublasLtMatmulHeuristicResult_t heuristic;
+    int found = 0;
+    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->la, p->lb, p->ld,
+                                                           p->ld, pref, 1, &heuristic, &found);
+    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
+        fprintf(stderr,
+                "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d "
+                "(bias %d, output %s, alignments %u %u %u): %s\n",
+                m, n, k, p->trans_a, p->trans_b, p->has_bias,
+                p->d_type == CUDA_R_32F ? "fp32" : "bf16", p->align_a, p->align_b, p->align_d,
+                cublasGetStatusString(status));
+        exit(EXIT_FAILURE);
+    }
+    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+    p->algo = heuristic.algo;
+}
+
+// The cached plan of this shape and these alignments, built on first use.
+static inline const MatmulPlan *matmul_plan_get(const MatmulContext *ctx, const MatmulPlan *key) {
+    MatmulPlanCache *cache = ctx->plans;
+    for (int i = 0; i < cache->count; i++) {
+        const MatmulPlan *p = &cache->plans[i];
+        if (p->m == key->m && p->n == key->n && p->k == key->k && p->trans_a == key->trans_a &&
+            p->trans_b == key->trans_b && p->has_bias == key->has_bias &&
+            p->d_type == key->d_type && p->align_a == key->align_a &&
+            p->align_b == key->align_b && p->align_d == key->align_d) {
+            return p;
+        }
+    }
+    MatmulPlan *slot;
+    if (cache->count < MATMUL_PLAN_CAPACITY) {
+        slot = &cache->plans[cache->count++];
+    } else {
+        slot = &cache->plans[cache->next_evicted];
+        cache->next_evicted = (cache->next_evicted + 1) % MATMUL_PLAN_CAPACITY;
+        matmul_plan_destroy(slot);
+    }
+    *slot = *key;
+    matmul_plan_build(ctx, slot);
+    return slot;
+}
+
 // Column-major D (m, n) = alpha op(A) op(B) + beta D [+ bias (m) broadcast over
 // columns]. A is (m, k) or, transposed, stored (k, m); B is (k, n) or stored
 // (n, k). A and B are floatX; D is floatX or float (d_type); bias (floatX,
@@ -50,65 +163,30 @@ static inline uint32_t pointer_alignment(const void *p) {
 static inline void matmul_lt(const MatmulContext *ctx, void *d, cudaDataType_t d_type,
                              const floatX *a, const floatX *b, const floatX *bias, int m, int n,
                              int k, bool trans_a, bool trans_b, float alpha, float beta) {
-    cublasLtMatmulDesc_t op;
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    if (bias != NULL) {
-        if (d_type != FLOATX_CUDA_TYPE) {
-            fprintf(stderr, "error: matmul_lt: a bias epilogue needs a floatX output\n");
-            exit(EXIT_FAILURE);
-        }
-        cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                    sizeof(epilogue)));
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                                    sizeof(bias)));
-    }
-    cublasLtMatrixLayout_t la, lb, ld;
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&la, FLOATX_CUDA_TYPE, trans_a ? k : m,
-                                            trans_a ? m : k, trans_a ? k : m));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, FLOATX_CUDA_TYPE, trans_b ? n : k,
-                                            trans_b ? k : n, trans_b ? n : k));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ld, d_type, m, n, m));
-    cublasLtMatmulPreference_t pref;
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->workspace_bytes,
-        sizeof(ctx->workspace_bytes)));
-    uint32_t align_a = pointer_alignment(a), align_b = pointer_alignment(b);
-    uint32_t align_d = pointer_alignment(d);
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)));
-    cublasLtMatmulHeuristicResult_t heuristic;
-    int found = 0;
-    cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx->lt, op, la, lb, ld, ld, pref, 1,
-                                                           &heuristic, &found);
-    if (status != CUBLAS_STATUS_SUCCESS || found == 0) {
-        fprintf(stderr,
-                "error: cuBLASLt has no algorithm for m=%d n=%d k=%d transA=%d transB=%d "
-                "(bias %d, output %s, alignments %u %u %u): %s\n",
-                m, n, k, (int)trans_a, (int)trans_b, bias != NULL,
-                d_type == CUDA_R_32F ? "fp32" : "bf16", align_a, align_b, align_d,
-                cublasGetStatusString(status));
+    if (bias != NULL && d_type != FLOATX_CUDA_TYPE) {
+        fprintf(stderr, "error: matmul_lt: a bias epilogue needs a floatX output\n");
         exit(EXIT_FAILURE);
     }
-    CUBLAS_CHECK(cublasLtMatmul(ctx->lt, op, &alpha, a, la, b, lb, &beta, d, ld, d, ld,
-                                &heuristic.algo, ctx->workspace, ctx->workspace_bytes,
-                                ctx->stream));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(la));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(lb));
-    CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(ld));
-    CUBLAS_CHECK(cublasLtMatmulDescDestroy(op));
+    MatmulPlan key;
+    memset(&key, 0, sizeof(key));
+    key.m = m;
+    key.n = n;
+    key.k = k;
+    key.trans_a = trans_a;
+    key.trans_b = trans_b;
+    key.has_bias = bias != NULL;
+    key.d_type = d_type;
+    key.align_a = pointer_alignment(a);
+    key.align_b = pointer_alignment(b);
+    key.align_d = pointer_alignment(d);
+    const MatmulPlan *plan = matmul_plan_get(ctx, &key);
+    if (bias != NULL) {
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                    &bias, sizeof(bias)));
+    }
+    CUBLAS_CHECK(cublasLtMatmul(ctx->lt, plan->op, &alpha, a, plan->la, b, plan->lb, &beta, d,
+                                plan->ld, d, plan->ld, &plan->algo, ctx->workspace,
+                                ctx->workspace_bytes, ctx->stream));
 }
 
 // out (N, OC) = inp (N, IC) W^T + bias; bias may be NULL.

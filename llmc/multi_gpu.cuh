@@ -1,6 +1,6 @@
-// Data parallel training over NCCL: one process per GPU, gradients averaged
-// by an all-reduce after the backward passes of a step (every rank then
-// makes the same AdamW update). Ranks come from -pn/-pr, else from mpirun's
+// Data parallel training over NCCL: one process per GPU (the gradient
+// reduction itself, all-reduce or ZeRO-1, is llmc/grad_sync.cuh's); this
+// file joins the ranks and reduces host scalars. Ranks come from -pn/-pr, else from mpirun's
 // environment (OMPI_COMM_WORLD_*, PMI_*); the NCCL unique id travels through
 // a shared file (-pf): rank 0 writes it atomically, the others wait for it,
 // and rank 0 deletes it once every rank has joined. Built without NCCL
@@ -33,7 +33,7 @@ static inline void nccl_check_(ncclResult_t r, const char *call, const char *fil
 typedef struct {
     int rank, world;
     int device;
-    float *scalar; // device scratch for reducing host scalars
+    float *scalar; // device scratch for reducing host scalars (8 bytes: a double fits)
 #ifdef FOLDNORM_NCCL
     ncclComm_t comm;
 #endif
@@ -100,7 +100,9 @@ static inline MultiGpu multi_gpu_init(int pn, int pr, const char *pf) {
     const int local = env_int("OMPI_COMM_WORLD_LOCAL_RANK", mg.rank);
     mg.device = local % devices;
     CUDA_CHECK(cudaSetDevice(mg.device));
-    CUDA_CHECK(cudaMalloc(&mg.scalar, sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&mg.scalar, sizeof(double)));
+    // the join below all-reduces it: a defined value, not cudaMalloc's garbage
+    CUDA_CHECK(cudaMemset(mg.scalar, 0, sizeof(double)));
     if (mg.world == 1) return mg;
 #ifdef FOLDNORM_NCCL
     if (pf == NULL) fatal("-pn %d: several processes need -pf, a file all ranks can reach", mg.world);
@@ -118,7 +120,7 @@ static inline MultiGpu multi_gpu_init(int pn, int pr, const char *pf) {
     return mg;
 }
 
-// x (n floats on the device) = its mean over the ranks
+// x (n floats on the device) = its mean over the ranks (host scalars)
 static inline void multi_gpu_average(MultiGpu *mg, float *x, size_t n, cudaStream_t stream) {
     if (mg->world == 1) return;
 #ifdef FOLDNORM_NCCL
@@ -135,6 +137,20 @@ static inline float multi_gpu_mean(MultiGpu *mg, float value) {
     multi_gpu_average(mg, mg->scalar, 1, 0);
     CUDA_CHECK(cudaMemcpy(&value, mg->scalar, sizeof(float), cudaMemcpyDeviceToHost));
     return value;
+}
+
+// the smallest of a host integer over the ranks (the 4-byte scalar read as an int)
+static inline int multi_gpu_min_int(MultiGpu *mg, int value) {
+    if (mg->world == 1) return value;
+#ifdef FOLDNORM_NCCL
+    int *x = (int *)mg->scalar;
+    CUDA_CHECK(cudaMemcpy(x, &value, sizeof(int), cudaMemcpyHostToDevice));
+    NCCL_CHECK(ncclAllReduce(x, x, 1, ncclInt32, ncclMin, mg->comm, 0));
+    CUDA_CHECK(cudaMemcpy(&value, x, sizeof(int), cudaMemcpyDeviceToHost));
+    return value;
+#else
+    return value;
+#endif
 }
 
 static inline void multi_gpu_free(MultiGpu *mg) {

@@ -125,7 +125,7 @@ train_flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bi
 for b in train_gpt2fp32cu train_gpt2cu; do
     for mode in ln cbwc; do
         out=$work/$b.$mode
-        if "$E/$b" -N $mode "${train_flags[@]}" -o "$out" > "$out.log" 2>&1 && [ -s "$out/model_final.bin" ] &&
+        if "$E/$b" -N $mode "${train_flags[@]}" -o "$out" > "$out.log" 2>&1 && [ -s "$out/model_00000004.bin" ] &&
            grep -qE '^step +4/4 \| loss [0-9.]+' "$out.log"; then
             ok "$b -N $mode: 4 steps, $(grep -cE '^val loss [0-9.]+' "$out.log") evaluations, model written"
         else
@@ -151,16 +151,11 @@ done
 # data parallel: two ranks as threads of one process, the NCCL unique id through -pf
 if EMU_RANKS=2 "$E/train_gpt2fp32cu" -N cbwc "${train_flags[@]}" -pf "$work/nccl.id" > "$work/ranks2.log" 2>&1 &&
    grep -q 'x 2 GPU' "$work/ranks2.log" && [ ! -e "$work/nccl.id" ]; then
-    ok "train_gpt2fp32cu, 2 ranks as threads (emulated NCCL all-reduce)"
+    ok "train_gpt2fp32cu, 2 ranks as threads (emulated NCCL, ZeRO-1: the -z default)"
 else
     bad "train_gpt2fp32cu, 2 ranks"; tail -5 "$work/ranks2.log" | sed 's/^/     /'
 fi
-# resume: the hook for train_gpt2.cu's checkpoints (not in this version yet)
-if "$E/train_gpt2fp32cu" -h 2>&1 | grep -qE '^ +-y '; then
-    bad "train_gpt2cu has -y (resume) now: add its bit-exact resume check here"
-else
-    echo "SKIP resume: train_gpt2.cu has no checkpoint/resume yet (-o writes the final model only)"
-fi
+# resume (bit-exact, CPU <-> GPU, ZeRO-1): test/suites/cuda_emu_features.sh
 
 # 4. the harness bites: mutants of the kernels must fail the emulated test
 if dev/cuda/emu/mutation_check.sh "$work/mutants" "$work/ln_small.bin" "$work/ln_small_state.bin" > "$work/mutants.log" 2>&1; then

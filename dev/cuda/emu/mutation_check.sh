@@ -3,7 +3,7 @@
 # copy of the rewritten llmc/ sources with one mutation each and asserts that
 # the test now FAILS on the given reference state (and passes unmutated):
 #   sync:  the __syncthreads before norm_backward_kernel sums its warps' partials removed
-#   index: attention_split_kernel reads q, k, v one feature off (d -> (d + 1) % hs)
+#   index: flash attention's tile loads read q, k, v, dy one feature off (d -> (d + 1) % hs)
 # usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin   (exit 0: every mutant caught)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -31,5 +31,5 @@ open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no 
     fi
 }
 mutant sync norm.cuh "s.replace('    __syncthreads();\n    // the warps\' sums in warp order', '    // the warps\' sums in warp order')"
-mutant index attention.cuh "s.replace('(size_t)h * hs + d;\n    q[i]', '(size_t)h * hs + (d + 1) % hs;\n    q[i]')"
+mutant index flash_attention.cuh "s.replace('to_float(src[(size_t)r * stride + d])', 'to_float(src[(size_t)r * stride + (d + 1) % hs])')"
 [ $fails -eq 0 ]

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# train_gpt2cu's issue-12 features under the CUDA emulator (build/emu: the
+# unmodified kernels run on the CPU as fibers, NCCL ranks as threads): a
+# logic check, not a device run. Builds nothing; SKIP where the emulated
+# programs are missing (make emu builds them).
+#   1. (in cuda_emu.sh, with every dev/cuda check: dev/cuda/flash_attention.cu,
+#      flash attention vs llmc/attention.c at head sizes 16..128, fp32 and bf16)
+#   2. no atomics left in the wte gradient or the attention kernels
+#   3. the emulated fp32 trainer's loss curve equals train_gpt2's (CPU)
+#   4. resume from the step-2 checkpoint: final model, state (AdamW, loader,
+#      RNG) and the step-4 sample bit-exact
+#   5. CPU <-> GPU: each resumes from the other's checkpoint and ends close
+#   6. ZeRO-1 over 2 emulated ranks == all-reduce over 2 ranks, bit for bit
+#      (model and gathered AdamW moments), and a ZeRO-1 resume is bit-exact
+#   7. sampling prints -g token ids; bf16: the CPU curve within 3e-2, resume
+#      bit-exact, ZeRO-1 == all-reduce over 2 ranks
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+EMU=${EMU_DIR:-build/emu}
+work=${1:-$(mktemp -d)}/cuda_emu_features
+rm -rf "$work"; mkdir -p "$work"
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+for b in "$EMU/train_gpt2fp32cu" "$EMU/train_gpt2cu" bin/train_gpt2 bin/text_to_shard; do
+    [ -x "$b" ] || { echo "SKIP: $b not built (make emu; make train_gpt2 text_to_shard)"; exit 0; }
+done
+export OMP_NUM_THREADS=1
+gpu=$EMU/train_gpt2fp32cu
+
+# 2 (1: the flash attention checks run with every dev/cuda check in cuda_emu.sh)
+if grep -n 'atomic' llmc/encoder.cuh llmc/flash_attention.cuh | grep -v '^[^:]*:[0-9]*: *//' \
+    > "$work/atomics.txt"; then bad "atomics in the wte gradient or attention: $(cat "$work/atomics.txt")"
+else ok "no atomics in llmc/encoder.cuh, llmc/flash_attention.cuh"; fi
+
+# data: this repository's C sources, one token per byte
+cat llmc/*.c llmc/*.h > "$work/text.txt"
+bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || { bad "text_to_shard"; exit 1; }
+flags=(-N cbwc -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16
+       -x 4 -n 2 -v 2 -m 1 -l 3e-3 -u 1 -q 0.1 -c 0.1 -sd 11)
+losses() { grep -oE '^step +[0-9]+/[0-9]+ \| loss [0-9.]+' "$1" | awk '{print $NF}'; }
+# close LOG_A LOG_B TOL: the same number of step lines, losses within TOL
+close() {
+    paste <(losses "$1") <(losses "$2") | awk -v tol="$3" \
+        'NF != 2 || $1 - $2 > tol || $2 - $1 > tol { bad = 1 } END { exit bad || NR == 0 }'
+}
+same_checkpoint() { # DIR_A DIR_B STEP
+    local s; s=$(printf %08d "$3")
+    cmp -s "$1/model_$s.bin" "$2/model_$s.bin" && cmp -s "$1/state_$s.bin" "$2/state_$s.bin"
+}
+
+# 3
+bin/train_gpt2 "${flags[@]}" -o "$work/cpu" > "$work/cpu.out" 2>&1 || bad "CPU run: $(tail -2 "$work/cpu.out")"
+"$gpu" "${flags[@]}" -o "$work/gpu" -s 2 -g 6 > "$work/gpu.out" 2>&1 || bad "GPU run: $(tail -2 "$work/gpu.out")"
+if close "$work/cpu.out" "$work/gpu.out" 2e-5; then ok "fp32 loss curve equals the CPU trainer's"
+else bad "fp32 loss curve: CPU $(losses "$work/cpu.out" | xargs) vs GPU $(losses "$work/gpu.out" | xargs)"; fi
+ids=$(grep -m1 '^sample (token ids):' "$work/gpu.out" | cut -d: -f2 | wc -w)
+[ "$ids" = 6 ] && ok "sampling: -g 6 token ids" || bad "sampling printed $ids token ids, expected 6"
+
+# 4
+mkdir -p "$work/gpu_resumed"
+cp "$work/gpu/model_00000002.bin" "$work/gpu/state_00000002.bin" "$work/gpu_resumed/"
+"$gpu" "${flags[@]}" -o "$work/gpu_resumed" -y 1 -s 2 -g 6 > "$work/gpu_resumed.out" 2>&1
+if same_checkpoint "$work/gpu" "$work/gpu_resumed" 4 &&
+    diff <(grep -E '^s:[34] trl' "$work/gpu/main.log") <(grep -E '^s:[34] trl' "$work/gpu_resumed/main.log") > /dev/null &&
+    [ "$(grep '^sample' "$work/gpu.out" | tail -1)" = "$(grep '^sample' "$work/gpu_resumed.out" | tail -1)" ]
+then ok "GPU resume at step 2: step-4 model, state (RNG included), losses and sample bit-exact"
+else bad "GPU resume differs from the uninterrupted run: $(tail -2 "$work/gpu_resumed.out")"; fi
+
+# 5
+mkdir -p "$work/cpu_to_gpu" "$work/gpu_to_cpu"
+cp "$work/cpu/model_00000002.bin" "$work/cpu/state_00000002.bin" "$work/cpu_to_gpu/"
+cp "$work/gpu/model_00000002.bin" "$work/gpu/state_00000002.bin" "$work/gpu_to_cpu/"
+"$gpu" "${flags[@]}" -o "$work/cpu_to_gpu" -y 1 > "$work/cpu_to_gpu.out" 2>&1
+bin/train_gpt2 "${flags[@]}" -o "$work/gpu_to_cpu" -y 1 > "$work/gpu_to_cpu.out" 2>&1
+for d in cpu_to_gpu gpu_to_cpu; do
+    if grep -q 'resumed from' "$work/$d.out" && [ -f "$work/$d/model_00000004.bin" ] &&
+        paste <(losses "$work/$d.out") <(losses "$work/cpu.out" | tail -2) |
+        awk '$1 - $2 > 2e-5 || $2 - $1 > 2e-5 { bad = 1 } END { exit bad || NR != 2 }'
+    then ok "$d: resumed at step 2, steps 3-4 match the CPU run"
+    else bad "$d: $(losses "$work/$d.out" | xargs) vs CPU $(losses "$work/cpu.out" | tail -2 | xargs)"; fi
+done
+
+# 6
+for z in 1 0; do
+    rm -f "$work/id$z"
+    EMU_RANKS=2 "$gpu" "${flags[@]}" -v 0 -z $z -pf "$work/id$z" -o "$work/z$z" > "$work/z$z.out" 2>&1 ||
+        bad "2 ranks -z $z: $(tail -2 "$work/z$z.out")"
+done
+grep -q 'ZeRO-1' "$work/z1.out" || bad "-z 1 over 2 ranks did not report ZeRO-1"
+if same_checkpoint "$work/z1" "$work/z0" 2 && same_checkpoint "$work/z1" "$work/z0" 4; then
+    ok "ZeRO-1 == all-reduce over 2 ranks: models and AdamW moments bit-identical"
+else bad "ZeRO-1 and all-reduce over 2 ranks differ"; fi
+mkdir -p "$work/z1_resumed"
+cp "$work/z1/model_00000002.bin" "$work/z1/state_00000002.bin" "$work/z1_resumed/"
+rm -f "$work/id_r"
+EMU_RANKS=2 "$gpu" "${flags[@]}" -v 0 -z 1 -pf "$work/id_r" -o "$work/z1_resumed" -y 1 \
+    > "$work/z1_resumed.out" 2>&1
+same_checkpoint "$work/z1" "$work/z1_resumed" 4 && ok "ZeRO-1 resume over 2 ranks bit-exact" ||
+    bad "ZeRO-1 resume differs: $(tail -2 "$work/z1_resumed.out")"
+
+# 7
+bf16=$EMU/train_gpt2cu
+"$bf16" "${flags[@]}" -o "$work/bf16" > "$work/bf16.out" 2>&1 || bad "bf16 run: $(tail -2 "$work/bf16.out")"
+if close "$work/bf16.out" "$work/cpu.out" 3e-2; then ok "bf16 trainer: 4 steps within 3e-2 of the CPU losses"
+else bad "bf16 losses $(losses "$work/bf16.out" | xargs) vs CPU $(losses "$work/cpu.out" | xargs)"; fi
+mkdir -p "$work/bf16_resumed"
+cp "$work/bf16/model_00000002.bin" "$work/bf16/state_00000002.bin" "$work/bf16_resumed/"
+"$bf16" "${flags[@]}" -o "$work/bf16_resumed" -y 1 > "$work/bf16_resumed.out" 2>&1
+same_checkpoint "$work/bf16" "$work/bf16_resumed" 4 && ok "bf16 resume at step 2 bit-exact" ||
+    bad "bf16 resume differs: $(tail -2 "$work/bf16_resumed.out")"
+for z in 1 0; do
+    rm -f "$work/id16_$z"
+    EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z $z -pf "$work/id16_$z" -o "$work/bf16_z$z" \
+        > "$work/bf16_z$z.out" 2>&1 || bad "bf16 2 ranks -z $z: $(tail -2 "$work/bf16_z$z.out")"
+done
+same_checkpoint "$work/bf16_z1" "$work/bf16_z0" 4 && ok "bf16 ZeRO-1 == all-reduce over 2 ranks, bit for bit" ||
+    bad "bf16 ZeRO-1 and all-reduce over 2 ranks differ"
+
+echo "cuda_emu_features: $fails failed"
+[ $fails -eq 0 ]
