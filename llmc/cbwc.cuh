@@ -61,7 +61,7 @@ __global__ void cbwc_project_kernel(floatX *V, const float *W, float *W_out, flo
 }
 
 // bias fp32 (L, OC) -> bias_c floatX = b - mean(b), one block per layer
-__global__ void cbwc_center_bias_kernel(floatX *bias_c, const float *bias, int OC) {
+__global__ void cbwc_centre_bias_kernel(floatX *bias_c, const float *bias, int OC) {
     const float *b = bias + (size_t)blockIdx.x * OC;
     float sum = 0.0f;
     for (int o = threadIdx.x; o < OC; o += blockDim.x) sum += b[o];
@@ -72,7 +72,7 @@ __global__ void cbwc_center_bias_kernel(floatX *bias_c, const float *bias, int O
 }
 
 // out[n] = x[n] - mean(x[n]) for rows of width C (out may alias x), one warp per row
-__global__ void center_rows_kernel(floatX *out, const floatX *x, int N, int C) {
+__global__ void centre_rows_kernel(floatX *out, const floatX *x, int N, int C) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= N) return;
@@ -91,9 +91,9 @@ __global__ void center_rows_kernel(floatX *out, const floatX *x, int N, int C) {
 }
 
 // bias_c (L, OC) = P b for all L layers
-static inline void cbwc_center_bias_cuda(floatX *bias_c, const float *bias, int L, int OC,
+static inline void cbwc_centre_bias_cuda(floatX *bias_c, const float *bias, int L, int OC,
                                          cudaStream_t stream) {
-    cbwc_center_bias_kernel<<<L, 256, 0, stream>>>(bias_c, bias, OC);
+    cbwc_centre_bias_kernel<<<L, 256, 0, stream>>>(bias_c, bias, OC);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -106,7 +106,7 @@ static inline void cbwc_project_cuda(floatX *V, floatX *bias_c, const float *W, 
     cbwc_project_kernel<false><<<grid, CBWC_COLUMNS * CBWC_ROW_SLICES, 0, stream>>>(
         V, W, NULL, NULL, NULL, NULL, NULL, unused, OC, IC);
     CUDA_CHECK_LAUNCH();
-    cbwc_center_bias_cuda(bias_c, bias, L, OC, stream);
+    cbwc_centre_bias_cuda(bias_c, bias, L, OC, stream);
 }
 
 // One AdamW step of the stacked proxy weights W (L, OC, IC) fused with their
@@ -121,13 +121,13 @@ static inline void adamw_cbwc_project_cuda(floatX *V, float *W, floatX *W_x, con
     CUDA_CHECK_LAUNCH();
 }
 
-static inline void center_rows_cuda(floatX *out, const floatX *x, int N, int C,
+static inline void centre_rows_cuda(floatX *out, const floatX *x, int N, int C,
                                     cudaStream_t stream) {
     if (C % PACK_X != 0) {
-        fprintf(stderr, "error: center_rows needs C %% %d == 0, got C=%d\n", PACK_X, C);
+        fprintf(stderr, "error: centre_rows needs C %% %d == 0, got C=%d\n", PACK_X, C);
         exit(EXIT_FAILURE);
     }
-    center_rows_kernel<<<ceil_div(N, 4), 128, 0, stream>>>(out, x, N, C);
+    centre_rows_kernel<<<ceil_div(N, 4), 128, 0, stream>>>(out, x, N, C);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -8,14 +8,14 @@
 
 // one warp per (b, t) row
 __global__ void encoder_forward_kernel(floatX *out, const int *tokens, const floatX *wte,
-                                       const floatX *wpe, int BT, int T, int C, int centered) {
+                                       const floatX *wpe, int BT, int T, int C, int centred) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= BT) return;
     const floatX *e = wte + (size_t)tokens[row] * C;
     const floatX *p = wpe + (size_t)(row % T) * C;
     float shift = 0.0f;
-    if (centered) {
+    if (centred) {
         float sum_e = 0.0f, sum_p = 0.0f;
         for (int c = lane * PACK_X; c < C; c += 32 * PACK_X) {
             Pack<floatX> pe = load_pack(e + c), pp = load_pack(p + c);
@@ -37,12 +37,12 @@ __global__ void encoder_forward_kernel(floatX *out, const int *tokens, const flo
 
 // row_shift[row] = mean(dout row) in cbwc, 0 otherwise; one warp per row
 __global__ void encoder_row_means_kernel(float *row_shift, const floatX *dout, int BT, int C,
-                                         int centered) {
+                                         int centred) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= BT) return;
     float sum = 0.0f;
-    if (centered) {
+    if (centred) {
         for (int c = lane * PACK_X; c < C; c += 32 * PACK_X) {
             Pack<floatX> pd = load_pack(dout + (size_t)row * C + c);
             for (int k = 0; k < PACK_X; k++) sum += to_float(pd.v[k]);
@@ -85,10 +85,10 @@ __global__ void encoder_backward_wpe_kernel(float *dwpe, const floatX *dout, con
 }
 
 static inline void encoder_forward_cuda(floatX *out, const int *tokens, const floatX *wte,
-                                        const floatX *wpe, int B, int T, int C, int centered,
+                                        const floatX *wpe, int B, int T, int C, int centred,
                                         cudaStream_t stream) {
     encoder_forward_kernel<<<ceil_div((long long)B * T, 4), 128, 0, stream>>>(
-        out, tokens, wte, wpe, B * T, T, C, centered);
+        out, tokens, wte, wpe, B * T, T, C, centred);
     CUDA_CHECK_LAUNCH();
 }
 
@@ -102,10 +102,10 @@ typedef struct {
 // row_shift: B*T floats of scratch
 static inline void encoder_backward_cuda(float *dwte, float *dwpe, float *row_shift,
                                          const floatX *dout, const DeviceTokenBuckets *buckets,
-                                         int B, int T, int C, int centered, cudaStream_t stream) {
+                                         int B, int T, int C, int centred, cudaStream_t stream) {
     const int BT = B * T;
     encoder_row_means_kernel<<<ceil_div(BT, 4), 128, 0, stream>>>(row_shift, dout, BT, C,
-                                                                  centered);
+                                                                  centred);
     CUDA_CHECK_LAUNCH();
     if (buckets->num_buckets > 0) {
         dim3 grid(buckets->num_buckets, ceil_div(C, 256));

@@ -91,8 +91,8 @@ typedef struct {
     ParamsOf<float> params, grads;
     ParamsOf<floatX> params_x;
     // cbwc: V and P b of attn c_proj (L, C, C), (L, C) and mlp c_proj (L, C, 4C), (L, C)
-    floatX *cbwc_attprojw, *cbwc_attprojb, *cbwc_fcprojw, *cbwc_fcprojb;
-    int cbwc_stale;
+    floatX *centred_attprojw, *centred_attprojb, *centred_fcprojw, *centred_fcprojb;
+    int centred_stale;
     int adamw_step;
     int max_B, max_T; // what the activations were allocated for
     int inference;    // forward only: no backward (no token buckets)
@@ -178,11 +178,11 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     shard_layout_init(&m->shard, m->param_sizes, c->num_layers, 0, 1);
     m->grads_shard = m->grads_memory;
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels;
-    m->cbwc_attprojw = cuda_alloc<floatX>(L * C * C);
-    m->cbwc_attprojb = cuda_alloc<floatX>(L * C);
-    m->cbwc_fcprojw = cuda_alloc<floatX>(L * C * 4 * C);
-    m->cbwc_fcprojb = cuda_alloc<floatX>(L * C);
-    m->cbwc_stale = 1;
+    m->centred_attprojw = cuda_alloc<floatX>(L * C * C);
+    m->centred_attprojb = cuda_alloc<floatX>(L * C);
+    m->centred_fcprojw = cuda_alloc<floatX>(L * C * 4 * C);
+    m->centred_fcprojb = cuda_alloc<floatX>(L * C);
+    m->centred_stale = 1;
 
     const size_t B = (size_t)max_B, T = (size_t)max_T, BT = B * T, NH = (size_t)c->num_heads;
     const size_t Vp = (size_t)c->padded_vocab_size;
@@ -245,11 +245,11 @@ static inline void gpt2cuda_set_sharding(GPT2Cuda *m, int rank, int world) {
 // V = P W and P b of every attn/mlp c_proj from the fp32 proxy weights
 static inline void gpt2cuda_cbwc_refresh(GPT2Cuda *m) {
     const int L = m->config.num_layers, C = m->config.channels;
-    cbwc_project_cuda(m->cbwc_attprojw, m->cbwc_attprojb, m->params.attprojw, m->params.attprojb,
+    cbwc_project_cuda(m->centred_attprojw, m->centred_attprojb, m->params.attprojw, m->params.attprojb,
                       L, C, C, m->mm.stream);
-    cbwc_project_cuda(m->cbwc_fcprojw, m->cbwc_fcprojb, m->params.fcprojw, m->params.fcprojb, L, C,
+    cbwc_project_cuda(m->centred_fcprojw, m->centred_fcprojb, m->params.fcprojw, m->params.fcprojb, L, C,
                       4 * C, m->mm.stream);
-    m->cbwc_stale = 0;
+    m->centred_stale = 0;
 }
 
 // Forward over host tokens (B, T); targets may be NULL (no loss). With
@@ -266,7 +266,7 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
     const bool layer = m->mode == MODE_LN;
-    const int centered = m->mode == MODE_CBWC;
+    const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     m->B = B;
@@ -283,17 +283,17 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
         CUDA_CHECK(cudaMemcpyAsync(m->bucket_rows, m->buckets.rows, (size_t)BT * sizeof(int),
                                    cudaMemcpyHostToDevice, st));
     }
-    if (centered && m->cbwc_stale) gpt2cuda_cbwc_refresh(m);
+    if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
     ActivationsCuda a = m->acts;
     floatX *branch = m->scratch.branch;
-    const floatX *attprojw = centered ? m->cbwc_attprojw : p.attprojw;
-    const floatX *attprojb = centered ? m->cbwc_attprojb : p.attprojb;
-    const floatX *fcprojw = centered ? m->cbwc_fcprojw : p.fcprojw;
-    const floatX *fcprojb = centered ? m->cbwc_fcprojb : p.fcprojb;
+    const floatX *attprojw = centred ? m->centred_attprojw : p.attprojw;
+    const floatX *attprojb = centred ? m->centred_attprojb : p.attprojb;
+    const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
+    const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
     const size_t btc = (size_t)BT * C, lcc = (size_t)C * C;
 
-    encoder_forward_cuda(a.encoded, m->inputs, p.wte, p.wpe, B, T, C, centered, st);
+    encoder_forward_cuda(a.encoded, m->inputs, p.wte, p.wpe, B, T, C, centred, st);
     residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
                           p.ln1b, BT, C, st);
     for (int l = 0; l < L; l++) {
@@ -361,7 +361,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
     const bool layer = m->mode == MODE_LN;
-    const int centered = m->mode == MODE_CBWC;
+    const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     const size_t btc = (size_t)BT * C, lcc = (size_t)C * C;
@@ -384,8 +384,8 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
         // MLP branch; cbwc: the c_proj sees P dy
         const floatX *dy = s.dresidual;
-        if (centered) {
-            center_rows_cuda(s.branch, s.dresidual, BT, C, st);
+        if (centred) {
+            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
             dy = s.branch;
         }
         column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
@@ -400,8 +400,8 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                       m->num_sms, st);
         // attention branch
         dy = s.dresidual;
-        if (centered) {
-            center_rows_cuda(s.branch, s.dresidual, BT, C, st);
+        if (centred) {
+            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
             dy = s.branch;
         }
         column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
@@ -419,7 +419,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     }
     const DeviceTokenBuckets buckets = {m->buckets.num_buckets, m->bucket_token, m->bucket_start,
                                         m->bucket_rows};
-    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centered, st);
+    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centred, st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
     m->mean_loss = -1.0f; // the logits now hold their gradient
     m->logits_are_grads = 0;
@@ -463,7 +463,7 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
         float *g = m->grads_shard + t->shard_offset;
         float *mm = m->m_memory + t->shard_offset, *vv = m->v_memory + t->shard_offset;
         if (fuse_cbwc && (i == 6 || i == 12)) {
-            adamw_cbwc_project_cuda(i == 6 ? m->cbwc_attprojw : m->cbwc_fcprojw, p, p_x, g, mm, vv,
+            adamw_cbwc_project_cuda(i == 6 ? m->centred_attprojw : m->centred_fcprojw, p, p_x, g, mm, vv,
                                     step, L, C, i == 6 ? C : 4 * C, m->mm.stream);
         } else {
             adamw_slices_cuda(p, p_x, g, mm, vv, t->slice * (size_t)t->chunks, t->chunk_n,
@@ -471,11 +471,11 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
         }
     }
     if (fuse_cbwc) {
-        cbwc_center_bias_cuda(m->cbwc_attprojb, m->params.attprojb, L, C, m->mm.stream);
-        cbwc_center_bias_cuda(m->cbwc_fcprojb, m->params.fcprojb, L, C, m->mm.stream);
+        cbwc_centre_bias_cuda(m->centred_attprojb, m->params.attprojb, L, C, m->mm.stream);
+        cbwc_centre_bias_cuda(m->centred_fcprojb, m->params.fcprojb, L, C, m->mm.stream);
     }
     // otherwise V is projected at the next forward (if the mode is, or becomes, cbwc)
-    m->cbwc_stale = !fuse_cbwc;
+    m->centred_stale = !fuse_cbwc;
 }
 
 // after the all-gather of the fp32 parameters: their floatX copy
@@ -534,8 +534,8 @@ static inline void gpt2cuda_logits_to_host(const GPT2Cuda *m, float *out) {
 
 static inline void gpt2cuda_free(GPT2Cuda *m) {
     void *buffers[] = {
-        m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->cbwc_attprojw,
-        m->cbwc_attprojb, m->cbwc_fcprojw, m->cbwc_fcprojb, m->acts.encoded, m->acts.ln1,
+        m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->centred_attprojw,
+        m->centred_attprojb, m->centred_fcprojw, m->centred_fcprojb, m->acts.encoded, m->acts.ln1,
         m->acts.ln1_mean, m->acts.ln1_rstd, m->acts.qkv, m->acts.atty, m->acts.lse,
         m->acts.residual2, m->acts.ln2, m->acts.ln2_mean, m->acts.ln2_rstd, m->acts.fch,
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,

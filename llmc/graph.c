@@ -33,7 +33,7 @@ static const char *const OP_NAMES[OP_COUNT] = {
     [OP_ATTENTION] = "attention",
     [OP_LAYERNORM] = "layernorm",
     [OP_RMSNORM] = "rmsnorm",
-    [OP_CENTER] = "center",
+    [OP_CENTRE] = "centre",
 };
 
 const char *graph_op_name(GraphOp op) {
@@ -41,6 +41,9 @@ const char *graph_op_name(GraphOp op) {
 }
 
 int graph_op_parse(const char *name) {
+    if (strcmp(name, "center") == 0) { // the US spelling, accepted as an alias
+        return OP_CENTRE;
+    }
     for (int i = 0; i < OP_COUNT; i++) {
         if (strcmp(name, OP_NAMES[i]) == 0) {
             return i;
@@ -111,7 +114,7 @@ static int set_first(const uint64_t *set, int words) {
 // Reader r absorbs a per-token shift of its input k: LN and softmax are
 // invariant to x + c 1, the centring op removes it.
 static int absorbs_shift(const GraphNode *r) {
-    return r->op == OP_LAYERNORM || r->op == OP_SOFTMAX || r->op == OP_CENTER;
+    return r->op == OP_LAYERNORM || r->op == OP_SOFTMAX || r->op == OP_CENTRE;
 }
 
 // Reader r passes a per-token shift of its k-th input on as a per-token shift
@@ -175,7 +178,7 @@ static void analyze_node(const Graph *g, GraphAnalysis *a, int i) {
         a->zero_mean[i] = 1;
         needs[i >> 6] |= 1ull << (i & 63);
         return;
-    case OP_CENTER:
+    case OP_CENTRE:
         a->zero_mean[i] = 1;
         return;
     case OP_LAYERNORM: case OP_RMSNORM:

@@ -43,7 +43,7 @@ typedef enum {
     // norms
     OP_LAYERNORM,
     OP_RMSNORM,
-    OP_CENTER,     // explicit x - mean(x): zero-mean with nothing in S
+    OP_CENTRE,     // explicit x - mean(x): zero-mean with nothing in S
     OP_COUNT
 } GraphOp;
 
@@ -132,7 +132,7 @@ void graph_ln_reason(const Graph *g, const GraphAnalysis *a, int i, char *buf, s
 // gpt2-<descriptor> (gpt2-d12, gpt2-d4c128h4v256t64, see gpt2_parse_descriptor),
 // vit-tiny, vit-small, vit-base, swin-tiny, swin-small, bert-base, bert-large,
 // opt-125m, opt-350m, phi-2, and the swin ones with
-// a "-centered" suffix (an explicit centring op after the patch norm).
+// a "-centred" suffix ("-centered" accepted too) (an explicit centring op after the patch norm).
 // Returns NULL for an unknown name.
 char *graph_builtin_text(const char *name);
 // The GPT-2 graph for a config (L layers, C channels, NH heads, V vocab).

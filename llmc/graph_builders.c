@@ -103,8 +103,8 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
     emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
     char x[GRAPH_MAX_NAME + 16];
     if (centred) {
-        emit(b, "center patch_embed.center patch_embed.norm\n");
-        snprintf(x, sizeof(x), "patch_embed.center");
+        emit(b, "centre patch_embed.centre patch_embed.norm\n");
+        snprintf(x, sizeof(x), "patch_embed.centre");
     } else {
         snprintf(x, sizeof(x), "patch_embed.norm");
     }
@@ -142,8 +142,8 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
         // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
         const char *d = "downsample";
         if (centred) { // the centring op before the merge (llmc/swin.c, -k 1)
-            emit(b, "center layers.%d.%s.center %s\n", s, d, x);
-            snprintf(x, sizeof(x), "layers.%d.%s.center", s, d);
+            emit(b, "centre layers.%d.%s.centre %s\n", s, d, x);
+            snprintf(x, sizeof(x), "layers.%d.%s.centre", s, d);
         }
         for (int q = 0; q < 4; q++) {
             emit(b, "reshape layers.%d.%s.x%d %s  # tokens (2i+%d, 2j+%d)\n", s, d, q, x, q % 2,
@@ -314,8 +314,9 @@ char *graph_builtin_text(const char *name) {
     static const int heads[4] = {3, 6, 12, 24};
     static const int tiny[4] = {2, 2, 6, 2}, small[4] = {2, 2, 18, 2};
     static const struct { const char *name; const int *depths; int centred; } swins[] = {
-        {"swin-tiny", tiny, 0}, {"swin-tiny-centered", tiny, 1},
-        {"swin-small", small, 0}, {"swin-small-centered", small, 1}};
+        {"swin-tiny", tiny, 0}, {"swin-tiny-centred", tiny, 1},
+        {"swin-small", small, 0}, {"swin-small-centred", small, 1},
+        {"swin-tiny-centered", tiny, 1}, {"swin-small-centered", small, 1}}; // US spelling: aliases
     for (size_t i = 0; i < sizeof(swins) / sizeof(swins[0]); i++) {
         if (strcmp(name, swins[i].name) == 0) {
             TextBuf b;

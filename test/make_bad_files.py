@@ -423,7 +423,7 @@ for fam in ("vit", "swin"):
     for slot in (range(4, 12) if fam == "vit" else (4, 5, 6, 7, 8, 9, 11, 12)):
         slot_values(f, consumer, m, slot, f"slot{slot}", [0, -1, I32_MIN, I32_MAX, 4097])
     if fam == "swin":
-        slot_values(f, consumer, m, 13, "center", [-1, 2, I32_MAX])
+        slot_values(f, consumer, m, 13, "centre_ops", [-1, 2, I32_MAX])
     case(f, "nan_first", consumer, set_f32(m, 0, float("nan")), expect="nan_first.bin.*patchw.*not finite")
     case(f, "inf_last", consumer, set_f32(m, nv - 1, float("inf")), expect="inf_last.bin.*headb.*not finite")
     if fam == "swin":

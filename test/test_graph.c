@@ -125,7 +125,7 @@ static void check_swin_trainer(int centre) {
                             .num_classes = 1000, .embed_dim = 96, .num_stages = 4,
                             .depths = {2, 2, 6, 2}, .heads = {3, 6, 12, 24}, .window = 7,
                             .mlp_ratio = 4, .centre_ops = centre};
-    char *text = graph_builtin_text(centre ? "swin-tiny-centered" : "swin-tiny");
+    char *text = graph_builtin_text(centre ? "swin-tiny-centred" : "swin-tiny");
     Graph g;
     parse_or_die(&g, text, "swin");
     free(text);
@@ -193,7 +193,7 @@ static const Adversarial ADVERSARIAL[] = {
     {"feature concat of zero-mean parts",
      "input x dim=8\nlinear a x out=4\nlinear b x out=6\nconcat c a b\nlayernorm n c\n", "", "n", "a", 0},
     {"feature concat of centred parts (explicit centring ops)",
-     "input x dim=8\nlinear a x out=4\nlinear b x out=6\ncenter ca a\ncenter cb b\nconcat c ca cb\n"
+     "input x dim=8\nlinear a x out=4\nlinear b x out=6\ncentre ca a\ncenter cb b\nconcat c ca cb\n"
      "layernorm n c\nlayernorm na a\n", "n na", "", "", 1},
     {"a centred layer also read by a linear layer",
      "input x dim=8\nlinear a x out=8\nlayernorm n a\nlinear b a out=8\n", "", "n", "a", 0},
@@ -210,7 +210,7 @@ static const Adversarial ADVERSARIAL[] = {
      "cyclic_shift c t\nwindow_partition w c\nwindow_reverse r w\nreshape h r\nparam p dim=8\n"
      "token_concat k p h\navgpool v k\nlayernorm n v\n", "n", "", "", 2},
     {"explicit centring after an affine LN",
-     "input x dim=8\nlayernorm n1 x\ncenter c n1\nlinear a x out=8\nadd s c a\nlayernorm n2 s\n", "n2", "n1", "x", 1},
+     "input x dim=8\nlayernorm n1 x\ncentre c n1\nlinear a x out=8\nadd s c a\nlayernorm n2 s\n", "n2", "n1", "x", 1},
     {"single-head attention over a zero-mean v",
      "input x dim=8\nlinear q x out=8\nlinear k x out=8\nlinear v x out=8\nattention t q k v heads=1\nlayernorm n t\n",
      "n", "", "", 1},
@@ -332,7 +332,7 @@ int main(int argc, char **argv) {
     check_builtin("vit-base", 1);
     check_builtin("swin-tiny", 0);
     check_builtin("swin-small", 0);
-    check_builtin("swin-tiny-centered", 1);
+    check_builtin("swin-tiny-centred", 1);
     check_swin_trainer(0);
     check_swin_trainer(1);
     for (size_t i = 0; i < sizeof(ADVERSARIAL) / sizeof(ADVERSARIAL[0]); i++) {

@@ -270,7 +270,7 @@ static Tensor run_pointwise(const GraphNode *n, const Tensor *const *in, Rng *r,
             case OP_SIGMOID: v = 1.0 / (1.0 + exp(-v)); break;
             case OP_SOFTMAX: v = exp(v - mx) / se; break;
             case OP_MUL: v *= in[1]->x[(size_t)t * n->dim + c]; break;
-            case OP_CENTER: v -= m; break;
+            case OP_CENTRE: v -= m; break;
             case OP_LAYERNORM: case OP_RMSNORM:
                 v = as_rms ? v / sqrt(ms + 1e-5) : (v - m) / sqrt(var + 1e-5);
                 v = gain[c % 256] * v + bias[c % 256];
@@ -461,7 +461,7 @@ static void generate(Gen *g, int steps) {
             gen_add(g, xn.dim, xn.ntok, "rmsnorm @ %s%s", xs, rng_u32(g->rng) % 3 ? "" : " affine=0");
             break;
         default:
-            gen_add(g, xn.dim, xn.ntok, "center @ %s", xs);
+            gen_add(g, xn.dim, xn.ntok, "centre @ %s", xs);
             break;
         }
     }

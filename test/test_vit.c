@@ -161,7 +161,7 @@ static int check_foldable_sets(const Classifier *model) {
         ok &= m->merges[s].rms_in_cbwc == c->centre_ops;
         ok &= m->merges[s].centred_reduction == (c->centre_ops || s == last);
     }
-    printf("  foldable set (center ops %d): patch norm, %s, final norm %s\n", c->centre_ops,
+    printf("  foldable set (centre ops %d): patch norm, %s, final norm %s\n", c->centre_ops,
            c->centre_ops ? "every block and merging norm" : "the last stage's block norms only",
            swin_stage_stream_zero_mean(c, last) ? "yes" : "no");
     return check_error("fold-set", ok ? 0.0 : 1.0, 0.5);

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
         .about = "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
                  "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
                  "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
-                 "             swin-tiny, swin-small, swin-tiny-centered, swin-small-centered,\n"
+                 "             swin-tiny, swin-small, swin-tiny-centred, swin-small-centred,\n"
                  "             bert-base, bert-large, opt-125m, opt-350m, phi-2\n",
         .flags = flags,
         .num_flags = CLI_COUNT(flags),

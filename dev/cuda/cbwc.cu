@@ -142,14 +142,14 @@ static int check_adamw_projection(int L, int OC, int IC, double copy_gbs, DevRng
     return ok;
 }
 
-static int check_center_rows(int N, int C, double copy_gbs, DevRng *rng, bool timing) {
+static int check_centre_rows(int N, int C, double copy_gbs, DevRng *rng, bool timing) {
     const size_t n = (size_t)N * C;
     floatX *hx = (floatX *)host_alloc(n * sizeof(floatX));
     float *fx = (float *)host_alloc(n * 4);
     fill_random(hx, fx, n, rng, 1.5f, 1.0f);
     floatX *x = to_device(hx, n), *out;
     CUDA_CHECK(cudaMalloc(&out, n * sizeof(floatX)));
-    center_rows_cuda(out, x, N, C, 0);
+    centre_rows_cuda(out, x, N, C, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
     double *ref = (double *)host_alloc(n * 8);
     float *fout = (float *)host_alloc(n * 4);
@@ -162,9 +162,9 @@ static int check_center_rows(int N, int C, double copy_gbs, DevRng *rng, bool ti
     int ok = check_tensor("P dy", got, ref, n, TOL);
     if (timing) {
         const double bytes = 2.0 * n * sizeof(floatX);
-        float ms = time_ms([&] { center_rows_cuda(out, x, N, C, 0); }, 20);
+        float ms = time_ms([&] { centre_rows_cuda(out, x, N, C, 0); }, 20);
         const double gbs = bytes / (ms * 1e-3) / 1e9;
-        printf("RESULT center_rows %s N=%d C=%d %.3f ms %.0f GB/s %.0f%% of copy\n", FLOATX_NAME,
+        printf("RESULT centre_rows %s N=%d C=%d %.3f ms %.0f GB/s %.0f%% of copy\n", FLOATX_NAME,
                N, C, ms, gbs, 100.0 * gbs / copy_gbs);
     }
     CUDA_CHECK(cudaFree(x));
@@ -190,8 +190,8 @@ int main(void) {
     if (full) ok &= check_projection(12, 768, 3072, copy_gbs, &rng, true);
     ok &= check_adamw_projection(2, 40, 72, copy_gbs, &rng, false);
     if (full) ok &= check_adamw_projection(12, 768, 3072, copy_gbs, &rng, true);
-    ok &= check_center_rows(1000, 96, copy_gbs, &rng, false);
-    if (full) ok &= check_center_rows(65536, 768, copy_gbs, &rng, true);
+    ok &= check_centre_rows(1000, 96, copy_gbs, &rng, false);
+    if (full) ok &= check_centre_rows(65536, 768, copy_gbs, &rng, true);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -85,13 +85,13 @@ def rmsnorm(x, g, b):
     return x * torch.rsqrt(ms + NORM_EPS) * g + b
 
 
-def center_rows(t):
+def centre_rows(t):
     """Each row (last axis) minus its mean: used for embedding tables,
     whose rows are the vectors added to the residual stream."""
     return t - t.mean(dim=-1, keepdim=True)
 
 
-def center_linear(w, b):
+def centre_linear(w, b):
     """CBWC effective weights of a linear layer y = x W^T + b, W (out, in):
     each input column of W centred over the output dimension, and the bias
     centred, so that the outputs of the layer sum to zero for every input."""
@@ -146,7 +146,7 @@ class GPT(nn.Module):
     def residual_projection(self, x, w, b):
         """Output projection of a branch; centred in cbwc mode."""
         if self.mode == "cbwc":
-            w, b = center_linear(w, b)
+            w, b = centre_linear(w, b)
         return self.linear(x, w, b)
 
     def embed(self, x):
@@ -156,8 +156,8 @@ class GPT(nn.Module):
         if self.mode == "cbwc":
             # Centring a gathered row equals gathering the centred row, so
             # this is Vwte[x] with Vwte = wte - wte.mean(dim=1, keepdim=True).
-            tok = center_rows(tok)
-            pos = center_rows(pos)
+            tok = centre_rows(tok)
+            pos = centre_rows(pos)
         return tok + pos
 
     def forward(self, x, y):

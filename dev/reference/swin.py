@@ -15,10 +15,10 @@ Norm modes (eps 1e-5): ln = LayerNorm everywhere; rms = RMSNorm with a bias
 everywhere; cbwc = the foldable norms become RMSNorm and the layers writing
 their input are centred (CBWC: weight centred over outputs, bias centred),
 so that cbwc computes the same function as ln. Foldable: the patch norm (the
-patch conv centred); without --center-patch only the last stage's block
+patch conv centred); without --centre-ops only the last stage's block
 norms and the final norm (its reduction, attn projs and fc2s centred): a
 PatchMerging concat mixes tokens, so centring a stage that feeds one would
-change the ln model. --center-patch 1 inserts explicit x - mean(x) ops after
+change the ln model. --centre-ops 1 inserts explicit x - mean(x) ops after
 the patch norm and before every merge (in every mode): then every norm is
 foldable. Non-foldable norms stay LayerNorm.
 """
@@ -130,7 +130,7 @@ def zero_mean_stream(cfg, stage):
     """Can stage's stream be centred without changing the ln model? Only if no
     PatchMerging reads it (the concat mixes tokens with different offsets),
     unless the explicit centring ops remove the offsets before every merge."""
-    return cfg["center_patch"] == 1 or (stage == cfg["num_stages"] - 1 and stage >= 1)
+    return cfg["centre_ops"] == 1 or (stage == cfg["num_stages"] - 1 and stage >= 1)
 
 
 def swin_forward(P, arch, mode, images, labels, smoothing):
@@ -143,7 +143,7 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
     pw, pb = centred_out(P["patchw"], P["patchb"]) if c else (P["patchw"], P["patchb"])
     x = F.conv2d(images, pw, pb, stride=cfg["patch_size"]).permute(0, 2, 3, 1)   # (B, H, W, E)
     x = norm(kind(True), x, P["pnw"], P["pnb"])
-    if cfg["center_patch"]:
+    if cfg["centre_ops"]:
         x = x - x.mean(-1, keepdim=True)
     B = x.shape[0]
     stage = 0
@@ -151,11 +151,11 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
         s = blk["stage"]
         if s != stage:                                       # patch merging into stage s
             stage = s
-            if cfg["center_patch"]:
+            if cfg["centre_ops"]:
                 x = x - x.mean(-1, keepdim=True)
             x = torch.cat([x[:, 0::2, 0::2], x[:, 1::2, 0::2], x[:, 0::2, 1::2],
                            x[:, 1::2, 1::2]], dim=-1)
-            x = norm(kind(cfg["center_patch"] == 1), x, P[f"s{s}.mnw"], P[f"s{s}.mnb"])
+            x = norm(kind(cfg["centre_ops"] == 1), x, P[f"s{s}.mnw"], P[f"s{s}.mnb"])
             rw = P[f"s{s}.redw"]
             x = F.linear(x, centred_out(rw)[0] if c and zero_mean_stream(cfg, s) else rw)
         pre, C, NH, res, ws, sh = blk["pre"], blk["C"], blk["NH"], blk["res"], blk["ws"], blk["shift"]
@@ -227,7 +227,7 @@ def main(argv=None):
     p.add_argument("--heads", type=int_list, default=[2, 4])
     p.add_argument("--window", type=int, default=4)
     p.add_argument("--mlp-ratio", type=int, default=2)
-    p.add_argument("--center-patch", type=int, choices=(0, 1), default=0)
+    p.add_argument("--centre-ops", type=int, choices=(0, 1), default=0)
     p.add_argument("--B", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model")
@@ -251,7 +251,7 @@ def main(argv=None):
         ns = int(h[vf.SLOT["num_layers"]])
         cfg = dict(image_size=int(h[4]), image_channels=int(h[5]), patch_size=int(h[6]),
                    num_classes=int(h[7]), embed_dim=int(h[8]), num_stages=ns,
-                   mlp_ratio=int(h[11]), window=int(h[12]), center_patch=int(h[13]),
+                   mlp_ratio=int(h[11]), window=int(h[12]), centre_ops=int(h[13]),
                    depths=[int(v) for v in h[16:16 + ns]], heads=[int(v) for v in h[24:24 + ns]])
         mode = a.mode or file_mode
     else:
@@ -260,7 +260,7 @@ def main(argv=None):
         cfg = dict(image_size=a.image_size, image_channels=a.image_channels,
                    patch_size=a.patch_size, num_classes=a.num_classes, embed_dim=a.embed_dim,
                    num_stages=len(a.depths), mlp_ratio=a.mlp_ratio, window=a.window,
-                   center_patch=a.center_patch, depths=a.depths, heads=a.heads)
+                   centre_ops=a.centre_ops, depths=a.depths, heads=a.heads)
         mode = a.mode
     arch = Arch(cfg)
     S, Cin = cfg["image_size"], cfg["image_channels"]
@@ -280,7 +280,7 @@ def main(argv=None):
     params = [P[n] for n in names]
     if a.model:
         fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
-                                      "num_classes", "mlp_ratio", "window", "center_patch")}
+                                      "num_classes", "mlp_ratio", "window", "centre_ops")}
         fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
                       depths=cfg["depths"], heads=cfg["heads"])
         vf.write_model(a.model, "swin", mode, fields, [q.detach().numpy() for q in params])

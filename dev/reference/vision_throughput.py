@@ -41,7 +41,7 @@ def main():
     p.add_argument("--depths", type=swin.int_list, default=[2, 2])
     p.add_argument("--heads", type=swin.int_list, default=[2, 4])
     p.add_argument("--window", type=int, default=7)
-    p.add_argument("--center-patch", type=int, default=0)
+    p.add_argument("--centre-ops", type=int, default=0)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     gen = torch.Generator().manual_seed(0)
@@ -54,7 +54,7 @@ def main():
     else:
         cfg = dict(image_size=28, image_channels=1, patch_size=a.patch_size or 2, num_classes=10,
                    embed_dim=a.embed_dim, num_stages=len(a.depths), depths=a.depths,
-                   heads=a.heads, window=a.window, mlp_ratio=2, center_patch=a.center_patch)
+                   heads=a.heads, window=a.window, mlp_ratio=2, centre_ops=a.centre_ops)
         arch = swin.Arch(cfg)
         P = swin.init_params(arch, gen)
         names = [n for n, _, _ in arch.tensors]

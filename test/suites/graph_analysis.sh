@@ -36,7 +36,7 @@ last_line gpt2-d12 "foldable: 25/25 LNs, cbwc layers: 26"
 last_line gpt2-d2c64h4v256t64 "foldable: 5/5 LNs, cbwc layers: 6"
 last_line vit-tiny "foldable: 25/25 LNs, cbwc layers: 27"
 last_line swin-tiny "foldable: 6/29 LNs, cbwc layers: 6"
-last_line swin-tiny-centered "foldable: 29/29 LNs, cbwc layers: 25"
+last_line swin-tiny-centred "foldable: 29/29 LNs, cbwc layers: 25"
 # the paper's other architectures (by hand, from where the norms sit):
 #   BERT post-LN: only the embedding LN (word + position + token type = 3 layers);
 #                 26 LNs = embedding + 2 per layer + the MLM head's (50 for large)

@@ -17,22 +17,22 @@ cfg_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 12 --depths
 # B: 24x24 RGB, patch 2 -> 12x12, window 3: 4x4 windows shift 1; 6x6: 2x2 windows shift 1; 3x3
 cfg_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3 --mlp-ratio 4 --B 3 --num-classes 4"
 for mode in ln rms cbwc; do
-    for center in 0 1; do
-        echo "== $mode, config A, centring ops $center"
-        $PY dev/reference/swin.py --mode $mode --seed $((seed + 21 + center)) --steps 4 $cfg_a \
-            --center-patch $center --model "$work/swa_$mode$center.bin" --state "$work/swa_${mode}${center}_s.bin"
-        bin/test_vit "$work/swa_$mode$center.bin" "$work/swa_${mode}${center}_s.bin"
+    for centre in 0 1; do
+        echo "== $mode, config A, centring ops $centre"
+        $PY dev/reference/swin.py --mode $mode --seed $((seed + 21 + centre)) --steps 4 $cfg_a \
+            --centre-ops $centre --model "$work/swa_$mode$centre.bin" --state "$work/swa_${mode}${centre}_s.bin"
+        bin/test_vit "$work/swa_$mode$centre.bin" "$work/swa_${mode}${centre}_s.bin"
     done
     echo "== $mode, config B (3 stages), centring ops 0"
     $PY dev/reference/swin.py --mode $mode --seed $((seed + 23)) --steps 3 $cfg_b --lr 3e-3 \
         --model "$work/swb_$mode.bin" --state "$work/swb_${mode}_s.bin"
     bin/test_vit "$work/swb_$mode.bin" "$work/swb_${mode}_s.bin"
 done
-for center in 0 1; do
-    echo "== equivalence ln vs cbwc, config B, centring ops $center, 30 steps"
-    $PY dev/reference/swin.py --mode ln --seed $((seed + 24 + center)) $cfg_b --center-patch $center \
-        --model "$work/sweq$center.bin"
-    bin/test_vit --equivalence "$work/sweq$center.bin" $((seed + 26 + center)) 30
+for centre in 0 1; do
+    echo "== equivalence ln vs cbwc, config B, centring ops $centre, 30 steps"
+    $PY dev/reference/swin.py --mode ln --seed $((seed + 24 + centre)) $cfg_b --centre-ops $centre \
+        --model "$work/sweq$centre.bin"
+    bin/test_vit --equivalence "$work/sweq$centre.bin" $((seed + 26 + centre)) 30
 done
 echo "== Swin-Tiny layout: 224x224, patch 4, embed 96, depths 2,2,6,2, heads 3,6,12,24, window 7, 1000 classes"
 $PY dev/reference/swin.py --mode ln --seed $((seed + 28)) --image-size 224 --image-channels 3 --patch-size 4 \

@@ -43,9 +43,9 @@ bin/train_vit -e swin -N cbwc -K 1 -E 8 -A 1,2 -nt 64 -ne 32 -b 16 -x 8 -pe 4 -u
 tail -4 "$work/swin.out"
 sckpt=$srun/model_00000008.bin
 if [ -f "$sckpt" ]; then
-    read -r magic family mode center < <($PY -c "import numpy as n,sys; h=n.fromfile(sys.argv[1],'<i4',14); print(h[0],h[2],h[3],h[13])" "$sckpt")
-    [ "$magic $family $mode $center" = "20261129 1 2 1" ] && ok "Swin checkpoint header: family swin, mode cbwc, centring ops 1" \
-        || fail "Swin checkpoint header: $magic $family $mode $center"
+    read -r magic family mode centre < <($PY -c "import numpy as n,sys; h=n.fromfile(sys.argv[1],'<i4',14); print(h[0],h[2],h[3],h[13])" "$sckpt")
+    [ "$magic $family $mode $centre" = "20261129 1 2 1" ] && ok "Swin checkpoint header: family swin, mode cbwc, centring ops 1" \
+        || fail "Swin checkpoint header: $magic $family $mode $centre"
 else
     fail "no Swin checkpoint $sckpt"
 fi
