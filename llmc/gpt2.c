@@ -282,18 +282,26 @@ static long parse_field(const char **s) {
     return v;
 }
 
+// Heads when the descriptor names none: head size 64 as in GPT-2, else the
+// most heads of at least 64 channels that divide C (1 for C < 128).
+static long default_heads(long C) {
+    long NH = C / 64 > 0 ? C / 64 : 1;
+    while (C % NH != 0) {
+        NH--;
+    }
+    return NH;
+}
+
 int gpt2_parse_descriptor(const char *d, GPT2Config *cfg) {
     if (d[0] != 'd') {
         return -1;
     }
     const char *s = d + 1;
     long L = parse_field(&s);
-    if (L <= 0) {
+    if (L <= 0 || L > (1L << 24)) {
         return -1;
     }
-    // GPT-2 family widths by depth (as in llm.c); other depths need c and h
-    long C = L == 6 ? 384 : L == 12 ? 768 : L == 24 ? 1024 : L == 36 ? 1280 : L == 48 ? 1600 : 0;
-    long NH = C / 64, V = 50257, maxT = 1024;
+    long C = 0, NH = 0, V = 50257, maxT = 1024;
     while (*s != '\0') {
         char key = *s++;
         long v = parse_field(&s);
@@ -308,8 +316,11 @@ int gpt2_parse_descriptor(const char *d, GPT2Config *cfg) {
         default: return -1;
         }
     }
-    if (C <= 0 || NH <= 0) {
-        return -1;
+    if (C == 0) { // the GPT-2 family's widths (as in llm.c), else GPT-2 small's 64 per layer
+        C = L == 6 ? 384 : L == 12 ? 768 : L == 24 ? 1024 : L == 36 ? 1280 : L == 48 ? 1600 : 64 * L;
+    }
+    if (NH == 0) {
+        NH = default_heads(C);
     }
     cfg->num_layers = (int)L;
     cfg->channels = (int)C;

@@ -130,8 +130,11 @@ void gpt2_load(GPT2 *model, const char *path);
 // N(0, 0.02/sqrt(2L)), biases 0, gains 1.
 void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode, unsigned long long seed);
 // Parses "d12" style descriptors: d<L>, optionally followed by c<C> h<NH>
-// v<V> t<maxT> overrides (e.g. d4c128h4v256t256); GPT-2 defaults otherwise.
-// Returns 0 on success, -1 if the string is not a descriptor.
+// v<V> t<maxT> in any order (d2, d8, d4c128, d4c128h4v256t256). Defaults:
+// C from the GPT-2 family (d6 384, d12 768, d24 1024, d36 1280, d48 1600;
+// other depths 64 per layer, GPT-2 small's proportion), heads of 64 channels,
+// V 50257, maxT 1024. Returns 0 on success, -1 if the string is not a
+// descriptor; gpt2_config_error checks the sizes it gives.
 int gpt2_parse_descriptor(const char *descriptor, GPT2Config *config);
 // Checks a config (positive sizes, C % NH, V <= Vp); returns NULL or a reason.
 const char *gpt2_config_error(const GPT2Config *config);
