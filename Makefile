@@ -38,7 +38,11 @@ LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
 # an archive, so each program links only the llmc/ objects it uses
 LLMC_LIB := $(BUILD)/libllmc.a
 
-CPU_PROGRAMS := train_gpt2 test_gpt2 test_equivalence bench_norms bench_gpt2 text_to_shard
+CPU_PROGRAMS := train_gpt2 bench_norms bench_gpt2 text_to_shard
+# every test/test_NAME.c is a test program bin/test_NAME (helpers go elsewhere,
+# without the test_ prefix); a suite in test/suites/ runs it
+TEST_PROGRAMS := $(patsubst test/%.c,%,$(wildcard test/test_*.c))
+CPU_PROGRAMS += $(TEST_PROGRAMS)
 NVCC := $(shell command -v nvcc 2>/dev/null)
 CUDA_PROGRAMS :=
 
@@ -51,7 +55,7 @@ include $(wildcard mk/*.mk)
 
 LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(LLMC_LIB) $(LDLIBS) -o $@
 
-.PHONY: all cpu cuda test demo bench deps clean
+.PHONY: all cpu cuda test check demo bench deps clean
 all: cpu cuda
 cpu: $(addprefix $(BIN)/,$(CPU_PROGRAMS))
 cuda: $(if $(NVCC),$(addprefix $(BIN)/,$(CUDA_PROGRAMS)) $(CUDA_DEV_PROGRAMS),)
@@ -81,9 +85,7 @@ $(LLMC_LIB): $(LLMC_OBJS)
 
 $(BIN)/train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_LIB)
 	$(LINK)
-$(BIN)/test_gpt2: $(BUILD)/test/test_gpt2.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/test_equivalence: $(BUILD)/test/test_equivalence.o $(LLMC_LIB)
+$(BIN)/test_%: $(BUILD)/test/test_%.o $(LLMC_LIB)
 	$(LINK)
 $(BIN)/bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
 	$(LINK)
@@ -98,10 +100,18 @@ deps:
 
 # deps first, then a fresh make for the build: the Makefile looks for OpenBLAS
 # and MPI when it is read, so on a fresh machine the build must start after
-# deps installed them (else the first build would use the portable matmul)
+# deps installed them (else the first build would use the portable matmul).
+# make test: the full suite (CI runs it plain and with SAN=1); test/run_tests.sh
+# NAME... runs some
 test: deps
 	@$(MAKE) --no-print-directory cpu emu
 	@test/run_tests.sh
+
+# make check: the fast tier, under a minute: the suites marked "# tier: check"
+# (test/run_tests.sh --list)
+check: deps
+	@$(MAKE) --no-print-directory cpu
+	@test/run_tests.sh --tier check
 
 demo: deps
 	@$(MAKE) --no-print-directory cpu emu

@@ -9,9 +9,6 @@ $(BIN)/bpe_shards: $(BUILD)/tools/bpe_shards.o $(LLMC_LIB)
 CPU_PROGRAMS += alpaca_to_sft
 $(BIN)/alpaca_to_sft: $(BUILD)/tools/alpaca_to_sft.o $(LLMC_LIB)
 	$(LINK)
-CPU_PROGRAMS += test_dataloader
-$(BIN)/test_dataloader: $(BUILD)/test/test_dataloader.o $(LLMC_LIB)
-	$(LINK)
 CPU_PROGRAMS += sample
 $(BIN)/sample: $(BUILD)/tools/sample.o $(LLMC_LIB)
 	$(LINK)

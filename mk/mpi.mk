@@ -9,7 +9,3 @@ ifneq ($(NO_MPI),1)
     LDLIBS += $(MPI_LIBS)
   endif
 endif
-
-CPU_PROGRAMS += test_comm
-$(BIN)/test_comm: $(BUILD)/test/test_comm.o $(LLMC_LIB)
-	$(LINK)
