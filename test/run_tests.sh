@@ -1,22 +1,98 @@
 #!/usr/bin/env bash
-# foldnorm's test suite (make test). Fresh random seeds every run; set
-# FOLDNORM_TEST_SEED to replay one. Ends with "N passed, N failed".
+# foldnorm's test runner. Every suite is a script test/suites/NAME.sh, run as
+#   test/suites/NAME.sh WORK_DIR [VARIANT]      exit 0 = pass
+# and picked up here by its file name. Lines near a suite's top declare:
+#   # tier: check         part of the fast tier (make check); the runner exports
+#                         FOLDNORM_TEST_TIER=check there, so a suite may run a
+#                         shorter form of itself (make test exports full)
+#   # variants: a b c     the suite runs once per variant, named NAME_a, NAME_b, ...
+#
+#   test/run_tests.sh                 every suite (make test; what CI runs)
+#   test/run_tests.sh --tier check    the fast tier (make check)
+#   test/run_tests.sh NAME...         these suites (a file's name runs all its variants)
+#   test/run_tests.sh --list          the suite names, with the fast tier marked
+# Fresh random seeds every run; FOLDNORM_TEST_SEED=N replays one. Ends with
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-PY=${PYTHON:-/usr/bin/python3}
+
+usage() {
+    sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'
+}
+
+# suite_header FILE KEY: the value of a "# KEY: value" line in the first 20 lines
+suite_header() {
+    head -20 "$1" | sed -n "s/^# $2: *//p" | head -1
+}
+
+# every runnable name, one a line: NAME FILE VARIANT TIER (fast tier first)
+list_suites() {
+    local file name tier variant
+    for file in test/suites/*.sh; do
+        [ -e "$file" ] || continue
+        name=$(basename "$file" .sh)
+        tier=$(suite_header "$file" tier)
+        local variants
+        variants=$(suite_header "$file" variants)
+        if [ -z "$variants" ]; then
+            echo "$name $file - ${tier:-full}"
+        else
+            for variant in $variants; do echo "${name}_$variant $file $variant ${tier:-full}"; done
+        fi
+    done | sort -s -k4,4   # "check" sorts before "full"; the file order stays within each tier
+}
+
+tier=full
+names=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --tier) [ $# -ge 2 ] || { echo "error: --tier needs a value (check or full)" >&2; exit 2; }
+        tier=$2; shift 2
+        [ "$tier" = check ] || [ "$tier" = full ] ||
+            { echo "error: --tier: expected check or full, got '$tier'" >&2; exit 2; } ;;
+    --list) list_suites | awk '{ print $1 ($4 == "check" ? "  (check)" : "") }'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "error: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+    esac
+done
+
+# the selection: named suites (a file's name selects all its variants), else the tier
+all=$(list_suites)
+selected=()
+if [ ${#names[@]} -gt 0 ]; then
+    for want in "${names[@]}"; do
+        match=$(awk -v w="$want" '$1 == w || ($3 != "-" && $2 == "test/suites/" w ".sh")' <<< "$all")
+        if [ -z "$match" ]; then
+            echo "error: no suite named '$want'; the suites are:" >&2
+            awk '{ print "  " $1 }' <<< "$all" >&2
+            exit 2
+        fi
+        while IFS= read -r line; do selected+=("$line"); done <<< "$match"
+    done
+elif [ "$tier" = check ]; then
+    while IFS= read -r line; do selected+=("$line"); done < <(awk '$4 == "check"' <<< "$all")
+else
+    while IFS= read -r line; do selected+=("$line"); done <<< "$all"
+fi
+export FOLDNORM_TEST_TIER=$tier
+
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 export FOLDNORM_TEST_SEED=$seed  # suites derive their seeds from it
+export PYTHON=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d /tmp/foldnorm_test.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 passed=0; failed=0; failures=()
-echo "foldnorm tests: seed $seed (FOLDNORM_TEST_SEED=$seed replays), work dir $work"
+echo "foldnorm tests ($tier tier): seed $seed (FOLDNORM_TEST_SEED=$seed replays), work dir $work"
 
-# run_test NAME COMMAND...: runs the command, logs to $work/NAME.log
-run_test() {
-    local name=$1; shift
-    local t0=$SECONDS
-    if "$@" > "$work/$name.log" 2>&1; then
+# run_suite NAME FILE VARIANT: runs it in its own work dir, logs to $work/NAME.log
+run_suite() {
+    local name=$1 file=$2 variant=$3 t0=$SECONDS
+    local args=("$work/$name")
+    [ "$variant" = - ] || args+=("$variant")
+    mkdir -p "$work/$name"
+    if "$file" "${args[@]}" > "$work/$name.log" 2>&1; then
         passed=$((passed + 1)); echo "PASS $name ($((SECONDS - t0)) s)"
     else
         failed=$((failed + 1)); failures+=("$name"); echo "FAIL $name ($((SECONDS - t0)) s)"
@@ -24,39 +100,9 @@ run_test() {
     fi
 }
 
-# check_reference MODE TAG SEED [reference flags...]: the reference writes a
-# fresh model + debug state, test_gpt2 checks logits, loss, all gradients, steps
-check_reference() {
-    local mode=$1 tag=$2 s=$3; shift 3
-    $PY dev/reference/gpt2.py --mode "$mode" --seed "$s" --model "$work/$tag.bin" \
-        --state "$work/${tag}_state.bin" "$@" && bin/test_gpt2 "$work/$tag.bin" "$work/${tag}_state.bin"
-}
-check_equivalence() {
-    $PY dev/reference/gpt2.py --mode ln --seed "$1" --model "$work/eq.bin" &&
-        bin/test_equivalence "$work/eq.bin" "$2" 60
-}
-
-# 1. logits, loss, every gradient and AdamW steps vs the PyTorch reference
-for mode in ln rms cbwc; do
-    run_test "reference_${mode}_small" check_reference $mode ${mode}_small $seed --steps 10
-    # another shape: 3 layers, 6 heads, T < maxT, V not a multiple of 128, gpt2 init
-    run_test "reference_${mode}_odd" check_reference $mode ${mode}_odd $((seed + 1)) \
-        --L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 5 --lr 3e-3
-done
-
-# 2. LN == CBWC+RMS from the same weights over 60 AdamW steps; rms must differ
-run_test equivalence_ln_cbwc check_equivalence $((seed + 2)) $((seed + 3))
-
-# 3. bad input: each gives a clear error naming the file or flag, exit 1, no crash
-run_test bad_input test/test_bad_input.sh "$work"
-
-# 4. training loop: log lines, checkpoints, resume reproduces the loss lines
-run_test train_resume test/test_train_resume.sh "$work"
-
-# 5. feature suites: every test/suites/*.sh, called with the work dir, exit 0 = pass
-for suite in test/suites/*.sh; do
-    [ -e "$suite" ] || continue
-    run_test "$(basename "$suite" .sh)" "$suite" "$work"
+for line in "${selected[@]}"; do
+    read -r name file variant _ <<< "$line"
+    run_suite "$name" "$file" "$variant"
 done
 
 echo

@@ -4,7 +4,7 @@
 # lines, and resuming from the step-4 checkpoint reproduces the uninterrupted
 # run's loss lines and final weights bit for bit, in every norm mode.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/train_resume
 rm -rf "$work"; mkdir -p "$work"
 cat llmc/*.c llmc/*.h train_gpt2.c > "$work/text.txt"

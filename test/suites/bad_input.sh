@@ -3,7 +3,7 @@
 # (not a signal, not 0) and print an error naming the file or flag and what
 # is wrong. One case per line of output.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/bad_input
 mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# GPT-2 vs the independent PyTorch reference (dev/reference/gpt2.py): the
+# reference writes a fresh model and a debug state, bin/test_gpt2 checks the
+# logits, the loss, every parameter gradient and the losses of AdamW steps.
+# Variants: each norm mode on the default small shape (10 steps), and on an
+# odd one (3 layers, 6 heads, T < maxT, V not a multiple of 128, GPT-2 init).
+# tier: check
+# variants: ln_small ln_odd rms_small rms_odd cbwc_small cbwc_odd
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=${1:-$(mktemp -d)}
+variant=${2:-ln_small}
+mode=${variant%_*} shape=${variant#*_}
+PY=${PYTHON:-/usr/bin/python3}
+seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+echo "reference_$variant: seed $seed"
+[ -x bin/test_gpt2 ] || make -s test_gpt2
+case $shape in
+small) flags=(--seed "$seed" --steps 10) ;;
+odd) flags=(--seed $((seed + 1)) --L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24
+            --init gpt2 --steps 5 --lr 3e-3) ;;
+*) echo "reference: unknown shape '$shape' (small or odd)" >&2; exit 2 ;;
+esac
+$PY dev/reference/gpt2.py --mode "$mode" "${flags[@]}" --model "$work/$variant.bin" \
+    --state "$work/${variant}_state.bin"
+bin/test_gpt2 "$work/$variant.bin" "$work/${variant}_state.bin"
