@@ -19,9 +19,6 @@ $(BIN)/bench_tokenizer: $(BUILD)/dev/bench/bench_tokenizer.o $(LLMC_LIB)
 CPU_PROGRAMS += gcide_to_alpaca
 $(BIN)/gcide_to_alpaca: $(BUILD)/tools/gcide_to_alpaca.o $(LLMC_LIB)
 	$(LINK)
-CPU_PROGRAMS += test_gcide
-$(BIN)/test_gcide: $(BUILD)/test/test_gcide.o $(LLMC_LIB)
-	$(LINK)
 # Hugging Face GPT-2 checkpoints (safetensors) in and out
 CPU_PROGRAMS += hf_gpt2
 $(BIN)/hf_gpt2: $(BUILD)/tools/hf_gpt2.o $(LLMC_LIB)
