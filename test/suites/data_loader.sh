@@ -3,6 +3,7 @@
 # rank slices, save/restore, SFT masks; then bad shards through train_gpt2:
 # wrong magic, truncated plain and SFT shards, a bad mask byte, mixed kinds,
 # too short for one batch: clear error naming the file, non-zero exit.
+# tier: check
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/data_loader

@@ -2,6 +2,7 @@
 # The zero-mean analysis (foldcheck): built-in GPT-2/ViT/Swin verdicts,
 # adversarial graphs, the trainer's cbwc set, soundness by execution on
 # random graphs, the example graphs, and bad graph files / arguments.
+# tier: check
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/graph_analysis
