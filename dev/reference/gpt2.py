@@ -19,7 +19,7 @@ Norm modes (eps = 1e-5 everywhere):
         and every attention / MLP output projection (each input column centred
         over the outputs, bias centred).  The centring happens inside the
         forward, so autograd yields the centred gradient dW = P dV.
-  ln and cbwc are the same function of the stored weights (docs: cbwc-math.md).
+  ln and cbwc are the same function of the stored weights (docs/math.md).
 
 Only the standard library, numpy and torch are used; everything is fp32.
 Run with Debian's interpreter:  /usr/bin/python3 dev/reference/gpt2.py -h

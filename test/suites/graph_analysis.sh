@@ -17,7 +17,7 @@ bin/test_graph || fails=$((fails + 1))
 bin/test_graph_soundness $((seed + 11)) 2000 || fails=$((fails + 1))
 
 # last_line NET EXPECTED: foldcheck's summary line. The expected counts are
-# worked out by hand (cbwc-math.md section 3), not taken from the tool:
+# worked out by hand (docs/math.md section 3), not taken from the tool:
 #   GPT-2 d12: 2L+1 = 25 LNs, S = wte, wpe, 12 attn c_proj, 12 mlp c_proj = 26
 #   ViT-Tiny:  2*12+1 = 25 LNs, S = patch conv, cls, pos, 12 proj, 12 fc2 = 27
 #   Swin-Tiny: 1 patch norm + 2*(2+2+6+2) block LNs + 3 merging + final = 29;
