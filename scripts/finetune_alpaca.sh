@@ -10,8 +10,8 @@
 # train_gpt2 (defaults: -b 4 -t 256 -x 200 -l 1e-4 -v 20 -m 10 -s 100; on a
 # data set too small for one such batch, such as the README's
 # test/fixtures/alpaca_fixture.json, -b and then -t shrink until a batch
-# fits the smaller shard). Env SFT_T sets the context, SFT_VAL the number of
-# val records.
+# fits the smaller shard; a model file's maxT caps -t). Env SFT_T sets the
+# context, SFT_VAL the number of val records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 3 ]; then
@@ -20,6 +20,11 @@ if [ $# -lt 3 ]; then
 fi
 json=$1 model=$2 out=$3; shift 3
 T=${SFT_T:-256}
+# a model file's maxT (header slot 2) caps the context
+if [ -f "$model" ]; then
+    maxT=$(od -An -t d4 -j 8 -N 4 "$model" | tr -d ' ')
+    [ "$maxT" -gt 0 ] 2>/dev/null && [ "$T" -gt "$maxT" ] && T=$maxT
+fi
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
 [ -x bin/alpaca_to_sft ] && [ -x bin/train_gpt2 ] || make -s alpaca_to_sft train_gpt2
 [ -f "$json" ] || { echo "error: $json: no such Alpaca JSON file" >&2; exit 1; }
@@ -37,6 +42,6 @@ B=4
 while [ $((B * T + 1)) -gt "$fit" ] && [ $B -gt 1 ]; do B=$((B / 2)); done
 while [ $((B * T + 1)) -gt "$fit" ] && [ "$T" -gt 8 ]; do T=$((T / 2)); done
 [ "$B" -eq 4 ] && [ "$T" -eq "${SFT_T:-256}" ] ||
-    echo "finetune_alpaca.sh: a small data set (smallest shard $fit tokens): -b $B -t $T" >&2
+    echo "finetune_alpaca.sh: for this model and data set (smallest shard $fit tokens): -b $B -t $T" >&2
 bin/train_gpt2 -e "$model" -i "$out/sft_train_*.bin" -j "$out/sft_val_*.bin" -sft 1 \
     -b "$B" -t "$T" -x 200 -l 1e-4 -v 20 -m 10 -s 100 -o "$out" "$@"
