@@ -16,6 +16,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# threads sleep at a barrier instead of spinning: the same results, and on a
+# shared, loaded machine 10-20x less time (a spinning thread holds the core
+# its partner needs); on a quiet one the tests' small steps hardly notice
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 usage() {
     sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'
