@@ -17,7 +17,7 @@ jpegs=/usr/share/doc/opencv-doc/examples/data
 
 # ---- the placeholders' stand-ins
 tiny=d1c8h2v50257t128  # a GPT-2-vocabulary model, tiny
-mkdir -p "$work/out" "$work/x" "$work/gcide"  # (-o and the converters create no parent folders)
+mkdir -p "$work/x" "$work/gcide"  # (bpe_shards and gcide_to_alpaca create no folders)
 printf 'In the beginning God created the heaven and the earth.\n' > "$work/FILE"
 printf 'A first document.<|endoftext|>And a second one, a little longer.<|endoftext|>' > "$work/TEXT"
 for class in fruit scenes; do mkdir -p "$work/imagenet100/$class"; done
@@ -36,7 +36,7 @@ rewrite() {
         -e "s#\bgpt2_124M\.bin\b#$work/gpt2_124M.bin#g" -e "s#\bdata/x/x\b#$work/x/x#g" \
         -e "s#\balpaca_data\.json\b#test/fixtures/alpaca_fixture.json#g" \
         -e "s#\bmy_net\.txt\b#docs/graphs/post_ln.txt#g" -e "s#\bimagenet100/#$work/imagenet100/#g" \
-        -e "s#\bdata/in100\b#$work/in100#g" -e "s#\bdata/gcide/instr\b#$work/gcide/instr#g" <<< "$1"
+        -e "s#\bdata/in100#$work/in100#g" -e "s#\bdata/gcide/instr\b#$work/gcide/instr#g" <<< "$1"
 }
 
 # how CMD runs here: "run EXTRA_FLAGS" or "skip REASON" (the README's text, comment removed)
@@ -53,9 +53,9 @@ how() {
     "bin/train_gpt2 -o out/d12 -y 1") echo "run $small -x 3" ;;
     "bin/train_gpt2 -N ln -x 300 -o out/kjv") echo "run -e $tiny $small -x 3" ;;  # model_00000003
     "scripts/vit_fashion.sh") echo "skip minutes: ViT and Swin in 3 modes on all of Fashion-MNIST" ;;
-    "bin/train_vit -m "*) echo "run -x 2 -b 16 -nt 64 -ne 32" ;;
+    "bin/train_vit -e vit "*|"bin/train_vit -e swin "*) echo "run -x 2 -b 16 -nt 64 -ne 32" ;;
     "bin/images_to_shard -i imagenet100/ "*) echo "run" ;;
-    "bin/train_vit -c swin-tiny -sh data/in100") echo "run -x 1 -b 2" ;;
+    "bin/train_vit -e swin-tiny -i data/in100_train.bin") echo "run -x 1 -b 2" ;;
     "scripts/vit_bench.sh") echo "skip minutes: a benchmark against PyTorch" ;;
     "bin/tokenizer "*|"scripts/prepare_kjv.sh"|"bin/bpe_shards "*|"bin/gcide_to_alpaca "*) echo "run" ;;
     "scripts/prepare_gcide.sh") echo "skip minutes: 16M tokens (suite data_gcide reads GCIDE)" ;;
