@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's examples run as written: every command line in README.md's
 # ```sh blocks, in order, at tiny sizes. out/ and the placeholder files
-# (FILE, TEXT, gpt2_124M.bin, alpaca_data.json, imagenet100/, ...) point into
-# the work folder (a run of 300 steps takes 3: model_00000300.bin is then
-# model_00000003.bin); the table below appends the flags that make a run tiny
+# (FILE, TEXT, gpt2_124M.bin, alpaca_data.json, imagenet100/, out/ln, ...)
+# point into the work folder (a run of 300 steps takes 3: model_00000300.bin
+# is then model_00000003.bin); the table below appends the flags that make a run tiny
 # (a later flag wins) or says why a command is left out. A command the table
 # does not know fails the suite: a new README example needs a line here.
 set -uo pipefail
@@ -28,6 +28,10 @@ cp "$jpegs"/apple.jpg "$jpegs"/orange.jpg "$jpegs"/fruits.jpg "$work/imagenet100
 bin/train_gpt2 -e $tiny -b 1 -t 8 -x 1 -v 0 -o "$work/llmc" > "$work/llmc.log" 2>&1 &&
     cp "$work/llmc/model_00000001.bin" "$work/gpt2_124M.bin" ||
     { cat "$work/llmc.log"; echo "FAIL: making a stand-in for gpt2_124M.bin"; exit 1; }
+for mode in ln cbwc; do  # two runs' main.log for plot_runs.py
+    bin/train_gpt2 -e $tiny -N $mode -b 1 -t 8 -x 4 -v 2 -m 1 -o "$work/out/$mode" > "$work/$mode.log" 2>&1 ||
+        { cat "$work/$mode.log"; echo "FAIL: a $mode run for plot_runs.py"; exit 1; }
+done
 
 # rewrite CMD: the command with its paths pointing into the work folder
 rewrite() {
@@ -36,7 +40,8 @@ rewrite() {
         -e "s#\bgpt2_124M\.bin\b#$work/gpt2_124M.bin#g" -e "s#\bdata/x/x\b#$work/x/x#g" \
         -e "s#\balpaca_data\.json\b#test/fixtures/alpaca_fixture.json#g" \
         -e "s#\bmy_net\.txt\b#docs/graphs/post_ln.txt#g" -e "s#\bimagenet100/#$work/imagenet100/#g" \
-        -e "s#\bdata/in100#$work/in100#g" -e "s#\bdata/gcide/instr\b#$work/gcide/instr#g" <<< "$1"
+        -e "s#\bdata/in100#$work/in100#g" -e "s#\bdata/gcide/instr\b#$work/gcide/instr#g" \
+        -e "s#\bcurves\.png\b#$work/curves.png#g" <<< "$1"
 }
 
 # how CMD runs here: "run EXTRA_FLAGS" or "skip REASON" (the README's text, comment removed)
@@ -65,6 +70,8 @@ how() {
     "bin/test_fold "*) echo "run -g 10" ;;
     "bin/foldcheck "*|"bin/fold "*|"bin/test_gpt2 "*) echo "run" ;;
     "/usr/bin/python3 dev/reference/gpt2.py "*) echo "run" ;;
+    "scripts/study.sh "*" quick") echo "skip suite study_quick runs the quick studies" ;;
+    "scripts/plot_runs.py "*) echo "run" ;;
     *) echo "unknown" ;;
     esac
 }
