@@ -1,4 +1,4 @@
-// CBWC on the GPU (llmc/cbwc.c, cbwc-math.md section 2).
+// CBWC on the GPU (llmc/cbwc.c, docs/math.md section 2).
 //   projection: V = P W (every input column of W (OC, IC) centred over the
 //     OC outputs) and P b, for all L layers of a stacked (L, OC, IC) tensor
 //     in one launch; fused with the AdamW step of W in training, so that each

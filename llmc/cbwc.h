@@ -1,4 +1,4 @@
-// Column-based weight centring (cbwc-math.md section 2).
+// Column-based weight centring (docs/math.md section 2).
 // For a linear layer with W (OC, IC): V = P W, P = I - (1/OC) 1 1^T, i.e.
 // every input column of W centred over the outputs; the bias likewise.
 #ifndef FOLDNORM_CBWC_H

@@ -1,6 +1,6 @@
 // Token + position embedding on the GPU (llmc/encoder.c). In cbwc the
 // rows are centred at the read: out = (e - mean(e)) + (p - mean(p))
-// (cbwc-math.md section 3); the backward centres the gradient rows likewise.
+// (docs/math.md section 3); the backward centres the gradient rows likewise.
 #ifndef FOLDNORM_ENCODER_CUH
 #define FOLDNORM_ENCODER_CUH
 

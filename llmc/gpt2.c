@@ -409,7 +409,7 @@ static void residual_add(float *out, const float *a, const float *b, size_t n) {
     }
 }
 
-// V = P W and P b for every attn c_proj and mlp c_proj (cbwc-math.md
+// V = P W and P b for every attn c_proj and mlp c_proj (docs/math.md
 // section 2), recomputed from the proxy weights after each update.
 static void cbwc_refresh(GPT2 *model) {
     const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
@@ -457,7 +457,7 @@ static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, f
 }
 
 // Folded tied head: wte holds V = W - m 1^T, so h . W_t = h . V_t + m_t sum_c h_c
-// (cbwc-math.md section 4).
+// (docs/math.md section 4).
 static void tied_head_mean_correction(float *logits, const float *h, const float *row_means,
                                       int BT, int C, int Vp) {
 #pragma omp parallel for schedule(static)
@@ -517,7 +517,7 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
-    // tied head reads the proxy wte in every mode (cbwc-math.md section 4)
+    // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     if (model->mode == MODE_FOLDED) {
         tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);

@@ -4,7 +4,7 @@
 //   rms  every norm is RMSNorm (gain and bias), nothing centred
 //   cbwc every norm is RMSNorm and the layers feeding the residual stream
 //        (wte as embedding, wpe, attn c_proj, mlp c_proj) use CBWC; the LM
-//        head reads the proxy wte (cbwc-math.md sections 2-4).
+//        head reads the proxy wte (docs/math.md sections 2-4).
 #ifndef FOLDNORM_GPT2_H
 #define FOLDNORM_GPT2_H
 
@@ -22,7 +22,7 @@
 // MODE_FOLDED (norm_mode.h) files are written by bin/fold from an ln model:
 // every norm RMSNorm, wte/wpe rows and attn/mlp c_proj already centred (V, P b),
 // and the tied head reads V plus m_t = mean(W_t) stored after the parameters
-// (cbwc-math.md sections 4-5).
+// (docs/math.md sections 4-5).
 // folded files: slot 9 = number of LNs turned into RMSNorm, slot 10 = which
 // tensors hold centred weights (GPT2_FOLDED_* bits)
 #define GPT2_HEADER_SLOT_FOLDED_NORMS 9

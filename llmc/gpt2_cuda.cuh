@@ -323,7 +323,7 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
                                   a.residual2 + lbtc, branch, p.lnfw, p.lnfb, BT, C, st);
         }
     }
-    // tied head reads the proxy wte in every mode (cbwc-math.md section 4)
+    // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     m->logits_are_grads = 0;
     if (targets == NULL) {

@@ -1,4 +1,4 @@
-// Folding a trained ln-mode GPT-2 into an inference model (cbwc-math.md
+// Folding a trained ln-mode GPT-2 into an inference model (docs/math.md
 // sections 3-5): the zero-mean analysis of its graph decides which norms
 // become RMSNorm and which layers hold V and the centred bias.
 #include "gpt2_fold.h"

@@ -1,4 +1,4 @@
-// Folds a GPT-2 trained in ln mode (cbwc-math.md sections 3-5): the
+// Folds a GPT-2 trained in ln mode (docs/math.md sections 3-5): the
 // zero-mean analysis of its graph (graph.h) gives the norms that become
 // RMSNorm and the layers to centre; wte rows are centred with their means
 // m_t kept for the tied head, wpe rows centred, attn/mlp c_proj hold V and

@@ -1,4 +1,4 @@
-// The graph container and the zero-mean analysis (cbwc-math.md section 3).
+// The graph container and the zero-mean analysis (docs/math.md section 3).
 #include "graph.h"
 
 #include <stdio.h>

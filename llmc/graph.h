@@ -1,5 +1,5 @@
 // A small description of a network as a graph of tensors over tokens, and
-// the zero-mean analysis (cbwc-math.md section 3, the paper's Algorithm 1):
+// the zero-mean analysis (docs/math.md section 3, the paper's Algorithm 1):
 // which LayerNorms see an input that is zero-mean over the feature axis once
 // a set S of linear layers uses CBWC, so that LN can be replaced by RMSNorm.
 // The text format is documented in docs/graph-format.md.
@@ -80,8 +80,8 @@ typedef struct {
 // scalar ops, token moves, the v input of single-head attention). A layer
 // whose shift would reach anything else (a feature concat that mixes tokens
 // with different shifts, a linear layer, a nonlinearity, a graph output) is
-// not shift-safe and is never a zero-mean source; cbwc-math.md section 3
-// omits this condition (its Swin example is inexact: docs/graph-format.md).
+// not shift-safe and is never a zero-mean source (docs/math.md section 3; a
+// zero-mean-only rule is inexact for Swin: docs/graph-format.md).
 typedef struct {
     int num_nodes;
     int words;            // uint64 words per bitset

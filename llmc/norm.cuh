@@ -1,6 +1,6 @@
 // LayerNorm and RMSNorm (gain and bias, eps 1e-5) fused with the residual
 // add, one warp per row of (N, C), 16-byte accesses; C % PACK_X == 0.
-// Same math as llmc/layernorm.c and llmc/rmsnorm.c (cbwc-math.md section 1).
+// Same math as llmc/layernorm.c and llmc/rmsnorm.c (docs/math.md section 1).
 //   forward:  residual_out = a + b (b may be NULL: then x = a, nothing written),
 //             out = g xhat + bias, xhat = (x - mu) rstd (LN) or x rstd (RMS)
 //   backward: dresidual += dnorm/dx (dout); gain/bias gradients summed in a

@@ -1,5 +1,5 @@
 // LayerNorm and RMSNorm over the last axis of (N, C), both with gain and bias
-// (cbwc-math.md section 1), eps = 1e-5, as one kernel (norm.c). The per-row
+// (docs/math.md section 1), eps = 1e-5, as one kernel (norm.c). The per-row
 // statistics kept for the backward pass are rstd (both) and mean (LayerNorm only).
 //   LN:  y = g (x - mu) / sqrt(var + eps) + b
 //   RMS: y = g x / sqrt(mean(x^2) + eps) + b

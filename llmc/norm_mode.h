@@ -1,4 +1,4 @@
-// Which norm a model uses (cbwc-math.md sections 1-4), shared by GPT-2, ViT
+// Which norm a model uses (docs/math.md sections 1-4), shared by GPT-2, ViT
 // and Swin and stored in their model files' headers:
 //   ln     every norm is LayerNorm
 //   rms    every norm is RMSNorm (gain and bias), nothing centred

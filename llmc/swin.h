@@ -14,8 +14,8 @@
 // reader of a stream S writes into is blind to a per-token shift (a norm, a
 // centring op). PatchMerging is not: its 2x2 concat puts four tokens'
 // different offsets side by side, so centring a stage that feeds a merge
-// changes the next merging norm's input (cbwc-math.md section 3 misses this;
-// dev/reference/swin.py confirms it). Hence:
+// changes the next merging norm's input (docs/math.md section 3, the shift
+// condition; dev/reference/swin.py confirms it). Hence:
 //   - the patch norm: foldable (S = the patch linear);
 //   - without the centring ops: the last stage's block norms and the final
 //     norm (S = its reduction, attn projs, fc2s); every other norm stays LN;

@@ -104,7 +104,7 @@ static void vit_allocate_activations(ViT *model, int B) {
     model->batch_size = B;
 }
 
-// The centred copies of the stream writers (cbwc-math.md sections 2-3):
+// The centred copies of the stream writers (docs/math.md sections 2-3):
 // V = P W and P b for the patch embedding, attn proj and mlp fc2; cls and
 // every pos row centred over C. Recomputed from the proxy weights after each update.
 static void vit_refresh_centred(ViT *model) {

@@ -4,7 +4,7 @@
 //   ln   every norm is LayerNorm
 //   rms  every norm is RMSNorm (gain and bias), nothing centred
 //   cbwc every norm is RMSNorm and everything that writes the residual
-//        stream is centred (cbwc-math.md section 3): the patch-embedding
+//        stream is centred (docs/math.md section 3): the patch-embedding
 //        linear (CBWC), the cls token and every position-embedding row
 //        (centred over C), and every attn proj and mlp fc2 (CBWC).
 //        The head reads the final norm's output and is not centred.

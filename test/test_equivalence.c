@@ -1,4 +1,4 @@
-// LN == CBWC+RMS (cbwc-math.md section 2, Proposition): from the same initial
+// LN == CBWC+RMS (docs/math.md section 2, Proposition): from the same initial
 // weights, modes ln and cbwc give the same logits and gradients, and the same
 // loss at every AdamW step of a run; mode rms (plain RMSNorm, a different
 // model) must not, which shows the test can fail.

@@ -197,7 +197,7 @@ static double worst_loss_gap(const float *a, const float *b, int n) {
     return worst;
 }
 
-// 2. LN == CBWC+RMS from the same weights (cbwc-math.md section 2); rms differs
+// 2. LN == CBWC+RMS from the same weights (docs/math.md section 2); rms differs
 static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int steps, double rel_tol,
                              double loss_tol) {
     const size_t BT = (size_t)s->B * s->T, Vp = (size_t)host->config.padded_vocab_size;

@@ -1,5 +1,5 @@
 // Checks the zero-mean analysis (llmc/graph.h) on the networks whose answer
-// cbwc-math.md section 3 works out by hand (GPT-2, ViT, Swin), on adversarial
+// docs/math.md section 3 works out by hand (GPT-2, ViT, Swin), on adversarial
 // graphs, on bad graph text, against the set the GPT-2 trainer's cbwc mode
 // centres, and the analysis time of a 1000-node graph. One line per check.
 #include <stdio.h>
@@ -189,7 +189,7 @@ static const Adversarial ADVERSARIAL[] = {
     {"feature concat with one non-zero-mean part",
      "input x dim=8\nlinear a x out=4\nlinear b x out=4\nrelu r b\nconcat c a r\nlayernorm n c\n", "", "n", "a", 0},
     // zero-mean, but centring a and b shifts the two parts by different
-    // amounts: LN(concat) would change (Swin's PatchMerging, cbwc-math.md 3)
+    // amounts: LN(concat) would change (Swin's PatchMerging, docs/math.md 3)
     {"feature concat of zero-mean parts",
      "input x dim=8\nlinear a x out=4\nlinear b x out=6\nconcat c a b\nlayernorm n c\n", "", "n", "a", 0},
     {"feature concat of centred parts (explicit centring ops)",

@@ -87,7 +87,7 @@ static Tensor run_param(const GraphNode *n, Rng *r, int centre) {
 }
 
 // linear, conv (a linear over patches) and embedding (one-hot of a token id
-// read from x); with centre, V = P W and b~ = b - mean(b) (cbwc-math.md section 2).
+// read from x); with centre, V = P W and b~ = b - mean(b) (docs/math.md section 2).
 static Tensor run_linear(const GraphNode *n, const Tensor *x_in, Rng *r, int centre) {
     int IC = n->op == OP_EMBEDDING ? n->vocab : x_in->dim, OC = n->dim;
     double *W = malloc_check((size_t)OC * IC * sizeof(double), "W");

@@ -11,7 +11,7 @@
 //   from the same weights, ln and cbwc give the same logits, loss and
 //   gradients and the same losses over STEPS AdamW steps on fresh random
 //   batches; rms (a different model) does not. Also asserts the centred set
-//   of cbwc-math.md section 3 for ViT: with patch embedding, cls, pos, attn
+//   of docs/math.md section 3 for ViT: with patch embedding, cls, pos, attn
 //   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
 //   foldable), while in ln mode it is not.
 #include <limits.h>
@@ -142,7 +142,7 @@ static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept
     }
 }
 
-// The foldable sets derived by hand (cbwc-math.md section 3, corrected for
+// The foldable sets derived by hand (docs/math.md section 3, corrected for
 // PatchMerging, see llmc/swin.h): ViT every norm; Swin the patch norm, with
 // the centring ops everything, else the last stage's blocks and the final norm.
 static int check_foldable_sets(const Classifier *model) {

@@ -1,6 +1,6 @@
 // fold: turns a GPT-2 model trained in ln or cbwc mode (or any llm.c GPT-2 file) into
 // an inference model whose foldable LNs are RMSNorm and whose CBWC layers
-// hold V and the centred bias directly (cbwc-math.md sections 3-5). Which
+// hold V and the centred bias directly (docs/math.md sections 3-5). Which
 // norms fold and which layers are centred comes from the zero-mean analysis
 // of the model's graph (llmc/gpt2_fold.c), not from a fixed list.
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // foldcheck: which LayerNorms of a network can become RMSNorm once a set of
-// linear layers uses CBWC (cbwc-math.md section 3). Reads a GPT-2 model file,
+// linear layers uses CBWC (docs/math.md section 3). Reads a GPT-2 model file,
 // a graph text file (docs/graph-format.md) or a built-in config name.
 #include <stdint.h>
 #include <stdio.h>
@@ -85,7 +85,7 @@ static void print_report(const Graph *g, const GraphAnalysis *a, double ms) {
                 strcmp(g->nodes[i].weight, g->nodes[j].weight) == 0 &&
                 (!graph_bit(a->cbwc_set, j) || g->nodes[j].op != g->nodes[i].op)) {
                 printf("note: weight %s is centred for %s but %s reads it uncentred: keep both "
-                       "(for a tied GPT-2 head: V plus m_t = mean(W_t), cbwc-math.md section 4)\n",
+                       "(for a tied GPT-2 head: V plus m_t = mean(W_t), docs/math.md section 4)\n",
                        g->nodes[i].weight, g->nodes[i].name, g->nodes[j].name);
             }
         }

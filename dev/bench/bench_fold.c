@@ -1,4 +1,4 @@
-// Inference benchmark, folded vs LN (cbwc-math.md sections 5 and 7): GPT-2
+// Inference benchmark, folded vs LN (docs/math.md sections 5 and 7): GPT-2
 // forward only (logits for all positions, no loss) of one random-init ln
 // model and its fold, side by side in one process: per (B, T) the two
 // forwards alternate (order rotated every round) and the medians are

@@ -218,7 +218,7 @@ static double check_kind(NormKind kind, Buffers *b) {
         if (kind == NORM_LAYER) {
             check_close(&s, b->mean[n], mu, "mean");
         }
-        // cbwc-math.md section 1: dx = rs (dxhat - [mean(dxhat)] - xhat mean(dxhat xhat))
+        // docs/math.md section 1: dx = rs (dxhat - [mean(dxhat)] - xhat mean(dxhat xhat))
         double m1 = 0.0, m2 = 0.0;
         for (int c = 0; c < C; c++) {
             double xhat = (x[c] - mu) * rs;
