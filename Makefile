@@ -114,7 +114,7 @@ check: deps
 	@test/run_tests.sh --tier check
 
 demo: deps
-	@$(MAKE) --no-print-directory cpu emu
+	@$(MAKE) --no-print-directory cpu
 	@scripts/demo.sh
 
 bench: deps

@@ -7,7 +7,6 @@
 //                                   model exports as the LayerNorm GPT-2 of its proxy
 //                                   weights (the same function: identical logits)
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,8 +143,7 @@ static void import_model(const char *src, const char *out_path) {
 static void export_model(const char *model_path, const char *dir) {
     GPT2 model;
     gpt2_load(&model, model_path);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) fatal("%s: cannot create the folder: %s", dir, strerror(errno));
-    if (!is_directory(dir)) fatal("%s: exists and is not a folder", dir);
+    make_directories(dir);
     hf_gpt2_export(&model, dir);
     printf("%s (%s) -> %s/model.safetensors + config.json%s\n", model_path, norm_mode_name(model.mode), dir,
            model.mode == MODE_CBWC ? ": the LayerNorm GPT-2 of its proxy weights (identical logits)" : "");
