@@ -14,54 +14,23 @@
 #include "norm.h"
 #include "patch_embed.h"
 #include "rand.h"
+#include "swin_window.h"
 #include "utils.h"
 
-#define SWIN_MASK_VALUE (-100.0f) // the official code's mask for cross-region pairs
-
-// The window-order -> image-token permutation (cyclic shift by -shift, then
-// window partition), the relative position index and the shifted-window mask.
+// The window-order -> image-token permutation, the relative position index
+// and the shifted-window mask (swin_window.h).
 static void block_build_tables(SwinBlock *blk) {
-    const int res = blk->res, W = blk->window, s = blk->shift, T = blk->T;
-    const int per_side = res / W;
+    const int W = blk->window, T = blk->T;
     blk->perm = malloc_check((size_t)blk->N * sizeof(int), "window permutation");
-    for (int wy = 0; wy < per_side; wy++) {
-        for (int wx = 0; wx < per_side; wx++) {
-            for (int iy = 0; iy < W; iy++) {
-                for (int ix = 0; ix < W; ix++) {
-                    int j = (wy * per_side + wx) * T + iy * W + ix;
-                    int y = (wy * W + iy + s) % res, x = (wx * W + ix + s) % res;
-                    blk->perm[j] = y * res + x;
-                }
-            }
-        }
-    }
+    swin_window_perm(blk->perm, blk->res, W, blk->shift);
     blk->rel_index = malloc_check((size_t)T * T * sizeof(int), "relative position index");
-    for (int i = 0; i < T; i++) {
-        for (int j = 0; j < T; j++) {
-            int dy = i / W - j / W + W - 1, dx = i % W - j % W + W - 1;
-            blk->rel_index[i * T + j] = dy * (2 * W - 1) + dx;
-        }
-    }
+    swin_relative_index(blk->rel_index, W);
     blk->mask = NULL;
     blk->nbias = 1;
-    if (s > 0) {
+    if (blk->shift > 0) {
         blk->nbias = blk->nW;
         blk->mask = malloc_check((size_t)blk->nW * T * T * sizeof(float), "shift mask");
-        for (int w = 0; w < blk->nW; w++) {
-            int wy = w / per_side, wx = w % per_side;
-            for (int i = 0; i < T; i++) {
-                for (int j = 0; j < T; j++) {
-                    // region label of a position in the shifted frame: 3 bands per axis
-                    int yi = wy * W + i / W, xi = wx * W + i % W;
-                    int yj = wy * W + j / W, xj = wx * W + j % W;
-                    int li = (yi < res - W ? 0 : yi < res - s ? 1 : 2) * 3 +
-                             (xi < res - W ? 0 : xi < res - s ? 1 : 2);
-                    int lj = (yj < res - W ? 0 : yj < res - s ? 1 : 2) * 3 +
-                             (xj < res - W ? 0 : xj < res - s ? 1 : 2);
-                    blk->mask[((size_t)w * T + i) * T + j] = li == lj ? 0.0f : SWIN_MASK_VALUE;
-                }
-            }
-        }
+        swin_shift_mask(blk->mask, blk->res, W, blk->shift);
     }
     blk->bias = malloc_check((size_t)blk->nbias * blk->NH * T * T * sizeof(float), "score bias");
 }
@@ -289,28 +258,6 @@ static const float *effective(const Swin *m, size_t offset, int centred_layer) {
                                                  : m->params_memory + offset;
 }
 
-// 2x2 patch merging, the official order: parts (dy, dx) = (0,0), (1,0), (0,1), (1,1).
-static void merge_rows(float *merged, float *x, int B, int res_out, int C, int scatter) {
-    const int res_in = 2 * res_out;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++) {
-        for (int t = 0; t < res_out * res_out; t++) {
-            int y = t / res_out, xo = t % res_out;
-            for (int part = 0; part < 4; part++) {
-                int dy = part & 1, dx = part >> 1;
-                float *m = merged + (((size_t)b * res_out * res_out + t) * 4 + part) * C;
-                float *src = x + ((size_t)b * res_in * res_in + (size_t)(2 * y + dy) * res_in +
-                                  (2 * xo + dx)) * C;
-                if (scatter) {
-                    memcpy(src, m, (size_t)C * sizeof(float));
-                } else {
-                    memcpy(m, src, (size_t)C * sizeof(float));
-                }
-            }
-        }
-    }
-}
-
 static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     const float *p = m->params_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
@@ -318,16 +265,7 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->off->ln1w, p + k->off->ln1b, BN, C);
     matmul_forward(k->qkv, k->ln1, p + k->off->qkvw, p + k->off->qkvb, BN, C, 3 * C);
     // score bias: relative position bias (+ the shift mask of window w)
-    const float *rpb = p + k->off->rpb;
-    for (int w = 0; w < k->nbias; w++) {
-        for (int h = 0; h < NH; h++) {
-            float *dst = k->bias + ((size_t)w * NH + h) * T * T;
-            for (int ij = 0; ij < T * T; ij++) {
-                dst[ij] = rpb[(size_t)k->rel_index[ij] * NH + h] +
-                          (k->mask != NULL ? k->mask[(size_t)w * T * T + ij] : 0.0f);
-            }
-        }
-    }
+    swin_score_bias(k->bias, p + k->off->rpb, k->rel_index, k->mask, k->nbias, NH, T);
     // the windows (cyclic shift + partition) are read and written in place through perm
     attention_bidir_forward(k->atty_img, k->att, k->qkv, k->bias, k->nbias, k->perm, k->nW,
                             B * k->nW, T, C, NH);
@@ -371,7 +309,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
                 cbwc_centre_rows(m->s_branch, x, B * 4 * mg->N_out, mg->C_in);
                 x = m->s_branch;
             }
-            merge_rows(mg->merged, (float *)x, B, mg->res_out, mg->C_in, 0);
+            swin_patch_merge_forward(mg->merged, x, B, mg->res_out, mg->C_in);
             norm_forward(norm_kind(m, mg->rms_in_cbwc), mg->normed, mg->mean, mg->rstd, mg->merged,
                          p + mg->off->normw, p + mg->off->normb, n, 4 * mg->C_in);
             matmul_forward(mg->out, mg->normed, effective(m, mg->off->redw, mg->centred_reduction), NULL,
@@ -447,12 +385,7 @@ static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int 
     attention_bidir_backward(m->s_dqkv, m->s_dscore_sum, m->s_datty, k->qkv, k->att, k->perm,
                              k->nW, G, T, C, NH);
     // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
-    float *drpb = g + k->off->rpb;
-    for (int h = 0; h < NH; h++) {
-        for (int ij = 0; ij < T * T; ij++) {
-            drpb[(size_t)k->rel_index[ij] * NH + h] += m->s_dscore_sum[(size_t)h * T * T + ij];
-        }
-    }
+    swin_bias_table_backward(g + k->off->rpb, m->s_dscore_sum, k->rel_index, NH, T);
     matmul_backward_set_dinp(m->s_dln, g + k->off->qkvw, g + k->off->qkvb, m->s_dqkv, k->ln1, p + k->off->qkvw, BN,
                              C, 3 * C);
     norm_backward(kind, d, g + k->off->ln1w, g + k->off->ln1b, m->s_dln, x, p + k->off->ln1w, k->ln1_mean,
@@ -498,7 +431,7 @@ void swin_backward(Swin *m, float loss_scale) {
             memset(m->s_datty, 0, (size_t)n * C4 * sizeof(float));
             norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->off->normw, g + mg->off->normb,
                           m->s_dln, mg->merged, p + mg->off->normw, mg->mean, mg->rstd, n, C4);
-            merge_rows(m->s_datty, other, B, mg->res_out, mg->C_in, 1);
+            swin_patch_merge_backward(other, m->s_datty, B, mg->res_out, mg->C_in);
             if (c->centre_ops) {
                 cbwc_centre_rows(other, other, B * 4 * mg->N_out, mg->C_in);
             }
