@@ -27,11 +27,13 @@ CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy encoder \
                   gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
+                  attention_bidir swin_window \
                   schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets)
 CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -fopenmp $(CUDA_LDLIBS) -o $@
-$(CUDA_HOST_LIB): $(CUDA_HOST_OBJS)
+# rebuilt when the list above changes too (an old library would lack an object added to it)
+$(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
 	rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(filter %.o,$^)
 
 CUDA_PROGRAMS += train_gpt2cu test_gpt2cu train_gpt2fp32cu test_gpt2fp32cu
 
@@ -57,7 +59,8 @@ CUDA_DEV_PROGRAMS := $(foreach s,$(CUDA_DEV_SRCS),$(BUILD)/$(s:.cu=)_bf16 $(BUIL
 .PHONY: cuda-dev
 .PRECIOUS: $(BUILD)/cuda/dev/cuda/%.o
 cuda-dev: $(CUDA_DEV_PROGRAMS)
-# the checks' oracles are the llmc/ CPU kernels (norm, cbwc, adamw, attention, matmul)
+# the checks' oracles are the llmc/ CPU kernels (norm, cbwc, adamw, attention, matmul,
+# attention_bidir and swin_window for the Swin kernels)
 $(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o $(CUDA_HOST_LIB)
 	@mkdir -p $(dir $@)
 	$(CUDA_LINK)

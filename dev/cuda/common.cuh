@@ -30,6 +30,25 @@ static inline bool dev_check_only(void) {
     return v != NULL && v[0] == '1';
 }
 
+// The random state from an optional decimal seed argument (a test suite's
+// seed, so a failure replays), else fallback; exits on anything else.
+static inline DevRng dev_rng_from_args(int argc, char **argv, uint64_t fallback) {
+    if (argc < 2) return DevRng{fallback};
+    char *end = NULL;
+    unsigned long long seed = strtoull(argv[1], &end, 10);
+    if (argc > 2 || end == argv[1] || *end != '\0' || argv[1][0] == '-') {
+        fprintf(stderr, "error: %s: expected at most one argument, a decimal seed (got '%s')\n",
+                argv[0], argv[1]);
+        exit(EXIT_FAILURE);
+    }
+    // splitmix64's mixing: nearby seeds give unrelated states, never 0 (xorshift's fixed point)
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return DevRng{z != 0 ? z : fallback};
+}
+
 static inline void *host_alloc(size_t bytes) {
     void *p = malloc(bytes > 0 ? bytes : 1);
     if (p == NULL) {
