@@ -3,8 +3,8 @@
 #   build; fp32 tests; bf16 tests; dev/cuda kernel checks; compute-sanitizer
 #   memcheck, racecheck, initcheck, synccheck on the small fp32 test; d12
 #   training steps in every mode (and llm.c's train_gpt2cu side by side when
-#   LLMC_DIR is given); norm kernels vs copy bandwidth; folded (rms) vs LN
-#   inference at three T.
+#   LLMC_DIR is given); norm kernels vs copy bandwidth; Swin's window
+#   attention and patch merging timed; folded (rms) vs LN inference at three T.
 # A stage that no longer fits before the deadline is skipped (its row says
 # so). After every stage OUTDIR/summary.txt (the table) and
 # OUTDIR/combined.log (every log so far) are rewritten, so a killed call
@@ -149,6 +149,14 @@ if stage "norm kernels vs copy bandwidth" 40; then
     while read -r line; do # "kind bf16 N=.. C=.. fwd .. GB/s ..% | bwd .. (of copy ..)"
         row "  ${line%% fwd*}" "fwd${line#* fwd}"
     done < <(grep -h '^RESULT' "$logs/norm_bandwidth_bf16.log" | sed 's/^RESULT //')
+fi
+
+if stage "Swin kernels timed (Swin-T stage 1, B=64)" 30; then
+    for k in swin_window_attention swin_patch_merge; do # the checks again, then the timing
+        run "${k}_timing_bf16" 15 "build/dev/cuda/${k}_bf16"
+        while read -r line; do row "  ${line%% fwd*}" "fwd${line#* fwd}"; done \
+            < <(grep -h '^RESULT' "$logs/${k}_timing_bf16.log" | sed 's/^RESULT //')
+    done
 fi
 
 if stage "inference: folded (rms) vs LN" 60; then
