@@ -74,7 +74,7 @@ void swin_bias_table_backward(float *dtable, const float *dscore_sum, const int 
 // merged row (b, t, part) <-> image token (b, 2y + dy, 2x + dx), dy = part & 1, dx = part >> 1
 static size_t merge_source_row(int b, int t, int part, int res_out) {
     const int res_in = 2 * res_out, y = t / res_out, x = t % res_out;
-    return (size_t)b * res_in * res_in + (size_t)(2 * y + (part & 1)) * res_in + 2 * x + (part >> 1);
+    return ((size_t)b * res_in + 2 * y + (part & 1)) * res_in + 2 * x + (part >> 1);
 }
 
 void swin_patch_merge_forward(float *merged, const float *x, int B, int res_out, int C) {
@@ -95,7 +95,8 @@ void swin_patch_merge_backward(float *dx, const float *dmerged, int B, int res_o
         for (int t = 0; t < res_out * res_out; t++) {
             for (int part = 0; part < 4; part++) {
                 const float *m = dmerged + (((size_t)b * res_out * res_out + t) * 4 + part) * C;
-                memcpy(dx + merge_source_row(b, t, part, res_out) * C, m, (size_t)C * sizeof(float));
+                float *d = dx + merge_source_row(b, t, part, res_out) * C;
+                memcpy(d, m, (size_t)C * sizeof(float));
             }
         }
     }

@@ -123,8 +123,8 @@ __global__ void swin_window_attention_forward_kernel(floatX *out, floatX *att, c
 
 // grid (chunks, NH): block (c, h) runs the backward of head h in windows
 // [G c / chunks, G (c+1) / chunks) in order and owns dscore_partial[c][h]
-// (T, T), the sum of their score gradients. Shared: q, k, v, dy (T, hs + 1),
-// a and ds (T, T).
+// (T, T), the sum of their score gradients. Shared: q, k, v, dy (T, hs + 1)
+// and ds (T, T); att is read from global memory where it is used.
 __global__ void swin_window_attention_backward_kernel(floatX *dqkv, float *dscore_partial,
                                                       const floatX *dout, const floatX *qkv,
                                                       const floatX *att, int G, int chunks,
@@ -133,7 +133,7 @@ __global__ void swin_window_attention_backward_kernel(floatX *dqkv, float *dscor
     extern __shared__ float smem[];
     const int c = blockIdx.x, h = blockIdx.y, T = W * W, hs = C / NH, ks = hs + 1;
     float *q = smem, *k = q + T * ks, *v = k + T * ks, *dy = v + T * ks;
-    float *a = dy + T * ks, *ds = a + T * T;
+    float *ds = dy + T * ks;
     float *partial = dscore_partial + ((size_t)c * NH + h) * T * T;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
     for (int ij = threadIdx.x; ij < T * T; ij += blockDim.x) partial[ij] = 0.0f;
@@ -141,13 +141,12 @@ __global__ void swin_window_attention_backward_kernel(floatX *dqkv, float *dscor
     for (int g = g0; g < g1; g++) {
         __syncthreads(); // the previous window's readers are done
         swin_window_load(q, k, v, dy, qkv, dout, g, h, res, W, shift, C, hs);
-        const floatX *ag = att + ((size_t)g * NH + h) * T * T;
-        for (int ij = threadIdx.x; ij < T * T; ij += blockDim.x) a[ij] = to_float(ag[ij]);
+        const floatX *a = att + ((size_t)g * NH + h) * T * T; // read where used (L1)
         __syncthreads();
         for (int idx = threadIdx.x; idx < T * hs; idx += blockDim.x) { // dv = a^T dy
             const int j = idx / hs, d = idx % hs;
             float s = 0.0f;
-            for (int i = 0; i < T; i++) s += a[i * T + j] * dy[i * ks + d];
+            for (int i = 0; i < T; i++) s += to_float(a[i * T + j]) * dy[i * ks + d];
             const size_t row = swin_window_row(g, j, res, W, shift);
             dqkv[row * 3 * C + 2 * (size_t)C + (size_t)h * hs + d] = from_float<floatX>(s);
         }
@@ -157,10 +156,12 @@ __global__ void swin_window_attention_backward_kernel(floatX *dqkv, float *dscor
                 float datt = 0.0f;
                 for (int d = 0; d < hs; d++) datt += dy[i * ks + d] * v[j * ks + d];
                 ds[i * T + j] = datt;
-                dot += a[i * T + j] * datt;
+                dot += to_float(a[i * T + j]) * datt;
             }
             dot = warp_sum(dot);
-            for (int j = lane; j < T; j += 32) ds[i * T + j] = a[i * T + j] * (ds[i * T + j] - dot);
+            for (int j = lane; j < T; j += 32) {
+                ds[i * T + j] = to_float(a[i * T + j]) * (ds[i * T + j] - dot);
+            }
         }
         __syncthreads();
         for (int ij = threadIdx.x; ij < T * T; ij += blockDim.x) partial[ij] += ds[ij];
@@ -239,15 +240,27 @@ static inline size_t swin_forward_smem_bytes(int T, int hs) {
     return sizeof(float) * (3 * (size_t)T * (hs + 1) + (size_t)T * T);
 }
 static inline size_t swin_backward_smem_bytes(int T, int hs) {
-    return sizeof(float) * (4 * (size_t)T * (hs + 1) + 2 * (size_t)T * T);
+    return sizeof(float) * (4 * (size_t)T * (hs + 1) + (size_t)T * T);
 }
 
-// above 48 KiB a kernel must opt in to its dynamic shared memory
+// above 48 KiB a kernel must opt in to its dynamic shared memory; beyond the
+// device's opt-in limit the shape does not fit (a window of T tokens needs
+// O(T hs + T^2) floats: W = 7 with hs 32 uses 35 KB in the backward, W = 12
+// with hs 32 155 KB)
 template <typename K> static inline void swin_allow_smem(K kernel, size_t bytes) {
-    if (bytes > 48 * 1024) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)bytes));
+    if (bytes <= 48 * 1024) return;
+    int device = 0, limit = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (bytes > (size_t)limit) {
+        fprintf(stderr,
+                "error: Swin window attention needs %zu bytes of shared memory a block, more than "
+                "the device's %d (window or head size too large)\n",
+                bytes, limit);
+        exit(EXIT_FAILURE);
     }
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 // out (B, res^2, C) and att (B nW, NH, T, T) from qkv (B, res^2, 3C) and the

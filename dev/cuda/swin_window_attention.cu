@@ -3,8 +3,8 @@
 // permutation, relative index, shift mask and score bias of
 // llmc/swin_window.c) on random qkv, bias table and output gradient: out,
 // att, dqkv and the bias table's gradient, over shifts 0 and > 0, windows
-// 3, 4 and 7, several windows per image and one, odd head counts, head sizes 8
-// to 64 (the 64 one above 48 KiB of backward shared memory) and few score
+// 3, 4, 7 and 12, several windows per image and one, odd head counts, head
+// sizes 8 to 64 (above 48 KiB of shared memory: hs 64, window 12) and few score
 // chunks (several windows per backward block). A second backward must give
 // the same dqkv bits and exactly twice the table gradient (it accumulates;
 // x + x is exact). Then timed at Swin-T's first stage (224x224, B=64).
@@ -160,6 +160,7 @@ int main(int argc, char **argv) {
     ok &= check({2, 6, 3, 1, 24, 3, 0}, &rng);  // odd window 3, shift 1, 3 heads of 8
     ok &= check({2, 7, 7, 0, 40, 5, 0}, &rng);  // one window an image, 5 heads of 8
     ok &= check({1, 7, 7, 0, 128, 2, 0}, &rng); // hs 64: the backward above 48 KiB of shared memory
+    ok &= check({1, 12, 12, 0, 32, 1, 0}, &rng); // window 12 (Swin at 384): both above 48 KiB
     if (!dev_check_only()) timing({64, 56, 7, 3, 96, 3, 0});
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
