@@ -19,10 +19,12 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+extern "C" {
+#include "swin_window.h" // SWIN_MASK_VALUE
+}
 
 #define SWIN_ATT_THREADS 128
-#define SWIN_ATT_MASK_VALUE (-100.0f) // = SWIN_MASK_VALUE (llmc/swin_window.h)
-#define SWIN_SCORE_CHUNKS 512         // partial score-gradient sums, at most (the default)
+#define SWIN_SCORE_CHUNKS 512 // partial score-gradient sums, at most (the default)
 
 typedef struct {
     int B, res, W, shift, C, NH; // images, resolution, window, shift, channels, heads
@@ -51,7 +53,7 @@ __device__ inline float swin_shift_mask_value(int w, int i, int j, int res, int 
                    swin_shift_band(ox + i % W, res, W, shift);
     const int lj = swin_shift_band(oy + j / W, res, W, shift) * 3 +
                    swin_shift_band(ox + j % W, res, W, shift);
-    return li == lj ? 0.0f : SWIN_ATT_MASK_VALUE;
+    return li == lj ? 0.0f : SWIN_MASK_VALUE;
 }
 
 // row of the ((2W-1)^2, NH) bias table for the pair (i, j)
