@@ -217,9 +217,10 @@ static inline void swin_window_attention_check_shape(const SwinWindowShape *s) {
     if (s->B <= 0 || s->W <= 0 || s->res <= 0 || s->res % s->W != 0 || s->shift < 0 ||
         s->shift >= s->W || s->NH <= 0 || s->C <= 0 || s->C % s->NH != 0 || s->score_chunks < 0) {
         fprintf(stderr,
-                "error: Swin window attention needs res %% W == 0, 0 <= shift < W and C %% NH == 0"
-                " (B=%d res=%d W=%d shift=%d C=%d NH=%d)\n",
-                s->B, s->res, s->W, s->shift, s->C, s->NH);
+                "error: Swin window attention needs positive sizes, res %% W == 0, 0 <= shift < W,"
+                " C %% NH == 0 and score_chunks >= 0 (B=%d res=%d W=%d shift=%d C=%d NH=%d"
+                " score_chunks=%d)\n",
+                s->B, s->res, s->W, s->shift, s->C, s->NH, s->score_chunks);
         exit(EXIT_FAILURE);
     }
 }
