@@ -110,10 +110,9 @@ int main(int argc, char **argv) {
     rng_seed(&rng, args.seed);
     int resumed_from = -1;
     if (args.resume) {
-        resumed_from = checkpoint_find_latest(args.output_dir);
+        resumed_from = checkpoint_resume(&model, &progress, args.output_dir);
     }
     if (resumed_from >= 0) {
-        checkpoint_load(&model, &progress, args.output_dir, resumed_from);
         if (args.norm_mode != NULL) {
             NormMode mode;
             if (norm_mode_parse(args.norm_mode, &mode) != 0) {

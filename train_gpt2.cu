@@ -202,10 +202,10 @@ int main(int argc, char **argv) {
     memset(&progress, 0, sizeof(progress));
     Rng rng; // sampling
     rng_seed(&rng, args.seed);
-    const int resumed_from =
-        args.resume && gpu.inference_passes == 0 ? checkpoint_find_latest(args.output_dir) : -1;
+    const int resumed_from = args.resume && gpu.inference_passes == 0
+                                 ? checkpoint_resume(&host, &progress, args.output_dir)
+                                 : -1;
     if (resumed_from >= 0) {
-        checkpoint_load(&host, &progress, args.output_dir, resumed_from);
         NormMode mode;
         if (args.norm_mode != NULL && (norm_mode_parse(args.norm_mode, &mode) != 0 ||
                                        mode != host.mode)) {

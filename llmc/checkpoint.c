@@ -1,12 +1,15 @@
 #include "checkpoint.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "atomic_write.h"
+#include "checksum.h"
 #include "reader.h"
 #include "utils.h"
 
@@ -52,7 +55,7 @@ void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const cha
     checkpoint_paths(model_path, state_path, PATH_CAP, dir, progress->step);
     gpt2_save(model, model_path);
     StateWriteContext ctx = {model, progress};
-    write_file_atomic(state_path, write_state, &ctx);
+    write_file_atomic_checksummed(state_path, write_state, &ctx);
 }
 
 // Step number of "state_%08d.bin", or -1.
@@ -63,6 +66,42 @@ static int state_file_step(const char *name) {
         return -1;
     }
     return step;
+}
+
+static int descending(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x < y) - (x > y);
+}
+
+// The steps of the state files in dir, newest first (*count of them; none if
+// dir cannot be read). The caller frees the list.
+static int *checkpoint_steps(const char *dir, int *count) {
+    int cap = 64;
+    int *steps = malloc_check((size_t)cap * sizeof(int), "checkpoint list");
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        return steps;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int step = state_file_step(e->d_name);
+        if (step < 0) {
+            continue;
+        }
+        if (*count == cap) {
+            cap *= 2;
+            int *grown = realloc(steps, (size_t)cap * sizeof(int));
+            if (grown == NULL) {
+                fatal("out of memory listing checkpoints in %s", dir);
+            }
+            steps = grown;
+        }
+        steps[(*count)++] = step;
+    }
+    closedir(d);
+    qsort(steps, (size_t)*count, sizeof(int), descending);
+    return steps;
 }
 
 int checkpoint_find_latest(const char *dir) {
@@ -121,6 +160,9 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
         return input_error(err, err_bytes, "file is %zu bytes, expected %zu%s", r->size, expected,
                            r->size < expected ? ": truncated" : ": trailing data");
     }
+    if (checksum_verify(r, h, err, err_bytes) != 0) {
+        return -1;
+    }
     progress->step = h[2];
     progress->shard_index = h[4];
     memcpy(&progress->position, &h[5], sizeof(uint64_t));
@@ -163,57 +205,87 @@ int train_state_read(Reader *r, int step, GPT2 *model, TrainProgress *progress, 
     return 0;
 }
 
-void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step) {
+// Loads checkpoint step of dir into model and progress; 0, or -1 with the
+// failing file and the reason in err (model left empty). Never exits.
+static int checkpoint_try_load(GPT2 *model, TrainProgress *progress, const char *dir, int step,
+                               char *err, size_t err_bytes) {
     char model_path[PATH_CAP], state_path[PATH_CAP];
     checkpoint_paths(model_path, state_path, PATH_CAP, dir, step);
-    gpt2_load(model, model_path);
-    FILE *f = fopen_check(state_path, "rb");
-    Reader r;
-    char err[READER_ERR_BYTES];
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
-        train_state_read(&r, step, model, progress, err, sizeof(err)) != 0) {
-        fatal("%s: %s", state_path, err);
+    char why[READER_ERR_BYTES];
+    const char *paths[2] = {model_path, state_path};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(paths[i], "rb");
+        Reader r;
+        int rc = -1;
+        if (f == NULL) {
+            input_error(why, sizeof(why), "cannot open: %s", strerror(errno));
+        } else if (reader_init_file(&r, f, why, sizeof(why)) == 0) {
+            rc = i == 0 ? gpt2_read(model, &r, why, sizeof(why))
+                        : train_state_read(&r, step, model, progress, why, sizeof(why));
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        if (rc != 0) {
+            if (i == 1) {
+                gpt2_free(model);
+            }
+            return input_error(err, err_bytes, "%s: %s", paths[i], why);
+        }
     }
-    fclose(f);
+    return 0;
+}
+
+void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step) {
+    char err[PATH_CAP + READER_ERR_BYTES];
+    if (checkpoint_try_load(model, progress, dir, step, err, sizeof(err)) != 0) {
+        fatal("%s", err);
+    }
+}
+
+int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
+    int count;
+    int *steps = checkpoint_steps(dir, &count);
+    int loaded = -1, tried = 0;
+    char err[PATH_CAP + READER_ERR_BYTES];
+    for (int i = 0; i < count && loaded < 0; i++) {
+        char model_path[PATH_CAP], state_path[PATH_CAP];
+        checkpoint_paths(model_path, state_path, PATH_CAP, dir, steps[i]);
+        if (access(model_path, F_OK) != 0) {
+            continue; // a state file alone is not a checkpoint
+        }
+        tried++;
+        if (checkpoint_try_load(model, progress, dir, steps[i], err, sizeof(err)) == 0) {
+            loaded = steps[i];
+        } else {
+            fprintf(stderr, "warning: skipping the checkpoint of step %d: %s\n", steps[i], err);
+        }
+    }
+    free(steps);
+    if (loaded >= 0 && tried > 1) {
+        fprintf(stderr,
+                "warning: resuming from step %d, the newest checkpoint in %s that verifies "
+                "(%d newer skipped)\n",
+                loaded, dir, tried - 1);
+    }
+    if (loaded < 0 && tried > 0) {
+        fatal("-y 1: none of the %d checkpoints in %s verifies (the oldest: %s)", tried, dir,
+              err);
+    }
+    return loaded;
 }
 
 void checkpoint_prune(const char *dir, int keep) {
     if (keep <= 0) {
         return;
     }
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return;
-    }
-    int cap = 64, count = 0;
-    int *steps = malloc_check((size_t)cap * sizeof(int), "checkpoint list");
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int step = state_file_step(e->d_name);
-        if (step >= 0) {
-            if (count == cap) {
-                cap *= 2;
-                int *grown = realloc(steps, (size_t)cap * sizeof(int));
-                if (grown == NULL) {
-                    fatal("out of memory listing checkpoints in %s", dir);
-                }
-                steps = grown;
-            }
-            steps[count++] = step;
-        }
-    }
-    closedir(d);
-    for (int i = 0; i < count; i++) {
-        int newer = 0;
-        for (int j = 0; j < count; j++) {
-            newer += steps[j] > steps[i];
-        }
-        if (newer >= keep) {
-            char model_path[PATH_CAP], state_path[PATH_CAP];
-            checkpoint_paths(model_path, state_path, PATH_CAP, dir, steps[i]);
-            remove(state_path); // state first: a model without state is not a checkpoint
-            remove(model_path);
-        }
+    int count;
+    int *steps = checkpoint_steps(dir, &count);
+    for (int i = keep; i < count; i++) {
+        char model_path[PATH_CAP], state_path[PATH_CAP];
+        checkpoint_paths(model_path, state_path, PATH_CAP, dir, steps[i]);
+        remove(state_path); // state first: a model without state is not a checkpoint
+        remove(model_path);
     }
     free(steps);
 }

@@ -36,6 +36,11 @@ int train_state_read(Reader *r, int step, GPT2 *model, TrainProgress *progress, 
 // Loads model_STEP.bin into model (mode from the file) and the state into
 // progress, the AdamW moments into model.
 void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int step);
+// -y 1: loads the newest checkpoint in dir that reads and verifies (sizes,
+// checksums, finite values) and returns its step; each newer one that does
+// not is named with its reason on stderr, and a fallback is announced. -1 if
+// dir holds no checkpoint; dies if it holds some and none verifies.
+int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir);
 // Removes checkpoints older than the newest keep (keep <= 0: keep all).
 void checkpoint_prune(const char *dir, int keep);
 

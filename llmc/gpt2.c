@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_write.h"
 #include "attention.h"
 #include "cbwc.h"
+#include "checksum.h"
 #include "crossentropy.h"
 #include "encoder.h"
 #include "gelu.h"
@@ -174,6 +176,9 @@ static int gpt2_read_body(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
                            "parameters)%s",
                            r->size, expected, total,
                            r->size < expected ? ": truncated" : ": trailing data");
+    }
+    if (checksum_verify(r, header, err, err_bytes) != 0) {
+        return -1;
     }
     model->config = cfg;
     model->mode = mode;
@@ -356,7 +361,7 @@ static void write_model(FILE *f, const char *path, const void *ctx) {
 }
 
 void gpt2_save(const GPT2 *model, const char *path) {
-    write_file_atomic(path, write_model, model);
+    write_file_atomic_checksummed(path, write_model, model);
 }
 
 static void gpt2_allocate_activations(GPT2 *model, int B, int T) {

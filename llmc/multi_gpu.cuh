@@ -15,6 +15,7 @@
 #include "cuda_common.cuh"
 
 extern "C" {
+#include "atomic_write.h"
 #include "utils.h"
 }
 

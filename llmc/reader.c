@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void reader_init_memory(Reader *r, const void *data, size_t size) {
     r->file = NULL;
@@ -16,6 +17,14 @@ int reader_init_file(Reader *r, FILE *f, char *err, size_t err_bytes) {
     r->file = f;
     r->data = NULL;
     r->pos = 0;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        return input_error(err, err_bytes, "cannot stat: %s", strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return input_error(err, err_bytes, "is %s, expected a regular file",
+                           file_kind_name(st.st_mode));
+    }
     long here = ftell(f);
     if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
         return input_error(err, err_bytes, "cannot seek: %s", strerror(errno));

@@ -2,8 +2,6 @@
 #include "utils.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,10 +20,25 @@ void fatal(const char *fmt, ...) {
     exit(EXIT_FAILURE);
 }
 
+const char *file_kind_name(mode_t mode) {
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISFIFO(mode) ? "a pipe"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a regular file";
+}
+
 FILE *fopen_check(const char *path, const char *mode) {
     FILE *f = fopen(path, mode);
     if (f == NULL) {
         fatal("%s: cannot open (mode %s): %s", path, mode, strerror(errno));
+    }
+    struct stat st;
+    // fopen(dir, "r") succeeds on Linux; reads then fail, and seeking gives LONG_MAX
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        fatal("%s: is a directory, expected a file", path);
     }
     return f;
 }
@@ -54,6 +67,13 @@ void fclose_check(FILE *f, const char *path) {
 }
 
 long file_size_bytes(FILE *f, const char *path) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) {
+        fatal("%s: cannot stat: %s", path, strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fatal("%s: is %s, expected a regular file", path, file_kind_name(st.st_mode));
+    }
     long here = ftell(f);
     if (here < 0 || fseek(f, 0, SEEK_END) != 0) {
         fatal("%s: cannot seek: %s", path, strerror(errno));
@@ -86,36 +106,6 @@ size_t mul_size_check(size_t n, size_t m, const char *what) {
         fatal("size overflow computing %s (%zu x %zu)", what, n, m);
     }
     return n * m;
-}
-
-static void fsync_directory_of(const char *path) {
-    char *copy = strdup(path);
-    if (copy == NULL) {
-        fatal("out of memory");
-    }
-    int fd = open(dirname(copy), O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd); // best effort: some filesystems refuse fsync on directories
-        close(fd);
-    }
-    free(copy);
-}
-
-void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx) {
-    size_t n = strlen(path) + 8;
-    char *tmp = malloc_check(n, "temporary file name");
-    snprintf(tmp, n, "%s.tmp", path);
-    FILE *f = fopen_check(tmp, "wb");
-    writer(f, tmp, ctx);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
-        fatal("%s: flush/fsync failed: %s", tmp, strerror(errno));
-    }
-    fclose_check(f, tmp);
-    if (rename(tmp, path) != 0) {
-        fatal("cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    }
-    fsync_directory_of(path);
-    free(tmp);
 }
 
 void make_directories(const char *path) {

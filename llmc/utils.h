@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #if defined(__GNUC__)
 #define FN_NORETURN __attribute__((noreturn))
@@ -17,23 +18,22 @@
 // Prints "error: <message>" to stderr and exits with status 1.
 FN_NORETURN void fatal(const char *fmt, ...) FN_PRINTF(1, 2);
 
+// Also refuses a directory (which fopen opens for reading on Linux).
 FILE *fopen_check(const char *path, const char *mode);
 // Reads exactly n items or dies naming the file and what was being read.
 void fread_check(void *dst, size_t size, size_t n, FILE *f, const char *path, const char *what);
 void fwrite_check(const void *src, size_t size, size_t n, FILE *f, const char *path);
 void fclose_check(FILE *f, const char *path);
+// The size of a regular file; dies for a directory, device, pipe or socket.
 long file_size_bytes(FILE *f, const char *path);
+// "a directory", "a character device", ... for a stat mode that is not a regular file.
+const char *file_kind_name(mode_t mode);
 
 void *malloc_check(size_t bytes, const char *what);
 void *calloc_check(size_t n, size_t size, const char *what);
 
 // n * m as size_t, dying on overflow (sizes computed from untrusted headers).
 size_t mul_size_check(size_t n, size_t m, const char *what);
-
-// Writes the buffer to path atomically: PATH.tmp, fflush, fsync, rename,
-// fsync of the directory. A reader never sees a half-written file.
-typedef void (*file_writer_fn)(FILE *f, const char *path, const void *ctx);
-void write_file_atomic(const char *path, file_writer_fn writer, const void *ctx);
 
 // Creates the directory and any missing parents (mkdir -p), or dies naming it.
 void make_directories(const char *path);

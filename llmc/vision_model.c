@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_write.h"
+#include "checksum.h"
 #include "reader.h"
 #include "tensor_table.h"
 #include "utils.h"
@@ -123,6 +125,9 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
 
 int vision_params_parse(Reader *r, const int32_t header[VISION_HEADER_INTS], float *params,
                         size_t n, char *err, size_t err_bytes) {
+    if (checksum_verify(r, header, err, err_bytes) != 0) {
+        return -1;
+    }
     if (reader_read(r, params, n * sizeof(float), "the parameters", err, err_bytes) != 0) {
         return -1;
     }
@@ -216,5 +221,5 @@ void vision_model_write(const char *path, const VisionConfig *config, const floa
     int32_t header[VISION_HEADER_INTS];
     vision_header_from_config(config, header);
     ModelWriteContext ctx = {header, params, n};
-    write_file_atomic(path, write_model, &ctx);
+    write_file_atomic_checksummed(path, write_model, &ctx);
 }

@@ -27,9 +27,9 @@ CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy encoder \
                   gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
-                  attention_bidir swin_window \
+                  attention_bidir swin_window atomic_write checksum \
                   schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets)
-CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -fopenmp $(CUDA_LDLIBS) -o $@
+CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
 # rebuilt when the list above changes too (an old library would lack an object added to it)
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
 	rm -f $@

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "alpaca.h"
+#include "atomic_write.h"
 #include "cli.h"
 #include "dataloader.h"
 #include "reader.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "atomic_write.h"
 #include "cli.h"
 #include "gcide.h"
 #include "utils.h"
