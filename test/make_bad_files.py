@@ -25,6 +25,7 @@ import os
 import shutil
 import struct
 import sys
+import zlib
 
 GOOD, OUT = sys.argv[1], sys.argv[2]
 cases = []
@@ -43,11 +44,38 @@ def path_of(fmt, name, suffix=""):
     return os.path.join(d, name + suffix)
 
 
-def case(fmt, name, consumer, data, suffix=".bin", expect=None):
+CRC_KIND = 0x31435243  # header slot 254 of a checksummed file (docs/formats.md)
+
+
+def with_crc(data):
+    """The file with header slots 254-255 = the CRC32 kind and the zlib CRC32
+    of the file read with those two slots as zero (docs/formats.md), written
+    here independently of llmc/checksum.c."""
+    b = bytearray(data)
+    b[1016:1024] = bytes(8)
+    struct.pack_into("<iI", b, 1016, CRC_KIND, zlib.crc32(b))
+    return bytes(b)
+
+
+def fix_crc(data):
+    """A variant of a checksummed file gets a valid CRC again, so that each
+    case reaches the check it is about (the checksum cases keep it stale)."""
+    if len(data) >= 1024 and struct.unpack_from("<i", data, 1016)[0] == CRC_KIND:
+        return with_crc(data)
+    return data
+
+
+def flip_byte(data, offset):
+    b = bytearray(data)
+    b[offset] ^= 0x10
+    return bytes(b)
+
+
+def case(fmt, name, consumer, data, suffix=".bin", expect=None, stale_crc=False):
     """One bad file; EXPECT defaults to its own file name."""
     p = path_of(fmt, name, suffix)
     with open(p, "wb") as f:
-        f.write(data)
+        f.write(data if stale_crc else fix_crc(data))
     cases.append((f"{fmt}/{name}", consumer, p, expect or f"{fmt}/{os.path.basename(p)}"))
     return p
 
@@ -118,6 +146,23 @@ for consumer in ("gpt2_model_fold", "gpt2_model_sample", "gpt2_model_test"):
     case("gpt2_model", f"{tag}_truncated", consumer, model[:len(model) // 2])
     case("gpt2_model", f"{tag}_nan", consumer, set_f32(model, 100, float("nan")),
          expect=f"{tag}_nan.bin.*not finite")
+# checksums (header slots 254-255): the reference's model with a CRC added
+# here loads; a flipped bit with the sizes intact is refused, in the payload
+# or in a header slot whose new value is valid, as is an unknown kind
+case("gpt2_model", "crc_good", "gpt2_model", with_crc(model), expect="ok")
+for consumer in ("gpt2_model", "gpt2_model_fold", "gpt2_model_sample", "gpt2_model_test"):
+    tag = consumer.split("_")[-1]
+    case("gpt2_model", f"crc_{tag}_flipped_weight", consumer, flip_byte(with_crc(model), 1024 + 4 * 77 + 1),
+         expect=f"crc_{tag}_flipped_weight.bin: checksum mismatch: stored [0-9a-f]{{8}}, computed", stale_crc=True)
+case("gpt2_model", "crc_flipped_mode_slot", "gpt2_model", set_i32(with_crc(model), 8, 1),
+     expect="crc_flipped_mode_slot.bin: checksum mismatch", stale_crc=True)
+case("gpt2_model", "crc_flipped_last_byte", "gpt2_model", flip_byte(with_crc(model), len(model) - 1),
+     expect="crc_flipped_last_byte.bin: checksum mismatch", stale_crc=True)
+case("gpt2_model", "crc_unknown_kind", "gpt2_model", set_i32(with_crc(model), 254, CRC_KIND ^ 1),
+     expect="crc_unknown_kind.bin: unknown checksum kind", stale_crc=True)
+case("gpt2_model", "crc_flag_cleared_stale_value", "gpt2_model", set_i32(with_crc(model), 254, 7),
+     expect="unknown checksum kind", stale_crc=True)
+
 # folded files: slots 9, 10 and the row means after the parameters
 nf = (len(folded) - 1024) // 4
 truncations("gpt2_folded", "gpt2_model_test", folded, 11, (len(folded) - 4 * 256, len(folded) - 4))
@@ -127,6 +172,8 @@ case("gpt2_folded", "ln_sized", "gpt2_model_test", folded[:len(folded) - 4 * 256
 case("gpt2_folded", "nan_row_mean", "gpt2_model_test", set_f32(folded, nf - 3, float("nan")),
      expect="nan_row_mean.bin.*row mean.*not finite")
 case("gpt2_folded", "folded_to_train", "gpt2_model", folded, expect="folded|inference")
+case("gpt2_folded", "crc_flipped_row_mean", "gpt2_model_test", flip_byte(folded, len(folded) - 5),
+     expect="crc_flipped_row_mean.bin: checksum mismatch", stale_crc=True)
 
 # ---------------------------------------------------------------- GPT-2 debug state
 state = read("gpt2_state.bin")    # B=1 T=4 N=2 for gpt2.bin
@@ -149,13 +196,14 @@ ck_model = read("ckpt/model_00000001.bin")
 ck_state = read("ckpt/state_00000001.bin")
 
 
-def ckpt_case(name, state_bytes, expect=None, model_bytes=None):
+def ckpt_case(name, state_bytes, expect=None, model_bytes=None, stale_crc=False):
     d = path_of("train_state", name)
     os.makedirs(d, exist_ok=True)
+    fix = (lambda b: b) if stale_crc else fix_crc
     with open(os.path.join(d, "model_00000001.bin"), "wb") as f:
-        f.write(ck_model if model_bytes is None else model_bytes)
+        f.write(fix(ck_model if model_bytes is None else model_bytes))
     with open(os.path.join(d, "state_00000001.bin"), "wb") as f:
-        f.write(state_bytes)
+        f.write(fix(state_bytes))
     cases.append((f"train_state/{name}", "train_state", d,
                   expect or f"{name}/{'model' if model_bytes is not None else 'state'}_00000001.bin"))
 
@@ -183,6 +231,13 @@ ckpt_case("shard_cursor_past_end", set_i32(ck_state, 4, 7), expect="cannot resum
 ckpt_case("batch_cursor_huge", set_i32(set_i32(ck_state, 5, 0), 6, 1 << 30), expect="cannot resume")
 ckpt_case("model_nan", ck_state, model_bytes=set_f32(ck_model, 9, float("nan")))
 ckpt_case("model_truncated", ck_state, model_bytes=ck_model[:2000])
+# checksums: a flipped bit in a moment, in a valid header value, in the model
+ckpt_case("crc_flipped_moment", flip_byte(ck_state, 1024 + 4 * 5 + 2), stale_crc=True,
+          expect="crc_flipped_moment/state_00000001.bin: checksum mismatch")
+ckpt_case("crc_flipped_rng_slot", flip_byte(ck_state, 4 * 7), stale_crc=True,
+          expect="crc_flipped_rng_slot/state_00000001.bin: checksum mismatch")
+ckpt_case("crc_flipped_model", ck_state, model_bytes=flip_byte(ck_model, 1024 + 4 * 9), stale_crc=True,
+          expect="crc_flipped_model/model_00000001.bin: checksum mismatch")
 
 # ---------------------------------------------------------------- token shards
 shard = read("bytes_shard.bin")   # a KJV byte-level slice, V = 256
@@ -426,6 +481,9 @@ for fam in ("vit", "swin"):
         slot_values(f, consumer, m, 13, "centre_ops", [-1, 2, I32_MAX])
     case(f, "nan_first", consumer, set_f32(m, 0, float("nan")), expect="nan_first.bin.*patchw.*not finite")
     case(f, "inf_last", consumer, set_f32(m, nv - 1, float("inf")), expect="inf_last.bin.*headb.*not finite")
+    case(f, "crc_good", consumer, with_crc(m), expect="ok")
+    case(f, "crc_flipped_param", consumer, flip_byte(with_crc(m), 1024 + 4 * (nv // 2) + 3),
+         expect="crc_flipped_param.bin: checksum mismatch", stale_crc=True)
     if fam == "swin":
         for s in range(2):
             slot_values(f, consumer, m, 16 + s, f"depth{s}", [0, -1, 257, I32_MAX])

@@ -1,6 +1,7 @@
 // The training state of a checkpoint (state_STEP.bin, magic 20241129):
 // train_state_read, llmc/checkpoint.c. Input: 8 bytes (uint32 number of the
-// model's parameters, reduced; int32 the step asked for), then the file.
+// model's parameters, reduced; int32 the step asked for), then the file,
+// whose CRC is made right first (fuzz_copy_fixing_checksum).
 #include "checkpoint.h"
 #include "fuzz.h"
 
@@ -12,8 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&model, 0, sizeof(model));
     model.num_parameters = fuzz_u32(data, 0) % (1u << 20);
     int step = (int)fuzz_u32(data, 1);
+    unsigned char *input = fuzz_copy_fixing_checksum(data + 8, size - 8);
     Reader r;
-    reader_init_memory(&r, data + 8, size - 8);
+    reader_init_memory(&r, input, size - 8);
     TrainProgress progress;
     char err[READER_ERR_BYTES] = {0};
     int rc = train_state_read(&r, step, &model, &progress, err, sizeof(err));
@@ -23,5 +25,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     free(model.m_memory);
     free(model.v_memory);
+    free(input);
     return 0;
 }
