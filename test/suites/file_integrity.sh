@@ -20,7 +20,7 @@ work=${1:-$(mktemp -d)}/file_integrity
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=1
-for p in train_gpt2 text_to_shard fold sample hf_gpt2 train_vit foldcheck bpe_shards; do
+for p in train_gpt2 text_to_shard fold sample hf_gpt2 train_vit foldcheck bpe_shards images_to_shard; do
     [ -x "bin/$p" ] || make -s "$p" || { echo "FAIL: cannot build $p"; exit 1; }
 done
 fails=0
@@ -162,6 +162,7 @@ expect_error "text_to_shard DIR" "/tmp: is a directory" bin/text_to_shard /tmp "
 expect_error "fold DIR in" "/tmp: is a directory" bin/fold /tmp "$work/x.bin"
 expect_error "train_gpt2 -e DIR" "/tmp: is a directory" bin/train_gpt2 -e /tmp -i "$work/src_train_*.bin" -x 1
 expect_error "sample -e /dev/null" "/dev/null: is a character device" bin/sample -e /dev/null -p "x" -g 1
+expect_error "text_to_shard /dev/zero" "/dev/zero: is a character device" bin/text_to_shard /dev/zero "$work/x" 0.1
 expect_error "fold /dev/zero" "/dev/zero: is a character device" bin/fold /dev/zero "$work/x.bin"
 mkdir -p "$work/outdir"
 expect_error "fold onto a directory" "outdir: cannot write the output there: it is a directory" \
@@ -170,8 +171,14 @@ expect_error "fold onto a directory" "outdir: cannot write the output there: it 
 expect_error "fold into a missing folder" "no_such_dir/x.bin: cannot create the temporary file .*No such file or directory" \
     bin/fold "$model" "$work/no_such_dir/x.bin"
 [ -e "$work/no_such_dir" ] && fail "fold into a missing folder created it"
-expect_error "fold onto /dev/null" "/dev/null: cannot write the output there: it is a special file" \
-    bin/fold "$model" /dev/null
+# a special file of our own (never a device: were the check gone, the rename would replace it)
+mkfifo "$work/fifo"
+expect_error "fold onto a pipe" "fifo: cannot write the output there: it is a special file" \
+    bin/fold "$model" "$work/fifo"
+[ -p "$work/fifo" ] || fail "fold onto a pipe replaced it"
+mkdir -p "$work/jpeg/a"; cp /usr/share/doc/opencv-doc/examples/data/apple.jpg "$work/jpeg/a/"
+expect_error "images_to_shard -cl DIR" "/tmp: is a directory" \
+    bin/images_to_shard -i "$work/jpeg" -o "$work/i2s" -cs 8 -cl /tmp
 ro=$work/readonly; mkdir -p "$ro"
 if [ "$(id -u)" -ne 0 ]; then
     chmod 555 "$ro"; ro_ok=1
