@@ -119,7 +119,8 @@ $PY -c "import sys; b=bytearray(open(sys.argv[1],'rb').read()); b[8]=1; open(sys
 expect_error "a ViT checkpoint whose header says Swin" "bad Swin header" train -i "$good" -e "$work/swin_family.bin"
 head -c 5000 "$ckpt" > "$work/trunc.bin"
 expect_error "truncated model file" "truncated" train -i "$good" -e "$work/trunc.bin"
-$PY -c "import sys,struct; b=bytearray(open(sys.argv[1],'rb').read()); b[2000:2004]=struct.pack('<f',float('nan')); open(sys.argv[2],'wb').write(b)" \
+# slots 254-255 zeroed (no checksum, as in the references' files), else the CRC refuses it first
+$PY -c "import sys,struct; b=bytearray(open(sys.argv[1],'rb').read()); b[2000:2004]=struct.pack('<f',float('nan')); b[1016:1024]=bytes(8); open(sys.argv[2],'wb').write(b)" \
     "$ckpt" "$work/nan.bin"
 expect_error "non-finite weight" "not finite" train -i "$good" -e "$work/nan.bin"
 expect_error "model/data mismatch (16x16 model)" "the model takes 16x16" \
