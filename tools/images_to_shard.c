@@ -18,6 +18,7 @@
 
 #include <jpeglib.h> // after stdio.h: it uses FILE
 
+#include "atomic_write.h"
 #include "cli.h"
 #include "image_shard.h"
 #include "rand.h"
@@ -193,6 +194,15 @@ static StringList list_dir(const char *dir, int want_dirs) {
         qsort(l.items, (size_t)l.count, sizeof(char *), compare_strings);
     }
     return l;
+}
+
+// PREFIX_classes.txt: one class name a line, label order
+static void write_class_list(FILE *f, const char *path, const void *ctx) {
+    const StringList *classes = ctx;
+    for (int c = 0; c < classes->count; c++) {
+        fwrite_check(classes->items[c], 1, strlen(classes->items[c]), f, path);
+        fwrite_check("\n", 1, 1, f, path);
+    }
 }
 
 static StringList read_class_list(const char *path, const char *root) {
@@ -375,11 +385,7 @@ int main(int argc, char **argv) {
         printf("wrote %s: %d images, %dx%d centre crops\n", out, val.shard.count, crop, crop);
     }
     snprintf(out, sizeof(out), "%s_classes.txt", prefix);
-    FILE *f = fopen_check(out, "w");
-    for (int c = 0; c < classes.count; c++) {
-        fprintf(f, "%s\n", classes.items[c]);
-    }
-    fclose_check(f, out);
+    write_file_atomic(out, write_class_list, &classes);
     printf("%d class(es), %d file(s) skipped\n", classes.count, skipped);
     free(train_img);
     free(val_img);
