@@ -14,6 +14,7 @@
 # - a directory or device given as an input file, and an output into a
 #   missing or read-only folder or onto a directory, fail cleanly with nothing
 #   left behind
+# Every error must come without a sanitizer report (make SAN=1).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/file_integrity
@@ -23,6 +24,8 @@ export OMP_NUM_THREADS=1
 for p in train_gpt2 text_to_shard fold sample hf_gpt2 train_vit foldcheck bpe_shards images_to_shard; do
     [ -x "bin/$p" ] || make -s "$p" || { echo "FAIL: cannot build $p"; exit 1; }
 done
+# the tmpfs mounts below go away even if the suite is interrupted
+trap 'umount "$work/tmpfs" "$work/readonly" 2> /dev/null' EXIT
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 ok() { echo "ok   $*"; }
@@ -31,7 +34,9 @@ expect_error() {
     local name=$1 pattern=$2; shift 2
     "$@" > "$work/out" 2> "$work/err"
     local rc=$?
-    if [ $rc -ne 1 ]; then
+    if grep -qE 'Sanitizer|runtime error:' "$work/err"; then
+        fail "$name: sanitizer report: $(head -c 300 "$work/err")"
+    elif [ $rc -ne 1 ]; then
         fail "$name: exit $rc (expected 1): $(head -c 300 "$work/err")"
     elif ! grep -qE -- "$pattern" "$work/err"; then
         fail "$name: error does not match '$pattern': $(head -c 300 "$work/err")"
@@ -99,7 +104,7 @@ cp "$full"/model_0000000[24].bin "$full"/state_0000000[24].bin "$work/fallback/"
 flip_byte "$work/fallback/state_00000004.bin" 3000
 bin/train_gpt2 "${flags[@]}" -o "$work/fallback" -y 1 > "$work/fallback.out" 2> "$work/fallback.err"
 rc=$?
-if [ $rc -eq 0 ] && grep -q "skipping the checkpoint of step 4: .*state_00000004.bin: checksum mismatch" "$work/fallback.err" &&
+if [ $rc -eq 0 ] && ! grep -qE 'Sanitizer|runtime error:' "$work/fallback.err" && grep -q "skipping the checkpoint of step 4: .*state_00000004.bin: checksum mismatch" "$work/fallback.err" &&
     grep -q "resuming from step 2, the newest checkpoint .* that verifies" "$work/fallback.err" &&
     cmp -s "$full/model_00000006.bin" "$work/fallback/model_00000006.bin"; then
     ok "-y 1: a corrupt step-4 state is skipped (said on stderr), step 2 resumed, final weights bit-identical"
