@@ -105,23 +105,16 @@ static int *checkpoint_steps(const char *dir, int *count) {
 }
 
 int checkpoint_find_latest(const char *dir) {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        return -1;
-    }
-    int best = -1;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int step = state_file_step(e->d_name);
-        if (step > best) {
-            char model_path[PATH_CAP], state_path[PATH_CAP];
-            checkpoint_paths(model_path, state_path, PATH_CAP, dir, step);
-            if (access(model_path, R_OK) == 0) {
-                best = step;
-            }
+    int count, best = -1;
+    int *steps = checkpoint_steps(dir, &count);
+    for (int i = 0; i < count && best < 0; i++) {
+        char model_path[PATH_CAP], state_path[PATH_CAP];
+        checkpoint_paths(model_path, state_path, PATH_CAP, dir, steps[i]);
+        if (access(model_path, R_OK) == 0) {
+            best = steps[i];
         }
     }
-    closedir(d);
+    free(steps);
     return best;
 }
 
