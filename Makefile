@@ -72,6 +72,14 @@ $(BUILD)/config.stamp: FORCE | $(BUILD)/llmc
 .PHONY: FORCE
 FORCE:
 
+# The commit a run record names (llmc/logger.c): git describe at build time,
+# "unknown" outside a git checkout; logger.o is rebuilt when it changes.
+FOLDNORM_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/commit.stamp: FORCE | $(BUILD)/llmc
+	@echo '$(FOLDNORM_COMMIT)' | cmp -s - $@ || echo '$(FOLDNORM_COMMIT)' > $@
+$(BUILD)/llmc/logger.o: $(BUILD)/commit.stamp
+$(BUILD)/llmc/logger.o: CFLAGS += -DFOLDNORM_COMMIT='"$(FOLDNORM_COMMIT)"'
+
 $(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/%.o: %.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc

@@ -176,6 +176,14 @@ int main(int argc, char **argv) {
     }
     Logger logger;
     logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from >= 0);
+    logger_log_run_record(
+        &logger, argc, argv,
+        (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
+        "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
+        "steps=%d lr=%g ranks=%d", norm_mode_name(model.mode), args.seed,
+        args.model, cfg->num_layers, cfg->channels, cfg->num_heads, cfg->vocab_size,
+        cfg->max_seq_len, B, T, total_tokens, max_steps, (double)args.learning_rate,
+        comm.world_size);
 
     int threads = 1;
 #ifdef _OPENMP

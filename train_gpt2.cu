@@ -257,6 +257,15 @@ int main(int argc, char **argv) {
     }
     Logger logger;
     logger_init(&logger, lead ? args.output_dir : NULL, resumed_from >= 0);
+    const char *const record_data[] = {"train", args.train_pattern, "val",
+                                       have_val ? args.val_pattern : NULL, NULL};
+    logger_log_run_record(&logger, argc, argv, record_data,
+                          "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d "
+                          "total_batch=%d steps=%d lr=%g precision=%s gpus=%d",
+                          norm_mode_name(host.mode), args.seed, args.model, cfg->num_layers,
+                          cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->max_seq_len, B, T,
+                          total_tokens, max_steps, (double)args.learning_rate,
+                          FLOATX_NAME, mg.world);
 
     GPT2Cuda model;
     gpt2cuda_init(&model, &host, B, T, 0);

@@ -396,27 +396,39 @@ static void build_model(Classifier *model, const TrainArgs *args, const Split *d
     }
 }
 
-static void print_model(const Classifier *model) {
+// The model's family and shape as key=value words (the run record's config).
+static void describe_model(char *out, size_t size, const Classifier *model) {
+    int n;
     if (model->family == FAMILY_VIT) {
         const ViTConfig *c = &model->vit.config;
-        printf("train_vit: ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d", c->image_size,
-               c->patch_size, c->channels, c->num_layers, c->num_heads, c->mlp_ratio,
-               c->num_classes);
+        n = snprintf(out, size, "family=vit S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d",
+                     c->image_size, c->patch_size, c->channels, c->num_layers, c->num_heads,
+                     c->mlp_ratio, c->num_classes);
     } else {
         const SwinConfig *c = &model->swin.config;
-        printf("train_vit: Swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d depths",
-               c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
-               c->num_classes, c->centre_ops);
-        for (int s = 0; s < c->num_stages; s++) {
-            printf("%c%d", s == 0 ? '=' : ',', c->depths[s]);
-        }
-        printf(" heads");
-        for (int s = 0; s < c->num_stages; s++) {
-            printf("%c%d", s == 0 ? '=' : ',', c->heads[s]);
+        n = snprintf(out, size, "family=swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d",
+                     c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
+                     c->num_classes, c->centre_ops);
+        const char *key[2] = {" depths", " heads"};
+        const int *values[2] = {c->depths, c->heads};
+        for (int k = 0; k < 2 && n >= 0 && (size_t)n < size; k++) {
+            n += snprintf(out + n, size - (size_t)n, "%s", key[k]);
+            for (int s = 0; s < c->num_stages && n >= 0 && (size_t)n < size; s++) {
+                n += snprintf(out + n, size - (size_t)n, "%c%d", s == 0 ? '=' : ',', values[k][s]);
+            }
         }
     }
-    printf(", %zu parameters, mode %s, matmul %s\n", classifier_num_parameters(model),
-           norm_mode_name(classifier_mode(model)), matmul_backend_name());
+    if (n < 0 || (size_t)n >= size) {
+        fatal("train_vit: model description longer than %zu bytes", size);
+    }
+}
+
+static void print_model(const Classifier *model) {
+    char shape[512];
+    describe_model(shape, sizeof(shape), model);
+    printf("train_vit: %s, %zu parameters, mode %s, matmul %s\n", shape,
+           classifier_num_parameters(model), norm_mode_name(classifier_mode(model)),
+           matmul_backend_name());
 }
 
 typedef struct {
@@ -517,6 +529,14 @@ int main(int argc, char **argv) {
     }
     Logger logger;
     logger_init(&logger, args.output_dir, 0);
+    char shape[512];
+    describe_model(shape, sizeof(shape), &model);
+    logger_log_run_record(&logger, argc, argv,
+                          (const char *const[]){"train", args.train_data, "test", args.test_data,
+                                                NULL},
+                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g",
+                          norm_mode_name(classifier_mode(&model)), args.seed, shape, B,
+                          total_steps, (double)args.learning_rate);
     print_model(&model);
     printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n",
            args.train_data, train.count, test.count, B, total_steps, batches_per_epoch);

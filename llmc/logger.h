@@ -1,17 +1,32 @@
 // llm.c-style run log: OUTDIR/main.log with lines "s:STEP trl:LOSS",
-// "s:STEP tel:LOSS", appended and flushed as they come.
+// "s:STEP tel:LOSS", appended and flushed as they come. A fresh log starts
+// with the run record, lines beginning "# " (docs/formats.md): readers take
+// the "s:" lines and skip the rest.
 #ifndef FOLDNORM_LOGGER_H
 #define FOLDNORM_LOGGER_H
 
 #include <stdio.h>
 
+#include "utils.h"
+
 typedef struct {
     FILE *file; // NULL: logging off
     char path[4096];
+    int appending; // resumed: the log already holds its run record
 } Logger;
 
 // output_dir == NULL turns logging off; resuming appends, else truncates.
 void logger_init(Logger *logger, const char *output_dir, int append);
+// Writes the run record: "# command:" (argv), "# commit:" (git describe at
+// build time), "# config: key=value ..." (config_fmt: the norm mode as
+// mode=, the seed as seed=, the model's shape), and for each (label, glob
+// pattern) pair in data (NULL-terminated; a NULL pattern is skipped)
+// "# data LABEL: PATTERN -> FILE ...". A
+// resumed log gets one "# resumed: COMMAND" line instead (its record is at
+// the top already). No-op when logging is off.
+void logger_log_run_record(Logger *logger, int argc, char *const *argv,
+                           const char *const *data, const char *config_fmt, ...)
+    FN_PRINTF(5, 6);
 void logger_log_train(Logger *logger, int step, float loss, float lr, float grad_norm);
 void logger_log_val(Logger *logger, int step, float loss);
 void logger_free(Logger *logger);

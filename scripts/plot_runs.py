@@ -8,6 +8,8 @@ Each argument is a run directory holding main.log, or a main.log itself. The
 log lines are llm.c's: `s:STEP trl:LOSS ...` (train) and `s:STEP tel:LOSS`
 (validation), and train_vit's test accuracy `s:STEP tea:ACC` as a third
 panel; a step logged twice (a resumed run appends) keeps its last value.
+The run record at the top of a foldnorm main.log (`# config: mode=M seed=S
+...`) puts each run's mode and seed in the legend.
 --group merges runs named NAME_seedN into one curve per NAME: the mean over
 seeds, with the min-max band, so seed-to-seed spread is visible beside the
 differences between modes. Matplotlib (Debian python3-matplotlib), headless.
@@ -25,9 +27,14 @@ def fail(msg):
     sys.exit(1)
 
 
+CONFIG = re.compile(r"^# config: (.*)$")
+
+
 def read_log(path):
-    """Returns {key: {step: value}} for the keys trl, tel and tea (test accuracy)."""
+    """Returns {key: {step: value}} for the keys trl, tel and tea (test accuracy),
+    and "config": the key=value words of the run record's first config line."""
     series = {"trl": {}, "tel": {}, "tea": {}}
+    config = {}
     try:
         with open(path, encoding="utf-8", errors="strict") as f:
             lines = f.readlines()
@@ -35,6 +42,9 @@ def read_log(path):
         fail(f"{path}: cannot read: {e}")
     for number, line in enumerate(lines, 1):
         if not line.startswith("s:"):
+            m = CONFIG.match(line)
+            if m and not config:  # a resumed run's lines come later: the first record holds
+                config = dict(w.partition("=")[::2] for w in m.group(1).split() if "=" in w)
             continue  # other lines (a run record, comments) are not curve points
         m = LINE.match(line)
         if not m:
@@ -51,6 +61,7 @@ def read_log(path):
             series[key][step] = v
     if not any(series.values()):
         fail(f"{path}: no 's:STEP trl:LOSS' or 's:STEP tel:LOSS' lines: not a main.log")
+    series["config"] = config
     return series
 
 
@@ -86,6 +97,18 @@ def group_runs(runs):
     return groups
 
 
+def legend(name, series_list):
+    """NAME (mode M, seed S) from the run records; grouped: the seeds listed."""
+    modes = sorted({s["config"].get("mode") for s in series_list} - {None})
+    seeds = sorted({s["config"].get("seed") for s in series_list} - {None}, key=lambda v: (len(v), v))
+    parts = [f"mode {'/'.join(modes)}"] if modes else []
+    if seeds:
+        parts.append(f"seed{'s' if len(seeds) > 1 else ''} {','.join(seeds)}")
+    if len(series_list) > 1:
+        parts.append(f"n={len(series_list)}")
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
 def mean_band(series_list, key):
     """Steps present in every run, with mean, min and max there."""
     steps = sorted(set.intersection(*(set(s[key]) for s in series_list)))
@@ -119,6 +142,7 @@ def main():
         panels.append(("tea", "test accuracy"))
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), dpi=100)
     groups = group_runs(runs) if args.group else {n: [s] for n, s in runs}
+    labels = [legend(name, series_list) for name, series_list in sorted(groups.items())]
     for (key, label), ax in zip(panels, axes):
         for i, (name, series_list) in enumerate(sorted(groups.items())):
             color = f"C{i % 10}"
@@ -126,7 +150,7 @@ def main():
             if not steps:
                 continue
             shown = smooth(mean, args.smooth) if key == "trl" and args.smooth > 0 else mean
-            tag = f"{name} (n={len(series_list)})" if args.group else name
+            tag = legend(name, series_list)
             # dashes cycle too: identical curves (ln and cbwc are the same model) stay visible
             ax.plot(steps, shown, color=color, lw=1.2, label=tag, ls=("-", "--", ":", "-.")[i % 4],
                     marker="o" if key in ("tel", "tea") and len(steps) < 40 else None, ms=3)
@@ -150,7 +174,7 @@ def main():
     tmp = args.output + ".tmp.png"
     fig.savefig(tmp)
     os.replace(tmp, args.output)  # no half-written PNG under the final name
-    print(f"plot_runs: wrote {args.output} ({len(runs)} runs)")
+    print(f"plot_runs: wrote {args.output} ({len(runs)} runs): " + "; ".join(labels))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # scripts/plot_runs.py: curves of real main.log files (a tiny train_gpt2 run
 # per mode, one resumed so steps repeat) and of seed groups render to a valid
 # PNG of the expected size with drawn content; bad logs give a clear error
-# naming the file and exit 1.
+# naming the file and exit 1; the legend names each run's mode and seed from
+# its run record (a resumed log keeps its first record).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/plot_runs
@@ -50,6 +51,9 @@ if $PY scripts/plot_runs.py "$work"/runs/* -o "$work/all.png" > "$work/all.out" 
 if $PY scripts/plot_runs.py "$work"/runs/* --group --smooth 0.5 --logy --title t -o "$work/sub/grouped.png" \
        > "$work/grouped.out" 2>&1 && grep -q "4 runs" "$work/grouped.out" && check_png "$work/sub/grouped.png"
 then ok "grouped by mode, smoothed, log axis, folder created"; else bad "grouped: $(cat "$work/grouped.out")"; fi
+grep -q "cbwc_seed2 (mode cbwc, seed 2)" "$work/all.out" && grep -q "ln (mode ln, seeds 1,2, n=2)" "$work/grouped.out" &&
+    ok "legend from the run records: $(sed 's/.*runs): //' "$work/grouped.out")" ||
+    bad "legend lacks mode/seed: $(cat "$work/all.out" "$work/grouped.out")"
 if $PY scripts/plot_runs.py "$work/resumed.log" -o "$work/resumed.png" > /dev/null 2>&1 &&
    check_png "$work/resumed.png"; then ok "resumed log"; else bad "resumed log"; fi
 
