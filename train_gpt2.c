@@ -32,7 +32,7 @@ static TrainArgs parse_args(int argc, char **argv) {
         .synopsis = "[options]",
         .about = "GPT-2 training on the CPU in fp32 (llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
-        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS, flags),
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT, flags),
     };
     cli_parse(&spec, argc, argv, NULL);
     gpt2_train_args_check(&spec, &args);
@@ -127,6 +127,7 @@ int main(int argc, char **argv) {
     } else {
         setup_model(&model, &args);
     }
+    gpt2_set_resid_dropout(&model, args.resid_dropout, args.seed);
     const GPT2Config *cfg = &model.config;
     const int B = args.batch_size, T = args.seq_len;
     if (T > cfg->max_seq_len) {
@@ -180,10 +181,10 @@ int main(int argc, char **argv) {
         &logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
         "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
-        "steps=%d lr=%g ranks=%d", norm_mode_name(model.mode), args.seed,
+        "steps=%d lr=%g resid_dropout=%g ranks=%d", norm_mode_name(model.mode), args.seed,
         args.model, cfg->num_layers, cfg->channels, cfg->num_heads, cfg->vocab_size,
         cfg->max_seq_len, B, T, total_tokens, max_steps, (double)args.learning_rate,
-        comm.world_size);
+        (double)args.resid_dropout, comm.world_size);
 
     int threads = 1;
 #ifdef _OPENMP
@@ -253,7 +254,10 @@ int main(int argc, char **argv) {
                 dataloader_next_batch(&train);
             }
             double ta = now_seconds();
-            gpt2_forward(&model, train.inputs, train.targets, B, T);
+            // one dropout draw per micro-batch and rank: a resumed run redraws the same masks
+            uint64_t draw = ((uint64_t)step * (uint64_t)grad_accum + (uint64_t)micro) *
+                                (uint64_t)comm.world_size + (uint64_t)comm.rank;
+            gpt2_forward_train(&model, train.inputs, train.targets, B, T, draw);
             double tb = now_seconds();
             loss_sum += model.mean_loss;
             // mean over the targets that count (all but SFT prompt tokens)

@@ -11,6 +11,7 @@
 #include "cbwc.h"
 #include "checksum.h"
 #include "crossentropy.h"
+#include "dropout.h"
 #include "encoder.h"
 #include "gelu.h"
 #include "matmul.h"
@@ -440,20 +441,36 @@ static void cbwc_refresh(GPT2 *model) {
     model->centred_stale = 0;
 }
 
-// out = residual + (inp W^T + b); in cbwc the caller passes V and P b.
+// Dropout mask stream of branch (0 attention, 1 MLP) of layer l in the last forward.
+static uint64_t dropout_stream(const GPT2 *model, int l, int branch) {
+    return (model->dropout_draw * (uint64_t)model->config.num_layers + (uint64_t)l) * 2 +
+           (uint64_t)branch;
+}
+
+// out = residual + dropout(inp W^T + b); in cbwc the caller passes V and P b.
 static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
                                          const float *inp, const float *W, const float *bias,
-                                         int N, int IC, int OC) {
+                                         int N, int IC, int OC, int l, int branch_index) {
     float *branch = model->scratch.dbranch; // free during the forward pass
     matmul_forward(branch, inp, W, bias, N, IC, OC);
+    if (model->dropout_active) {
+        dropout_apply(branch, branch, (size_t)N * OC, model->resid_dropout, model->dropout_seed,
+                      dropout_stream(model, l, branch_index));
+    }
     residual_add(out, residual, branch, (size_t)N * OC);
 }
 
-// Backward of the projection for the stream gradient dout: in cbwc the
-// output gradient is centred first, which yields dx = dy V and dW = P dV.
+// Backward of the projection for the stream gradient dout: through the
+// dropout mask first; in cbwc the output gradient is then centred, which
+// yields dx = dy V and dW = P dV.
 static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, float *dbias,
                                           const float *dout, const float *inp, const float *W,
-                                          int N, int IC, int OC) {
+                                          int N, int IC, int OC, int l, int branch_index) {
+    if (model->dropout_active) {
+        dropout_apply(model->scratch.dbranch, dout, (size_t)N * OC, model->resid_dropout,
+                      model->dropout_seed, dropout_stream(model, l, branch_index));
+        dout = model->scratch.dbranch;
+    }
     if (model->mode == MODE_CBWC) {
         cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
@@ -478,7 +495,29 @@ static void tied_head_mean_correction(float *logits, const float *h, const float
     }
 }
 
+void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
+    if (!(p >= 0.0f && p < 1.0f)) {
+        fatal("residual dropout %g: must be in [0, 1)", (double)p);
+    }
+    model->resid_dropout = p;
+    model->dropout_seed = seed;
+}
+
+static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets, int B, int T);
+
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
+    model->dropout_active = 0;
+    gpt2_forward_pass(model, inputs, targets, B, T);
+}
+
+void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int B, int T,
+                        uint64_t draw) {
+    model->dropout_active = model->resid_dropout > 0.0f;
+    model->dropout_draw = draw;
+    gpt2_forward_pass(model, inputs, targets, B, T);
+}
+
+static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
     if (model->acts_memory == NULL || B != model->batch_size || T != model->seq_len) {
         gpt2_allocate_activations(model, B, T);
     }
@@ -510,7 +549,7 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
         attention_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T, a.qkv + 3 * lbtc, B,
                           T, C, NH);
         projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
-                                     attprojw + lc * C, attprojb + lc, BT, C, C);
+                                     attprojw + lc * C, attprojb + lc, BT, C, C, l, 0);
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
         matmul_forward(a.fch + 4 * lbtc, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
@@ -518,7 +557,7 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
         gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
         projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
                                      a.fch_gelu + 4 * lbtc, fcprojw + 4 * lc * C,
-                                     fcprojb + lc, BT, 4 * C, C);
+                                     fcprojb + lc, BT, 4 * C, C, l, 1);
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
@@ -582,7 +621,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
         memset(s.dfch_gelu, 0, 4 * btc * sizeof(float));
         projection_to_stream_backward(model, s.dfch_gelu, g.fcprojw + 4 * lc * C, g.fcprojb + lc,
                                       s.dresidual, a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
-                                      BT, 4 * C, C);
+                                      BT, 4 * C, C, l, 1);
         gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
         memset(s.dln, 0, btc * sizeof(float));
         matmul_backward(s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
@@ -592,7 +631,8 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
         // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
         memset(s.datty, 0, btc * sizeof(float));
         projection_to_stream_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
-                                      s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C);
+                                      s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C, l,
+                                      0);
         memset(s.dqkv, 0, 3 * btc * sizeof(float));
         attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.att + (size_t)l * B * NH * T * T,
                            B, T, C, NH);

@@ -104,6 +104,12 @@ typedef struct {
     // folded: m_t = mean over C of the original wte row t (Vp), and what was folded
     float *head_row_means;
     int folded_norms, folded_layers;
+    // residual dropout (Hugging Face GPT-2's resid_pdrop; 0: off): set by
+    // gpt2_set_resid_dropout, applied only by gpt2_forward_train
+    float resid_dropout;
+    uint64_t dropout_seed;
+    int dropout_active;     // the last forward applied dropout, with draw dropout_draw
+    uint64_t dropout_draw;
     int *inputs;        // (B, T) copy of the last forward's tokens
     int *targets;       // (B, T) or unused when the forward had none
     float mean_loss;    // -1 when the forward had no targets
@@ -146,6 +152,15 @@ void gpt2_save(const GPT2 *model, const char *path);
 // position out of the loss (SFT: prompt tokens); mean_loss is the mean over
 // the loss_tokens other positions.
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T);
+// Train-mode residual dropout (docs/math.md section 6): with probability p
+// each element of the attention and MLP branch outputs is zeroed before the
+// residual add, the others scaled by 1/(1-p); the masks depend on the seed
+// and the draw number of gpt2_forward_train only. 0 <= p < 1; 0 turns it off.
+void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed);
+// gpt2_forward in train mode: the dropout masks of draw `draw` (one draw per
+// micro-batch; the same draw gives the same masks). Evaluation uses gpt2_forward.
+void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int B, int T,
+                        uint64_t draw);
 void gpt2_zero_grad(GPT2 *model);
 // Accumulates parameter gradients of loss_scale * sum of per-token losses
 // (loss_scale = 1/(B*T) for the mean loss of one micro-batch). Needs a

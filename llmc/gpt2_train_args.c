@@ -98,12 +98,22 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
          "runs AdamW on its 1/ranks of the parameters, all-gather them;\n"
          "0 = all-reduce, every rank updates all (default 1)", NULL, 0, 0},
     };
+    const CliFlag dropout[] = {
+        {"-rd", CLI_FLOAT, &a->resid_dropout, 0, 1,
+         "residual dropout: train-mode dropout with this probability on the\n"
+         "attention and MLP outputs before the residual add (Hugging Face's\n"
+         "resid_pdrop), masks from -sd, off in evaluation; makes cbwc differ\n"
+         "from ln (docs/math.md section 6) (default 0 = off)", NULL, CLI_OPEN_HI, 0},
+    };
     int n = 0;
     if (groups & GPT2_FLAGS_CORE) {
         for (int i = 0; i < CLI_COUNT(core); i++) flags[n++] = core[i];
     }
     if (groups & GPT2_FLAGS_EXTRAS) {
         for (int i = 0; i < CLI_COUNT(extras); i++) flags[n++] = extras[i];
+    }
+    if (groups & GPT2_FLAGS_DROPOUT) {
+        for (int i = 0; i < CLI_COUNT(dropout); i++) flags[n++] = dropout[i];
     }
     return n;
 }

@@ -25,7 +25,7 @@ endif
 CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/*.cuh)
 # the host side needs only these llmc/ objects (no tokenizer: GPU machines lack pcre2/cJSON)
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
-CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy encoder \
+CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
                   gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
                   attention_bidir swin_window atomic_write checksum \
                   schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets)

@@ -1,7 +1,9 @@
 // LN == CBWC+RMS (docs/math.md section 2, Proposition): from the same initial
 // weights, modes ln and cbwc give the same logits and gradients, and the same
 // loss at every AdamW step of a run; mode rms (plain RMSNorm, a different
-// model) must not, which shows the test can fail.
+// model) must not, which shows the test can fail. With DROPOUT > 0 (train-mode
+// residual dropout, the same masks in every model) the proposition no longer
+// holds (docs/math.md section 6): then ln and cbwc must differ like rms does.
 //
 // Tolerances: logits and gradients within 1e-5 of the tensor's max magnitude
 // (fp32 sums in a different order: ~1e-6); the loss at every step within 1e-4
@@ -28,22 +30,25 @@ static void random_batch(Rng *rng, int *x, int *y, size_t n, int V) {
 
 int main(int argc, char **argv) {
     CliSpec spec = {.program = "test_equivalence",
-                    .synopsis = "MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32]",
+                    .synopsis = "MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32] [DROPOUT=0]",
                     .about = "ln vs cbwc from the weights in MODEL.bin (its mode is ignored),\n"
                              "with rms as the negative control.\n",
-                    .min_positional = 1, .max_positional = 5};
-    const char *args[5];
+                    .min_positional = 1, .max_positional = 6};
+    const char *args[6];
     int n = cli_parse(&spec, argc, argv, args);
     unsigned long long seed =
         n > 1 ? (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX) : 1;
     int steps = n > 2 ? (int)cli_positional_int(&spec, "STEPS", args[2], 1, 1000000) : 50;
     int B = n > 3 ? (int)cli_positional_int(&spec, "B", args[3], 1, 65536) : 4;
     int T = n > 4 ? (int)cli_positional_int(&spec, "T", args[4], 1, 1048576) : 32;
+    double dropout =
+        n > 5 ? cli_positional_double(&spec, "DROPOUT", args[5], 0, 1, CLI_OPEN_HI) : 0.0;
     GPT2 models[3];
     const NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
     for (int k = 0; k < 3; k++) {
         gpt2_load(&models[k], args[0]);
         models[k].mode = modes[k];
+        gpt2_set_resid_dropout(&models[k], (float)dropout, seed);
     }
     GPT2 *ln = &models[0], *cbwc = &models[1], *rms = &models[2];
     const GPT2Config *c = &ln->config;
@@ -55,18 +60,18 @@ int main(int argc, char **argv) {
     int *y = malloc_check(BT * sizeof(int), "y");
     Rng rng;
     rng_seed(&rng, seed);
-    printf("test_equivalence: L=%d C=%d V=%d B=%d T=%d seed %llu, %d steps\n", c->num_layers,
-           c->channels, c->vocab_size, B, T, seed, steps);
+    printf("test_equivalence: L=%d C=%d V=%d B=%d T=%d seed %llu, %d steps, residual dropout %g\n",
+           c->num_layers, c->channels, c->vocab_size, B, T, seed, steps, dropout);
 
     const double rel_tol = 1e-5, loss_tol = 1e-4, control_min = 1e-3;
     int ok = 1;
     AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f};
-    double worst_loss = 0.0, control_loss = 0.0, control_logits = 0.0;
+    double worst_loss = 0.0, control_loss = 0.0, control_logits = 0.0, logits0 = 0.0;
     for (int step = 0; step < steps; step++) {
         random_batch(&rng, x, y, BT, c->vocab_size);
         for (int k = 0; k < 3; k++) {
-            gpt2_forward(&models[k], x, y, B, T);
+            gpt2_forward_train(&models[k], x, y, B, T, (uint64_t)step);
         }
         double d = fabs((double)ln->mean_loss - cbwc->mean_loss);
         worst_loss = d > worst_loss ? d : worst_loss;
@@ -81,13 +86,13 @@ int main(int argc, char **argv) {
                                                     c->padded_vocab_size);
             printf("  step 0 logits: cbwc vs ln %.3e (tol %.0e), rms vs ln %.3e\n", e, rel_tol,
                    control_logits);
-            ok &= e <= rel_tol;
+            logits0 = e;
         }
         for (int k = 0; k < 3; k++) {
             gpt2_zero_grad(&models[k]);
             gpt2_backward(&models[k], 1.0f / (float)BT);
         }
-        if (step == 0) {
+        if (step == 0 && dropout == 0.0) {
             size_t offset = 0;
             for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
                 size_t n = ln->param_sizes[i];
@@ -107,7 +112,17 @@ int main(int argc, char **argv) {
     }
     printf("  loss over %d steps: max |ln - cbwc| %.3e (tol %.0e), max |ln - rms| %.3e\n", steps,
            worst_loss, loss_tol, control_loss);
-    ok &= worst_loss <= loss_tol;
+    if (dropout > 0.0) {
+        // not the same model any more: cbwc must differ from ln beyond rounding
+        if (logits0 < control_min || worst_loss <= loss_tol) {
+            printf("  with dropout %g cbwc should differ from ln: logits by > %.0e (got %.3e), "
+                   "loss by > %.0e (got %.3e)\n", dropout, control_min, logits0, loss_tol,
+                   worst_loss);
+            ok = 0;
+        }
+    } else {
+        ok &= logits0 <= rel_tol && worst_loss <= loss_tol;
+    }
     if (control_loss < control_min || control_logits < control_min) {
         printf("  negative control failed: rms should differ from ln by > %.0e\n", control_min);
         ok = 0;

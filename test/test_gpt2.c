@@ -1,7 +1,8 @@
 // Checks train_gpt2's model against a debug state written by an independent
 // reference (dev/reference/gpt2.py, or llm.c's train_gpt2.py): logits, loss,
 // every parameter gradient and, when the state holds them, the losses of N
-// AdamW steps on the same batch.
+// AdamW steps on the same batch; with -rd, under residual dropout whose masks
+// the reference redoes from llmc/dropout.c's hash.
 //
 // Tolerances (fp32): a tensor passes when max|ours - ref| <= tol * max|ref|.
 // Both sides sum hundreds of fp32 products in different orders; the rounding
@@ -24,6 +25,8 @@ int main(int argc, char **argv) {
     const char *mode_name = NULL;
     double rel_tol = 1e-5, loss_tol = 1e-4;
     int forward_only = 0;
+    float resid_dropout = 0.0f;
+    unsigned long long dropout_seed = 0;
     CliFlag flags[] = {
         {"-N", CLI_CHOICE, &mode_name, 0, 0,
          "norm mode (default: the one recorded in the model file)", "ln|rms|cbwc", 0, 0},
@@ -32,6 +35,11 @@ int main(int argc, char **argv) {
         {"-lt", CLI_DOUBLE, &loss_tol, 0, 1,
          "absolute tolerance for the losses of the AdamW steps (default 1e-4)", NULL, CLI_OPEN_LO,
          0},
+        {"-rd", CLI_FLOAT, &resid_dropout, 0, 1,
+         "residual dropout in train mode, forward k with draw k (the reference's\n"
+         "--resid-dropout) (default 0)", NULL, CLI_OPEN_HI, 0},
+        {"-sd", CLI_SEED, &dropout_seed, 0, 0,
+         "seed of the dropout masks (the reference's --dropout-seed) (default 0)", NULL, 0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
          "logits and loss only (e.g. a folded model against the\n"
          "state of the ln model it came from)", NULL, 0, 0},
@@ -50,6 +58,7 @@ int main(int argc, char **argv) {
     if (mode_name != NULL && norm_mode_parse(mode_name, &model.mode) != 0) {
         fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
     }
+    gpt2_set_resid_dropout(&model, resid_dropout, dropout_seed);
     GPT2DebugState s;
     gpt2_debug_state_load(&s, state_path, &model);
     const int V = model.config.vocab_size, Vp = model.config.padded_vocab_size;
@@ -59,7 +68,7 @@ int main(int argc, char **argv) {
            s.T, s.num_steps);
 
     int ok = 1;
-    gpt2_forward(&model, s.x, s.y, s.B, s.T);
+    gpt2_forward_train(&model, s.x, s.y, s.B, s.T, 0); // = gpt2_forward without -rd
     ok &= check_error("logits", strided_relative_error(model.acts.logits, s.logits, BT, V, Vp, V),
                       rel_tol);
     ok &= check_error("loss", fabs(model.mean_loss - s.loss) / fabs(s.loss), rel_tol);
@@ -85,7 +94,7 @@ int main(int argc, char **argv) {
             if (k > 0) {
                 gpt2_update(&model, &s.adamw, s.grad_clip);
             }
-            gpt2_forward(&model, s.x, s.y, s.B, s.T);
+            gpt2_forward_train(&model, s.x, s.y, s.B, s.T, (uint64_t)k);
             last = model.mean_loss;
             double d = fabs(last - s.losses[k]);
             worst = d > worst ? d : worst;

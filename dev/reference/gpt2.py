@@ -21,6 +21,12 @@ Norm modes (eps = 1e-5 everywhere):
         forward, so autograd yields the centred gradient dW = P dV.
   ln and cbwc are the same function of the stored weights (docs/math.md).
 
+--resid-dropout P adds train-mode residual dropout (Hugging Face GPT-2's
+resid_pdrop) on the attention and MLP branch outputs, with the masks of
+llmc/dropout.c redone here from its hash (docs/formats.md): forward k of the
+run (k = 0 for the initial state) uses draw k.  With it ln and cbwc are no
+longer the same function (docs/math.md section 6).
+
 Only the standard library, numpy and torch are used; everything is fp32.
 Run with Debian's interpreter:  /usr/bin/python3 dev/reference/gpt2.py -h
 """
@@ -125,11 +131,37 @@ def causal_self_attention(qkv, NH):
 # ----------------------------------------------------------------------------
 # the model
 
+MASK64 = (1 << 64) - 1
+GOLDEN_GAMMA = 0x9E3779B97F4A7C15
+
+
+def mix64(z):
+    """splitmix64's finaliser on a numpy uint64 array (wrapping arithmetic)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def dropout_scale(p, seed, stream, n):
+    """llmc/dropout.c's mask times 1/(1-p) for n elements of mask stream `stream`:
+    u_i = top 24 bits of mix64(key + G (i+1)) / 2^24, key = mix64(seed + G (stream+1)),
+    element i kept iff u_i >= p."""
+    key = mix64(np.array([(seed + GOLDEN_GAMMA * (stream + 1)) & MASK64], dtype=np.uint64))
+    i = np.arange(1, n + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = mix64(key + np.uint64(GOLDEN_GAMMA) * i)
+    u = (h >> np.uint64(40)).astype(np.float64) / 16777216.0
+    p32 = np.float32(p)
+    scale = np.float32(1.0) / (np.float32(1.0) - p32)
+    return torch.from_numpy(np.where(u >= float(p32), scale, np.float32(0.0)).astype(np.float32))
+
+
 class GPT(nn.Module):
     def __init__(self, V, Vp, maxT, L, NH, C, mode):
         super().__init__()
         self.V, self.Vp, self.maxT, self.L, self.NH, self.C = V, Vp, maxT, L, NH, C
         self.mode = mode
+        self.resid_dropout, self.dropout_seed, self.draw = 0.0, 0, 0
         for name, shape in param_shapes(Vp, maxT, L, C).items():
             setattr(self, name, nn.Parameter(torch.zeros(shape, dtype=torch.float32)))
 
@@ -149,6 +181,14 @@ class GPT(nn.Module):
             w, b = centre_linear(w, b)
         return self.linear(x, w, b)
 
+    def drop(self, branch, l, which):
+        """Residual dropout of branch `which` (0 attention, 1 MLP) of layer l."""
+        if self.resid_dropout == 0.0:
+            return branch
+        stream = (self.draw * self.L + l) * 2 + which
+        mask = dropout_scale(self.resid_dropout, self.dropout_seed, stream, branch.numel())
+        return branch * mask.view(branch.shape)
+
     def embed(self, x):
         B, T = x.shape
         tok = self.wte[x]                                  # (B, T, C), proxy rows
@@ -166,10 +206,11 @@ class GPT(nn.Module):
             a = self.norm(h, self.ln1w[l], self.ln1b[l])
             qkv = self.linear(a, self.qkvw[l], self.qkvb[l])
             att = causal_self_attention(qkv, self.NH)
-            h = h + self.residual_projection(att, self.attprojw[l], self.attprojb[l])
+            h = h + self.drop(self.residual_projection(att, self.attprojw[l], self.attprojb[l]),
+                              l, 0)
             m = self.norm(h, self.ln2w[l], self.ln2b[l])
             m = gelu_tanh(self.linear(m, self.fcw[l], self.fcb[l]))
-            h = h + self.residual_projection(m, self.fcprojw[l], self.fcprojb[l])
+            h = h + self.drop(self.residual_projection(m, self.fcprojw[l], self.fcprojb[l]), l, 1)
         h = self.norm(h, self.lnfw, self.lnfb)
         logits = h @ self.wte[:self.V].t()                # tied head, raw proxy wte
         # target -1 = masked out (SFT prompt tokens): mean over the others
@@ -315,6 +356,10 @@ def parse_args(argv):
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--wd", type=float, default=0.1, help="weight decay on the matrices")
     p.add_argument("--clip", type=float, default=1.0, help="global grad-norm clip, 0 = none")
+    p.add_argument("--resid-dropout", type=float, default=0.0, metavar="P",
+                   help="train-mode residual dropout with llmc/dropout.c's masks (default 0)")
+    p.add_argument("--dropout-seed", type=int, default=0,
+                   help="the masks' seed (train_gpt2 -sd, test_gpt2 -sd) (default 0)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--mask", action="store_true",
                    help="mask a random prefix of each row's targets (-1), as SFT masks the "
@@ -335,6 +380,10 @@ def parse_args(argv):
         p.error("need lr >= 0, eps > 0, wd >= 0, clip >= 0")
     if not (0 <= a.beta1 < 1 and 0 <= a.beta2 < 1):
         p.error("betas must be in [0, 1)")
+    if not 0.0 <= a.resid_dropout < 1.0:
+        p.error("--resid-dropout must be in [0, 1)")
+    if not 0 <= a.dropout_seed < 2 ** 64:
+        p.error("--dropout-seed must be in [0, 2^64)")
     if a.threads < 1:
         p.error("--threads must be >= 1")
     return p, a
@@ -378,6 +427,7 @@ def main(argv=None):
         for b in range(a.B):
             y[b, :int(torch.randint(0, a.T, (1,), generator=mgen))] = -1
     model = GPT(mode=mode, **cfg)
+    model.resid_dropout, model.dropout_seed = a.resid_dropout, a.dropout_seed
     if weights is not None:
         with torch.no_grad():
             for name, prm in model.params():
@@ -396,13 +446,14 @@ def main(argv=None):
     opt = torch.optim.AdamW(groups, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
     all_params = [q for _, q in named]
 
-    def forward_backward():
+    def forward_backward(draw):
+        model.draw = draw
         opt.zero_grad(set_to_none=True)
         logits, loss = model(x, y)
         loss.backward()
         return logits, loss
 
-    logits, loss = forward_backward()
+    logits, loss = forward_backward(0)
     logits0 = logits.detach().numpy().copy()
     loss0 = loss.item()
     grads0 = [q.grad.detach().numpy().copy() for q in all_params]   # before clipping
@@ -412,7 +463,7 @@ def main(argv=None):
     losses = []
     for k in range(a.steps):
         if k > 0:
-            _, loss = forward_backward()
+            _, loss = forward_backward(k)
         losses.append(loss.item())
         print(f"step {k} loss {loss.item():.6f}", flush=True)
         if k < a.steps - 1:
