@@ -6,16 +6,20 @@
 #       train/val curves, final val loss and tokens/s per mode
 #   scripts/study.sh vision quick|full         ViT and Swin on Fashion-MNIST:
 #       test accuracy and loss per mode (Swin also with -K 1, the centring ops)
+#   scripts/study.sh sft quick|full            Alpaca fine-tuning on GCIDE
+#       records (gcide_to_alpaca, split by headword) from a KJV-pretrained
+#       checkpoint per mode, without and with residual dropout (-rd): held-out
+#       response loss per mode
 #
 # quick: seconds (make test runs it, so the runner cannot rot); full: sized
 # for this 2-core machine (docs/results.md gives the figures and times).
 # Runs go to out/exp/STUDY/ (or $STUDY_OUT): RUN/main.log and RUN/stdout.txt
 # per run (RUN = [MODEL_]MODE_seedN), summary.csv, and curves.png drawn by
 # scripts/plot_runs.py (mean and min-max band over the seeds).
-# Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS.
+# Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -23,7 +27,7 @@ case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, 
 out=${STUDY_OUT:-out/exp/$study}
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-make -s train_gpt2 train_vit > /dev/null
+make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
 t_start=$SECONDS
@@ -100,8 +104,57 @@ vision)
             --title "vision: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
     done
     ;;
+sft)
+    # pretrain one checkpoint per mode on the KJV (GPT-2 BPE), then fine-tune
+    # it on GCIDE Alpaca records, loss on response tokens only; the val loss
+    # (tel) is on the held-out headwords' records
+    dict=${GCIDE_DICT:-/usr/share/dictd/gcide.dict.dz}
+    [ -f "$dict" ] || { echo "study.sh: $dict: no GCIDE dictionary (Debian dict-gcide; GCIDE_DICT=...)" >&2; exit 1; }
+    scripts/prepare_kjv.sh > /dev/null
+    if [ $preset = quick ]; then
+        headwords=300 T=128 model=d1c32h2v50257t128
+        pre=(-b 2 -t 64 -x 3 -l 3e-3)
+        ft=(-b 2 -t $T -x 4 -v 2 -m 1 -l 1e-3)
+        seeds=${STUDY_SEEDS:-"1"}
+    else
+        headwords=6000 T=128 model=d4c128h4v50257t128
+        pre=(-b 8 -t 64 -x 300 -l 1e-3 -u 30)
+        ft=(-b 8 -t $T -x 150 -v 25 -m 8 -l 3e-4 -u 15)
+        seeds=${STUDY_SEEDS:-"1 2 3"}
+    fi
+    dropout=0.1 # Hugging Face GPT-2's resid_pdrop
+    mkdir -p "$out/data"
+    bin/gcide_to_alpaca -nh $headwords -tf 0.1 "$dict" "$out/data/gcide" | tee "$out/data/gcide.txt"
+    # records longer than the context are left out (alpaca_to_sft -sk 1 counts them)
+    for split in train test; do
+        bin/alpaca_to_sft -sk 1 -t $T "$out/data/gcide_$split.json" "$out/data/sft_$split" 0 |
+            grep -E 'left out|records' | tee -a "$out/data/gcide.txt"
+    done
+    echo "mode,resid_dropout,seed,final_train_loss,final_test_response_loss,best_test_response_loss" \
+        > "$out/summary.csv"
+    for mode in ln rms cbwc; do
+        run pretrain_$mode bin/train_gpt2 -N $mode -e $model -i "data/kjv/kjv_train_*.bin" -v 0 \
+            "${pre[@]}" -sd 1
+        ckpt=$(ls "$out/pretrain_$mode"/model_*.bin | tail -1)
+        for rd in 0 $dropout; do
+            for s in $seeds; do
+                name=${mode}_rd${rd}_seed$s
+                run $name bin/train_gpt2 -N $mode -e "$ckpt" -sft 1 -i "$out/data/sft_train_train_*.bin" \
+                    -j "$out/data/sft_test_train_*.bin" "${ft[@]}" -rd $rd -sd $s
+                log=$out/$name/main.log
+                best=$(grep -oE '^s:[0-9]+ tel:[^ ]+' "$log" | cut -d: -f3 | sort -g | head -1)
+                echo "$mode,$rd,$s,$(last_value "$log" trl),$(last_value "$log" tel),$best" >> "$out/summary.csv"
+            done
+        done
+    done
+    for rd in 0 $dropout; do
+        $PY scripts/plot_runs.py "$out"/*_rd${rd}_seed* --group \
+            --title "sft on GCIDE, residual dropout $rd ($preset, $model, commit $commit)" \
+            -o "$out/curves_rd$rd.png" > /dev/null
+    done
+    ;;
 *)
-    echo "study.sh: unknown study '$study' (gpt-pretrain, vision)" >&2; exit 1 ;;
+    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft)" >&2; exit 1 ;;
 esac
 echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $(($(wc -l < "$out/summary.csv") - 1)) runs"
 column -s, -t < "$out/summary.csv"

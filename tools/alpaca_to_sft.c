@@ -7,7 +7,8 @@
 //   alpaca_to_sft [-vd DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]
 // writes OUT_PREFIX_train_000000.bin and, when VAL_RECORDS > 0, the last
 // VAL_RECORDS records to OUT_PREFIX_val_000000.bin. A record longer than
-// MAX_TOKENS (the context it will be trained at, default 1024) is an error.
+// MAX_TOKENS (the context it will be trained at, default 1024) is an error,
+// or with -sk 1 left out and counted.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,13 +72,16 @@ static void write_split(const char *prefix, const char *split, const SftData *d,
 
 int main(int argc, char **argv) {
     const char *dir = NULL;
-    int max_tokens = 1024;
+    int max_tokens = 1024, skip_long = 0;
     CliFlag flags[] = {
         {"-vd", CLI_STRING, &dir, 0, 0, "GPT-2's encoder.json and vocab.bpe (default data/gpt2)",
          "dir", 0, 0},
         {"-t", CLI_INT, &max_tokens, 2, 1048576,
          "context length the shards will be trained at; a longer record is an\n"
          "error (default 1024)", NULL, 0, 0},
+        {"-sk", CLI_INT, &skip_long, 0, 1,
+         "1: leave out the records longer than -t and say how many (default 0: error)",
+         NULL, 0, 0},
     };
     CliSpec spec = {.program = "alpaca_to_sft",
                     .synopsis = "[-vd DIR] [-t MAX_TOKENS] INPUT.json OUT_PREFIX [VAL_RECORDS=1]",
@@ -106,6 +110,7 @@ int main(int argc, char **argv) {
     tokenizer_load(&tok, dir);
     SftData data = {0};
     size_t val_start = 0;
+    int skipped = 0;
     for (int index = 0; index < records; index++) {
         const AlpacaRecord *r = &alpaca.records[index];
         char *prompt = alpaca_prompt(r);
@@ -123,10 +128,17 @@ int main(int argc, char **argv) {
         token_list_free(&part);
         free(prompt);
         size_t length = data.tokens.len - before;
-        if (length > (size_t)max_tokens) {
+        if (length > (size_t)max_tokens && skip_long) {
+            data.tokens.len = before; // the record's tokens and mask bytes are dropped
+            skipped++;
+        } else if (length > (size_t)max_tokens) {
             fatal("%s: record %d is %zu tokens, longer than the context of %d (-t)", path, index,
                   length, max_tokens);
         }
+    }
+    if (skipped > 0) {
+        printf("%s: left out %d of %d records longer than %d tokens (-sk 1)\n", path, skipped,
+               records, max_tokens);
     }
     size_t train_count = val_records > 0 ? val_start : data.tokens.len;
     write_split(prefix, "train", &data, 0, train_count);

@@ -3,7 +3,8 @@
 # prompt/response split of the template; the masked loss matches the
 # PyTorch reference in every mode; fine-tuning a GPT-2-vocabulary checkpoint
 # on the fixture through scripts/finetune_alpaca.sh makes the loss fall in
-# every mode; bad Alpaca input gives clear errors.
+# every mode; bad Alpaca input gives clear errors; -sk 1 leaves out over-long
+# records instead.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/data_sft
@@ -98,6 +99,15 @@ expect_error field_not_string "\"instruction\" is not a string" bin/alpaca_to_sf
 expect_error not_a_list "expected a JSON list" bin/alpaca_to_sft "$work/not_list.json" "$work/o" 0
 expect_error record_too_long "record 0 is [0-9]+ tokens, longer than the context of 64" bin/alpaca_to_sft -t 64 "$work/long.json" "$work/o" 0
 expect_error missing_encoder "encoder.json.*cannot open" bin/alpaca_to_sft -vd "$work/nowhere" $fixture "$work/o" 0
+# -sk 1: the over-long record left out and counted, the short ones kept
+/usr/bin/python3 -c "import json; print(json.dumps([{'instruction': 'x', 'input': '', 'output': 'a'}, {'instruction': 'x', 'output': 'word ' * 300}, {'instruction': 'y', 'input': '', 'output': 'b'}]))" > "$work/mixed.json"
+out=$(bin/alpaca_to_sft -sk 1 -t 64 "$work/mixed.json" "$work/sk" 0 2>&1) &&
+    grep -q "left out 1 of 3 records longer than 64 tokens" <<< "$out" &&
+    /usr/bin/python3 -c "import json; r = json.load(open('$work/mixed.json')); print(json.dumps([r[0], r[2]]))" > "$work/short.json" &&
+    bin/alpaca_to_sft -t 64 "$work/short.json" "$work/sk2" 0 > /dev/null &&
+    cmp -s "$work/sk_train_000000.bin" "$work/sk2_train_000000.bin" &&
+    echo "ok   -sk 1 leaves out the long record: the same shard as without it" ||
+    fail "alpaca_to_sft -sk 1: $out"
 bin/text_to_shard $fixture "$work/plain" 0.1 > /dev/null
 expect_error sft_flag_plain "not SFT shards" bin/train_gpt2 -e d2c64h4v50257t64 -i "$work/plain_train_*.bin" -sft 1 -v 0 -x 1 -b 2 -t 32
 echo "$fails failed"
