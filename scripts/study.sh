@@ -10,6 +10,10 @@
 #       records (gcide_to_alpaca, split by headword) from a KJV-pretrained
 #       checkpoint per mode, without and with residual dropout (-rd): held-out
 #       response loss per mode
+#   scripts/study.sh equivalence quick|full     ln vs cbwc (rms the control)
+#       trained side by side (bin/equivalence_steps): max relative difference
+#       of the logits and every gradient at log-spaced steps, GPT-2, ViT,
+#       Swin and Swin -K 1
 #
 # quick: seconds (make test runs it, so the runner cannot rot); full: sized
 # for this 2-core machine (docs/results.md gives the figures and times).
@@ -19,7 +23,7 @@
 # Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -27,7 +31,7 @@ case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, 
 out=${STUDY_OUT:-out/exp/$study}
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft > /dev/null
+make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft equivalence_steps > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
 t_start=$SECONDS
@@ -153,8 +157,37 @@ sft)
             -o "$out/curves_rd$rd.png" > /dev/null
     done
     ;;
+equivalence)
+    # steps per family: GPT-2 and ViT are cheap, Swin (3 models side by side) is not
+    if [ $preset = quick ]; then
+        steps=(gpt2:12 vit:12 swin:3 swin-k1:3)
+    else
+        steps=(gpt2:1000 vit:1000 swin:300 swin-k1:300)
+    fi
+    for fs in "${steps[@]}"; do
+        family=${fs%%:*}
+        echo "== $family: bin/equivalence_steps -e $family -x ${fs#*:} -sd 1" | tee -a "$out/commands.txt"
+        bin/equivalence_steps -e $family -x ${fs#*:} -sd 1 > "$out/$family.csv.tmp" ||
+            { echo "study.sh: equivalence_steps -e $family failed" >&2; exit 1; }
+        mv "$out/$family.csv.tmp" "$out/$family.csv"
+    done
+    { head -1 "$out/gpt2.csv"; for fs in "${steps[@]}"; do tail -n +2 "$out/${fs%%:*}.csv"; done; } \
+        > "$out/diffs.csv"
+    # summary: per family, the largest cbwc-vs-ln and smallest rms-vs-ln
+    # difference over every step and tensor (logits and gradients; the loss apart)
+    echo "family,steps,max_cbwc_vs_ln,min_rms_vs_ln,max_loss_cbwc_vs_ln" > "$out/summary.csv"
+    awk -F, 'NR > 1 { f = $1; if (!(f in w)) { w[f] = 0; c[f] = 1e30; l[f] = 0; order[++n] = f }
+             s[f] = $2 > s[f] ? $2 : s[f]
+             if ($3 == "loss") { l[f] = $4 > l[f] ? $4 : l[f] }
+             else { w[f] = $4 > w[f] ? $4 : w[f]; c[f] = $5 < c[f] ? $5 : c[f] } }
+         END { for (i = 1; i <= n; i++) { f = order[i]; printf "%s,%d,%.3e,%.3e,%.3e\n", f, s[f], w[f], c[f], l[f] } }' \
+        "$out/diffs.csv" >> "$out/summary.csv"
+    $PY scripts/plot_equivalence.py "$out/diffs.csv" \
+        --title "ln vs cbwc over training, rms the control ($preset, commit $commit)" \
+        -o "$out/curves.png" > /dev/null
+    ;;
 *)
-    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft)" >&2; exit 1 ;;
+    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft, equivalence)" >&2; exit 1 ;;
 esac
 echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $(($(wc -l < "$out/summary.csv") - 1)) runs"
 column -s, -t < "$out/summary.csv"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # scripts/study.sh's quick presets (so the study runner cannot rot): every run
-# of gpt-pretrain, vision and sft completes, summary.csv has a
+# of gpt-pretrain, vision, sft and equivalence completes, summary.csv has a
 # row per run with numbers, the curves render, and where cbwc is the ln model
 # (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; sft without residual
-# dropout) its final losses equal ln's to fp32 chaos.
+# dropout) its final losses equal ln's to fp32 chaos; in the equivalence study
+# cbwc stays within 1e-4 of ln (logits and every gradient) while the rms
+# control differs by more than 1e-5 in every tensor at every step.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/study_quick
@@ -12,7 +14,7 @@ PY=${PYTHON:-/usr/bin/python3}
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-for study in gpt-pretrain vision sft; do
+for study in gpt-pretrain vision sft equivalence; do
     if STUDY_OUT="$work/$study" scripts/study.sh $study quick > "$work/$study.log" 2>&1; then
         ok "$study quick: $(grep '^study ' "$work/$study.log")"
     else
@@ -24,9 +26,9 @@ import csv, glob, os, sys
 w = sys.argv[1]
 def rows(study):
     return list(csv.DictReader(open(os.path.join(w, study, "summary.csv"))))
-gpt, vis, sft = rows("gpt-pretrain"), rows("vision"), rows("sft")
-assert (len(gpt), len(vis), len(sft)) == (6, 18, 6), (len(gpt), len(vis), len(sft))
-for r in gpt + vis + sft:
+gpt, vis, sft, eq = rows("gpt-pretrain"), rows("vision"), rows("sft"), rows("equivalence")
+assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 18, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
+for r in gpt + vis + sft + eq:
     for k, v in r.items():
         if k not in ("mode", "model", "family"):
             float(v)  # every cell a number
@@ -35,6 +37,8 @@ for r in sft:  # ln == cbwc without residual dropout
         c = [x for x in sft if x["mode"] == "cbwc" and x["seed"] == r["seed"] and float(x["resid_dropout"]) == 0][0]
         for key in ("final_train_loss", "final_test_response_loss"):
             assert abs(float(r[key]) - float(c[key])) < 2e-3 * float(r[key]), (key, r, c)
+for r in eq:  # 1e-4: 10x the largest seen in 1000 steps; the control differs by >= 1e-4
+    assert float(r["max_cbwc_vs_ln"]) < 1e-4 and float(r["min_rms_vs_ln"]) > 1e-5, r
 def final(rs, key, **match):
     return {r["seed"]: float(r[key]) for r in rs if all(r[k] == v for k, v in match.items())}
 for seed, v in final(gpt, "final_val_loss", mode="ln").items():
@@ -45,7 +49,7 @@ for fam in ("vit", "swin", "swin_k1"):
     for seed in ln:
         assert abs(ln[seed] - cb[seed]) < 2e-3 * abs(ln[seed]), f"{fam} seed {seed}: {ln[seed]} vs {cb[seed]}"
 pngs = glob.glob(os.path.join(w, "*", "curves*.png"))
-assert len(pngs) == 6, pngs
+assert len(pngs) == 7, pngs
 for p in pngs:
     assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 PYEOF
