@@ -34,6 +34,7 @@ static const char *const OP_NAMES[OP_COUNT] = {
     [OP_LAYERNORM] = "layernorm",
     [OP_RMSNORM] = "rmsnorm",
     [OP_CENTRE] = "centre",
+    [OP_OPAQUE] = "opaque",
 };
 
 const char *graph_op_name(GraphOp op) {
@@ -317,6 +318,7 @@ static const char *blame_reason(const GraphNode *n) {
         return n->heads == 1 ? "attention reading a fused qkv (v's slice alone is not centred)"
                              : "multi-head attention (each head's slice of v would need its own centring)";
     case OP_MUL: return "elementwise product";
+    case OP_OPAQUE: return n->what[0] ? n->what : "an op the analysis does not model";
     default: return "nonlinearity";
     }
 }

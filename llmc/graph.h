@@ -44,6 +44,9 @@ typedef enum {
     OP_LAYERNORM,
     OP_RMSNORM,
     OP_CENTRE,     // explicit x - mean(x): zero-mean with nothing in S
+    // anything else (an ONNX op the reader does not model): never zero-mean,
+    // absorbs no shift, so every layer it reads stays out of S (sound)
+    OP_OPAQUE,
     OP_COUNT
 } GraphOp;
 
@@ -60,6 +63,7 @@ typedef struct {
     int has_bias;                 // linear family: 1 = bias (default)
     double value;                 // scale / temperature constant
     char weight[GRAPH_MAX_NAME];  // linear family: name of the (possibly shared) weight
+    char what[GRAPH_MAX_NAME];    // opaque: the op it stands for (an ONNX op type)
     int line;                     // line in the text, 0 when built in code
 } GraphNode;
 

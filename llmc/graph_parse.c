@@ -85,6 +85,13 @@ static int apply_attribute(ParseErr *pe, int line, RawNode *r, const char *key, 
         snprintf(n->weight, sizeof(n->weight), "%s", val);
         return 0;
     }
+    if (strcmp(key, "what") == 0) {
+        if (!valid_name(val)) {
+            return parse_fail(pe, line, "%s: bad op name '%s' in what=", n->name, val);
+        }
+        snprintf(n->what, sizeof(n->what), "%s", val);
+        return 0;
+    }
     int is_flag = strcmp(key, "affine") == 0 || strcmp(key, "bias") == 0;
     if (parse_int(val, is_flag ? 0 : 1, is_flag ? 1 : MAX_DIM, &v) != 0) {
         return parse_fail(pe, line, "%s: %s=%s must be %s", n->name, key, val,
@@ -103,7 +110,7 @@ static int apply_attribute(ParseErr *pe, int line, RawNode *r, const char *key, 
     } else if (strcmp(key, "bias") == 0) {
         n->has_bias = (int)v;
     } else {
-        return parse_fail(pe, line, "%s: unknown key '%s' (dim, in, out, vocab, heads, affine, bias, value, weight)",
+        return parse_fail(pe, line, "%s: unknown key '%s' (dim, in, out, vocab, heads, affine, bias, value, weight, what)",
                           n->name, key);
     }
     return 0;
@@ -209,6 +216,7 @@ static int infer_shape(ParseErr *pe, GraphNode *n, const Graph *g) {
     int min_in = 1, max_in = 1;
     switch (n->op) {
     case OP_INPUT: case OP_PARAM: min_in = max_in = 0; break;
+    case OP_OPAQUE: min_in = 0; max_in = GRAPH_MAX_INPUTS; break;
     case OP_ADD: case OP_TOKEN_CONCAT: case OP_CONCAT: min_in = 2; max_in = GRAPH_MAX_INPUTS; break;
     case OP_MUL: min_in = max_in = 2; break;
     case OP_ATTENTION: max_in = 3; break;
@@ -218,12 +226,13 @@ static int infer_shape(ParseErr *pe, GraphNode *n, const Graph *g) {
         return parse_fail(pe, n->line, "%s: %s takes %s input(s), got %d", n->name,
                           graph_op_name(n->op),
                           n->op == OP_ATTENTION ? "1 (qkv) or 3 (q k v)"
+                          : n->op == OP_OPAQUE ? "at most 8"
                           : min_in == max_in ? (min_in == 0 ? "no" : min_in == 1 ? "1" : "2")
                                              : "2 or more",
                           k);
     }
     switch (n->op) {
-    case OP_INPUT: case OP_PARAM:
+    case OP_INPUT: case OP_PARAM: case OP_OPAQUE:
         if (n->dim <= 0) {
             return parse_fail(pe, n->line, "%s: %s needs dim=", n->name, graph_op_name(n->op));
         }

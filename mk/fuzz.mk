@@ -18,6 +18,14 @@ FUZZ_NAMES := $(patsubst test/fuzz/fuzz_%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_TARGETS := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIB := $(FUZZ_BUILD)/libllmc.a
 FUZZ_OBJS := $(patsubst llmc/%.c,$(FUZZ_BUILD)/llmc/%.o,$(LLMC_SRCS))
+# the ONNX reader's generated protobuf-c code (mk/onnx.mk)
+FUZZ_CFLAGS += -I$(BUILD)/onnx
+FUZZ_LDLIBS += -lprotobuf-c
+FUZZ_OBJS += $(FUZZ_BUILD)/onnx/onnx.pb-c.o
+$(FUZZ_BUILD)/onnx/onnx.pb-c.o: $(BUILD)/onnx/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+$(FUZZ_BUILD)/llmc/onnx_graph.o: $(BUILD)/onnx/onnx.pb-c.h
 
 $(FUZZ_BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h)
 	@mkdir -p $(dir $@)

@@ -9,7 +9,12 @@
 #include "cli.h"
 #include "gpt2.h"
 #include "graph.h"
+#include "onnx_graph.h"
+#include "reader.h"
 #include "utils.h"
+
+// ONNX files over this are refused (protobuf's own limit is 2 GiB)
+#define ONNX_MAX_BYTES ((size_t)2 << 30)
 
 // The graph of a GPT-2 model file's config (header only; gpt2_load checks the rest).
 static char *model_file_graph(const char *path) {
@@ -37,6 +42,31 @@ static int is_model_file(const char *path) {
     size_t got = fread(&magic, sizeof(magic), 1, f);
     fclose(f);
     return got == 1 && magic == GPT2_MODEL_MAGIC;
+}
+
+static int is_onnx_path(const char *path) {
+    size_t n = strlen(path);
+    return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
+}
+
+// The analysis graph of an ONNX model (docs/graph-format.md, "ONNX input").
+static char *onnx_file_graph(const char *path) {
+    unsigned char *bytes;
+    size_t len;
+    char err[READER_ERR_BYTES];
+    if (read_file_bytes(path, ONNX_MAX_BYTES, &bytes, &len, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
+    }
+    OnnxImportReport report;
+    char *text = onnx_graph_text(bytes, len, path, &report, err, sizeof(err));
+    free(bytes);
+    if (text == NULL) {
+        fatal("%s", err);
+    }
+    fprintf(stderr, "onnx %s: %d nodes; %d opaque (not modelled, treated as not zero-mean)%s%s\n",
+            path, report.onnx_nodes, report.opaque_nodes, report.opaque_nodes ? ": " : "",
+            report.opaque_ops);
+    return text;
 }
 
 static int file_exists(const char *path) {
@@ -113,8 +143,9 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {
         .program = "foldcheck",
-        .synopsis = "MODEL.bin|GRAPH.txt|NAME [--emit]",
+        .synopsis = "MODEL.bin|MODEL.onnx|GRAPH.txt|NAME [--emit]",
         .about = "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
+                 "  MODEL.onnx an ONNX model: its graph mapped onto the analysis' ops\n"
                  "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
                  "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
                  "             swin-tiny, swin-small, swin-tiny-centred, swin-small-centred,\n"
@@ -124,7 +155,8 @@ int main(int argc, char **argv) {
         .min_positional = 1,
         .max_positional = 1,
         .footer = "Prints each LN's verdict, the CBWC layer set, and ends with\n"
-                  "'foldable: N/M LNs, cbwc layers: K'.\n",
+                  "'foldable: N/M LNs, cbwc layers: K'. --emit prints a built-in network's\n"
+                  "or an ONNX model's graph text.\n",
     };
     const char *arg;
     cli_parse(&spec, argc, argv, &arg);
@@ -132,6 +164,8 @@ int main(int argc, char **argv) {
     char *text = NULL;
     if (is_model_file(arg)) {
         text = model_file_graph(arg);
+    } else if (is_onnx_path(arg)) {
+        text = onnx_file_graph(arg);
     } else if (!file_exists(arg)) {
         text = graph_builtin_text(arg);
         if (text == NULL) {

@@ -1,0 +1,262 @@
+"""Small real PyTorch models exported to ONNX for foldcheck's ONNX reader
+(test/suites/onnx_graph.sh), and the numerical check of the verdicts.
+
+  onnx_models.py OUTDIR    writes OUTDIR/*.onnx and OUTDIR/expected.txt
+
+Models (written here, independent of the C code):
+  gpt_ref     dev/reference/gpt2.py's GPT-2 (ln mode): its hand-written LN
+              (mean, x - mu, (x - mu)^2, mean, + eps, rsqrt, gain, bias)
+  gpt_o17     a GPT-2-like pre-LN stack of nn modules, opset 17 (LayerNormalization)
+  gpt_o14     the same at opset 14 (torch writes LN as ReduceMean/Sub/Pow/...)
+  bert_o17/14 a BERT-like post-LN stack (word + position + token-type embeddings)
+  vit_o17/14  a ViT-like stack (conv patches, cls token, positions, pre-LN)
+expected.txt holds one line per model: NAME<TAB>foldcheck's last line as
+worked out by hand from where the norms sit (see the comments at each model).
+
+The numerical check: for the GPT-like and BERT-like models the fold the
+verdict allows (centre the CBWC layers, LN -> RMSNorm for the foldable LNs)
+must leave the outputs unchanged (1e-5 relative), while also folding an LN
+the verdict calls not foldable must change them. Exits 1 on a failed check.
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "dev", "reference"))
+import gpt2 as ref  # noqa: E402
+
+torch.manual_seed(0)
+OUT = sys.argv[1]
+os.makedirs(OUT, exist_ok=True)
+expected = []
+
+
+def export(model, args, name, opset, input_names):
+    model.eval()
+    torch.onnx.export(model, args, os.path.join(OUT, name + ".onnx"), opset_version=opset,
+                      input_names=input_names, output_names=["out"])
+
+
+class Norm(nn.Module):
+    """LayerNorm, or the RMSNorm it folds to (same gain and bias)."""
+
+    def __init__(self, C):
+        super().__init__()
+        self.ln = nn.LayerNorm(C)
+        self.rms = False
+
+    def forward(self, x):
+        if self.rms:
+            x = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + self.ln.eps)
+            return x * self.ln.weight + self.ln.bias
+        return self.ln(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, C, NH, causal):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.NH, self.causal = NH, causal
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
+        s = q @ k.transpose(-2, -1) / math.sqrt(C // self.NH)
+        if self.causal:
+            s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
+        y = (F.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, C)
+        return self.proj(y)
+
+
+class Mlp(nn.Module):
+    def __init__(self, C):
+        super().__init__()
+        self.fc, self.proj = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x)))  # exact GELU: Erf in ONNX
+
+
+class PreLNBlock(nn.Module):
+    def __init__(self, C, NH, causal):
+        super().__init__()
+        self.ln1, self.ln2 = Norm(C), Norm(C)
+        self.attn, self.mlp = Attention(C, NH, causal), Mlp(C)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    # pre-LN: 2L + 1 LNs, all foldable; S = wte, wpe, L attn.proj, L mlp.proj
+    def __init__(self, V=64, T=16, C=32, NH=2, L=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(V, C), nn.Parameter(0.02 * torch.randn(T, C))
+        self.blocks = nn.ModuleList(PreLNBlock(C, NH, True) for _ in range(L))
+        self.lnf = Norm(C)
+        self.head = nn.Linear(C, V, bias=False)
+
+    def cbwc_layers(self):
+        return [self.wte, self.wpe] + [m for b in self.blocks for m in (b.attn.proj, b.mlp.proj)]
+
+    def norms(self):
+        return [n for b in self.blocks for n in (b.ln1, b.ln2)] + [self.lnf]
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe[: idx.shape[1]]
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.lnf(x))
+
+
+class BERT(nn.Module):
+    # post-LN: 1 + 2L LNs; only the embedding LN folds (its input is word +
+    # position + token-type embeddings: S = those 3); every block LN reads the
+    # previous LN's affine output plus a branch
+    def __init__(self, V=64, T=16, C=32, NH=2, L=2):
+        super().__init__()
+        self.word, self.ttype = nn.Embedding(V, C), nn.Embedding(2, C)
+        self.pos = nn.Embedding(T, C)
+        self.ln_emb = Norm(C)
+        self.attn = nn.ModuleList(Attention(C, NH, False) for _ in range(L))
+        self.ln_attn = nn.ModuleList(Norm(C) for _ in range(L))
+        self.mlp = nn.ModuleList(Mlp(C) for _ in range(L))
+        self.ln_mlp = nn.ModuleList(Norm(C) for _ in range(L))
+
+    def cbwc_layers(self):
+        return [self.word, self.ttype, self.pos]
+
+    def norms(self):
+        return [self.ln_emb] + [n for p in zip(self.ln_attn, self.ln_mlp) for n in p]
+
+    def forward(self, idx, types):
+        pos = torch.arange(idx.shape[1])
+        x = self.ln_emb(self.word(idx) + self.pos(pos) + self.ttype(types))
+        for a, la, m, lm in zip(self.attn, self.ln_attn, self.mlp, self.ln_mlp):
+            x = la(x + a(x))
+            x = lm(x + m(x))
+        return x
+
+
+class ViT(nn.Module):
+    # pre-LN: 2L + 1 LNs, all foldable; S = patch conv, cls, pos, L attn.proj, L mlp.proj
+    def __init__(self, image=8, patch=4, chans=3, C=32, NH=2, L=2, classes=5):
+        super().__init__()
+        n = (image // patch) ** 2
+        self.patch = nn.Conv2d(chans, C, patch, patch)
+        self.cls = nn.Parameter(0.02 * torch.randn(1, 1, C))
+        self.pos = nn.Parameter(0.02 * torch.randn(1, n + 1, C))
+        self.blocks = nn.ModuleList(PreLNBlock(C, NH, False) for _ in range(L))
+        self.lnf = Norm(C)
+        self.head = nn.Linear(C, classes)
+
+    def forward(self, img):
+        x = self.patch(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.lnf(x)[:, 0])
+
+
+class RefGPT(nn.Module):
+    """dev/reference/gpt2.py's model, logits only."""
+
+    def __init__(self, L):
+        super().__init__()
+        self.m = ref.GPT(64, 64, 16, L, 2, 32, "ln")
+        self.m.init_weights("test", torch.Generator().manual_seed(1))
+
+    def forward(self, idx):
+        return self.m(idx, torch.zeros_like(idx))[0]
+
+
+def centre(module):
+    """CBWC on a layer: its outputs (rows of a table, a linear map's outputs
+    with the bias, a learned tensor) centred over the feature axis."""
+    with torch.no_grad():
+        if isinstance(module, nn.Parameter):
+            module -= module.mean(-1, keepdim=True)
+        elif isinstance(module, nn.Embedding):
+            module.weight -= module.weight.mean(1, keepdim=True)
+        else:
+            module.weight -= module.weight.mean(0, keepdim=True)
+            if module.bias is not None:
+                module.bias -= module.bias.mean()
+
+
+def rel_diff(a, b):
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def check_fold(name, make, args, foldable, extra_norm):
+    """Fold per the verdict: unchanged. Also RMS an LN the verdict excludes: changed."""
+    base = make()
+    base.eval()
+    with torch.no_grad():
+        want = base(*args)
+        folded = make()
+        folded.load_state_dict(base.state_dict())
+        for layer in folded.cbwc_layers():
+            centre(layer)
+        for i in foldable:
+            folded.norms()[i].rms = True
+        got = folded(*args)
+        d = rel_diff(got, want)
+        print(f"{name}: fold per the verdict ({len(foldable)} LNs, {len(folded.cbwc_layers())} "
+              f"layers centred): max rel diff {d:.2e} (tolerance 1e-5)")
+        if not d < 1e-5:
+            return False
+        if extra_norm is None:
+            return True
+        folded.norms()[extra_norm].rms = True
+        d2 = rel_diff(folded(*args), want)
+        print(f"{name}: also LN {extra_norm} -> RMSNorm (not foldable): max rel diff {d2:.2e} "
+              f"(must exceed 1e-3)")
+        return d2 > 1e-3
+
+
+L = 2
+idx = torch.randint(0, 64, (2, 16))
+types = torch.randint(0, 2, (2, 16))
+img = torch.randn(2, 3, 8, 8)
+
+export(RefGPT(L), (idx,), "gpt_ref", 14, ["idx"])
+expected.append(("gpt_ref", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 2}"))
+torch.manual_seed(1)
+gpt = GPT(L=L)
+for opset in (17, 14):
+    export(gpt, (idx,), f"gpt_o{opset}", opset, ["idx"])
+    expected.append((f"gpt_o{opset}", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 2}"))
+torch.manual_seed(2)
+bert = BERT(L=L)
+for opset in (17, 14):
+    export(bert, (idx, types), f"bert_o{opset}", opset, ["idx", "types"])
+    expected.append((f"bert_o{opset}", f"foldable: 1/{2 * L + 1} LNs, cbwc layers: 3"))
+torch.manual_seed(3)
+vit = ViT(L=L)
+for opset in (17, 14):
+    export(vit, (img,), f"vit_o{opset}", opset, ["img"])
+    expected.append((f"vit_o{opset}", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 3}"))
+
+with open(os.path.join(OUT, "expected.txt"), "w") as f:
+    for name, line in expected:
+        f.write(f"{name}\t{line}\n")
+
+ok = check_fold("gpt", lambda: GPT(L=L), (idx,), range(2 * L + 1), extra_norm=None)
+# for GPT every LN folds; the negative case: centre a layer outside S instead
+with torch.no_grad():
+    g2 = GPT(L=L)
+    g2.load_state_dict(gpt.state_dict())
+    centre(g2.blocks[0].mlp.fc)
+    d = rel_diff(g2(idx), gpt(idx))
+    print(f"gpt: centring mlp.fc (outside S) alone: max rel diff {d:.2e} (must exceed 1e-3)")
+    ok = ok and d > 1e-3
+ok = check_fold("bert", lambda: BERT(L=L), (idx, types), [0], extra_norm=1) and ok
+sys.exit(0 if ok else 1)
