@@ -5,7 +5,8 @@
 # state (bin/train_gpt2 -o), slices of the KJV token shards and of GPT-2's
 # encoder.json + vocab.bpe, SFT shards of the Alpaca fixture
 # (bin/alpaca_to_sft), Fashion-MNIST IDX heads (raw and gzip), an image shard of
-# two opencv-doc JPEGs (bin/images_to_shard) and the graphs in docs/graphs/.
+# two opencv-doc JPEGs (bin/images_to_shard), the graphs in docs/graphs/ and
+# the ONNX exports of test/onnx_models.py.
 #   test/fuzz/make_seeds.sh OUTDIR    writes OUTDIR/<target>/*; a no-op when
 #                                     OUTDIR/.complete records this script's checksum
 # Needs the gcc build (make cpu) and the Debian data of make deps.
@@ -53,6 +54,8 @@ bin/alpaca_to_sft test/fixtures/alpaca_fixture.json "$tmp/sft" 1 > /dev/null
 mkdir -p "$tmp/jpeg/apple" "$tmp/jpeg/orange"
 cp "$jpegs/apple.jpg" "$tmp/jpeg/apple/"; cp "$jpegs/orange.jpg" "$tmp/jpeg/orange/"
 bin/images_to_shard -i "$tmp/jpeg" -o "$tmp/img" -cs 8 -vf 0 > /dev/null
+# small real models exported to ONNX by PyTorch
+$PY test/onnx_models.py "$tmp/onnx" > /dev/null 2>&1
 
 $PY - "$out" "$tmp" "$fmnist" <<'PYEOF'
 import glob, gzip, json, os, shutil, struct, sys
@@ -138,6 +141,9 @@ put("gcide", "start.txt", gcide[:16384])
 put("gcide", "middle.txt", gcide[len(gcide) // 2:len(gcide) // 2 + 16384])
 for p in sorted(glob.glob("docs/graphs/*.txt")):
     put("graph", os.path.basename(p), read(p))
+# ONNX: the exports of test/onnx_models.py (GPT-2 reference, GPT/BERT/ViT-like at opsets 14 and 17)
+for p in sorted(glob.glob(f"{tmp}/onnx/*.onnx")):
+    put("onnx", os.path.basename(p), read(p))
 PYEOF
 rm -rf "$tmp"
 echo "$stamp" > "$out/.complete"
