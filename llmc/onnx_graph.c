@@ -371,23 +371,40 @@ static int norm_axis(int64_t axis, int rank) {
 // Where the feature axis f of in lands when in is reshaped (row-major) to
 // out: an axis j of the same size with the same number of elements after it,
 // so each feature vector stays one contiguous axis; -1 when it is split or merged.
+// The axes before the feature axis (batch, sequence) may be unknown: the
+// blocks of in[f] x (elements after f) line up all the same.
 static int reshape_axis(const Shape *in, int f, const Shape *out) {
-    if (!shape_known(in) || !shape_known(out) || f < 0 || f >= in->rank ||
-        shape_numel(in) != shape_numel(out)) {
+    if (in->rank < 0 || out->rank < 0 || f < 0 || f >= in->rank ||
+        (shape_known(in) && shape_known(out) && shape_numel(in) != shape_numel(out))) {
         return -1;
     }
     int64_t after_in = 1;
-    for (int i = f + 1; i < in->rank; i++) {
-        after_in *= in->d[i];
+    for (int i = f; i < in->rank; i++) {
+        if (in->d[i] < 0 || in->d[i] > LIMIT) {
+            return -1;
+        }
+        after_in *= i > f ? in->d[i] : 1;
     }
     int64_t after_out = 1;
-    for (int j = out->rank - 1; j >= 0; j--) {
+    for (int j = out->rank - 1; j >= 0 && out->d[j] >= 0 && out->d[j] <= LIMIT; j--) {
         if (after_out == after_in && out->d[j] == in->d[f]) {
             return j;
+        }
+        if (after_out > after_in) {
+            break;
         }
         after_out *= out->d[j];
     }
     return -1;
+}
+
+// Two operands of an elementwise op on activations: the same rank and feature
+// axis of one known width (other axes may broadcast: copies of tokens).
+static int same_features(const Value *a, const Value *b, const Shape *out) {
+    int f = a->axis;
+    return out->rank >= 0 && a->shape.rank == out->rank && b->shape.rank == out->rank && f >= 0 &&
+           b->axis == f && a->shape.d[f] >= 0 && b->shape.d[f] == a->shape.d[f] &&
+           out->d[f] == a->shape.d[f];
 }
 
 // ---------------------------------------------------------------------------
@@ -706,7 +723,9 @@ static int per_feature(const Ctx *c, int s, int x) {
 static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negate_x) {
     Value *xv = &c->values[x];
     Shape out = shape_broadcast(&xv->shape, &c->values[s].shape);
-    if (!shape_equal(&out, &xv->shape) || xv->axis < 0) {
+    int f = xv->axis;
+    if (out.rank < 0 || out.rank != xv->shape.rank || f < 0 || xv->shape.d[f] < 0 ||
+        out.d[f] != xv->shape.d[f]) { // the constant must not widen the feature axis
         make_opaque(c, n, n->op_type, &out);
         return;
     }
@@ -733,21 +752,20 @@ static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negat
     c->nodes[a].in[1] = p;
     c->nodes[a].nin = 2;
     c->nodes[a].dim = c->nodes[xn].dim;
-    set_act(c, n->output[0], a, xv->axis, xv->shape);
+    set_act(c, n->output[0], a, f, out);
 }
 
 // a + b or a - b of two activations of one shape and feature axis.
 static void add_acts(Ctx *c, const Onnx__NodeProto *n, int a, int b, int negate_b) {
     Value *av = &c->values[a], *bv = &c->values[b];
-    if (!is_act(av) || !is_act(bv) || !shape_equal(&av->shape, &bv->shape) ||
-        av->axis < 0 || av->axis != bv->axis) {
-        Shape out = shape_broadcast(&av->shape, &bv->shape);
+    Shape out = shape_broadcast(&av->shape, &bv->shape);
+    if (!is_act(av) || !is_act(bv) || !same_features(av, bv, &out)) {
         make_opaque(c, n, n->op_type, &out);
         return;
     }
     int an = as_node(c, a, n->op_type), bn = as_node(c, b, n->op_type);
     if (c->nodes[an].dim != c->nodes[bn].dim) {
-        make_opaque(c, n, n->op_type, &av->shape);
+        make_opaque(c, n, n->op_type, &out);
         return;
     }
     if (negate_b) {
@@ -759,7 +777,7 @@ static void add_acts(Ctx *c, const Onnx__NodeProto *n, int a, int b, int negate_
     c->nodes[node].in[1] = bn;
     c->nodes[node].nin = 2;
     c->nodes[node].dim = c->nodes[an].dim;
-    set_act(c, n->output[0], node, av->axis, av->shape);
+    set_act(c, n->output[0], node, av->axis, out);
 }
 
 // Sets output 0 to a pattern value about x's node.
@@ -1126,7 +1144,7 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
         int k = int_list(c, n, "shape", 1, ints);
         int64_t numel = shape_numel(in), known = 1;
         int infer = -1;
-        if (k >= 0 && k <= MAX_RANK && numel >= 0) {
+        if (k >= 0 && k <= MAX_RANK) {
             out.rank = k;
             for (int i = 0; i < k && out.rank >= 0; i++) {
                 int64_t d = ints[i];
@@ -1143,7 +1161,7 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
                 out.d[i] = d;
             }
             if (out.rank >= 0 && infer >= 0) {
-                out.d[infer] = known > 0 && numel % known == 0 ? numel / known : -1;
+                out.d[infer] = numel >= 0 && known > 0 && numel % known == 0 ? numel / known : -1;
             }
         }
     } else if (strcmp(op, "Flatten") == 0) {
@@ -1596,7 +1614,22 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
             out->nints += iv->nints;
         }
         out->shape.d[0] = out->nints;
-    } else if (strcmp(op, "Slice") == 0 && xv->nints >= 0 && xv->shape.rank == 1) {
+    } else if (strcmp(op, "Slice") == 0 && !(xv->nints >= 0 && xv->shape.rank == 1)) {
+        int64_t ax[MAX_INTS];
+        int na = int_list(c, n, "axes", c->opset < 10 ? -1 : 3, ax);
+        out->shape = xv->shape; // the sliced axes become unknown (their bounds may be)
+        for (int i = 0; i < na && out->shape.rank >= 0; i++) {
+            int a = norm_axis(ax[i], xv->shape.rank);
+            if (a < 0) {
+                out->shape.rank = -1;
+            } else {
+                out->shape.d[a] = -1;
+            }
+        }
+        if (na < 0) {
+            out->shape.rank = -1;
+        }
+    } else if (strcmp(op, "Slice") == 0) {
         int64_t st[MAX_INTS], en[MAX_INTS], ax[MAX_INTS], sp[MAX_INTS];
         int ns = int_list(c, n, "starts", c->opset < 10 ? -1 : 1, st);
         int ne = int_list(c, n, "ends", c->opset < 10 ? -1 : 2, en);

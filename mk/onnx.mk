@@ -16,3 +16,8 @@ $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
 $(ONNX_GEN)/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/config.stamp
 	$(CC) $(CFLAGS) -c $< -o $@
 $(BUILD)/llmc/onnx_graph.o $(BUILD)/llmc/onnx_export.o: $(ONNX_GEN)/onnx.pb-c.h
+
+# the ONNX export tool
+CPU_PROGRAMS += onnx_export
+$(BIN)/onnx_export: $(BUILD)/tools/onnx_export.o $(LLMC_LIB)
+	$(LINK) $(ONNX_LIBS)
