@@ -361,8 +361,10 @@ size_t gpt2_onnx_save(const GPT2 *model, const char *path) {
     Weights w = export_weights(&b, model);
 
     Shared s = {.rms = model->mode != MODE_LN, .C = C};
-    s.eps = init_scalar(&b, "norm_eps", NORM_EPS);
-    s.two = init_scalar(&b, "two", 2.0f);
+    if (s.rms) { // LayerNormalization takes epsilon as an attribute
+        s.eps = init_scalar(&b, "norm_eps", NORM_EPS);
+        s.two = init_scalar(&b, "two", 2.0f);
+    }
     s.scale = init_scalar(&b, "attn_scale", 1.0f / sqrtf((float)hs));
     s.gelu_cube = init_scalar(&b, "gelu_cube", 0.044715f);
     s.gelu_scale2 = init_scalar(&b, "gelu_scale2", 2.0f * 0.7978845608028654f);
