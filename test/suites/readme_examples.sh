@@ -69,6 +69,8 @@ how() {
     "scripts/finetune_alpaca.sh "*) echo "run -x 2 -v 1 -s 0" ;;
     "bin/test_fold "*) echo "run -g 10" ;;
     "bin/foldcheck "*|"bin/fold "*|"bin/test_gpt2 "*) echo "run" ;;
+    "bin/onnx_export "*) echo "run" ;;
+    "dev/bench/onnx_bench.sh "*) echo "skip minutes: a benchmark (docs/performance.md)" ;;
     "/usr/bin/python3 dev/reference/gpt2.py "*) echo "run" ;;
     "scripts/study.sh "*" quick") echo "skip suite study_quick runs the quick studies" ;;
     "scripts/plot_runs.py "*) echo "run" ;;
