@@ -29,6 +29,8 @@
 #define MAX_WIDTH ((1 << 24) - 1)
 // dimensions, strides and pads beyond this are treated as unknown (no overflow)
 #define LIMIT ((int64_t)1 << 40)
+// an entry of a static int tensor whose value is not known (a symbolic axis)
+#define UNKNOWN_INT INT64_MIN
 
 typedef enum {
     V_UNDEF,
@@ -55,11 +57,12 @@ typedef struct {
     int node;      // act: analysis node (-1: a graph input not yet created); pattern: x's node
     int axis;      // act: feature axis (-1 unknown); pattern: x's feature axis
     int centred;   // pattern: the square chain is of x - mean(x) (1) or of x (0)
+    int src;       // pattern: the value x itself (the chain must read this very value)
     int uses;      // readers in the ONNX graph (+1 for a graph output)
     int norm_step; // act: 1 output of an affine-free norm, 2 after its gamma
     int linear_step; // act: 1 output of a linear layer without its bias yet
     int cached;    // pattern/static: the node made for it when read as an activation (-1)
-    int nints;     // static: -1 or the number of known int values
+    int nints;     // static: -1, or the number of int values (UNKNOWN_INT where not known)
     int64_t ints[MAX_INTS];
     int has_scalar; // static: one element whose value is known
     double scalar;
@@ -513,9 +516,10 @@ static int64_t attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt
     return (a != NULL && a->has_i) ? a->i : dflt;
 }
 
-// Int list from an attribute or (newer opsets) from a static input; -1 when unknown.
-static int int_list(const Ctx *c, const Onnx__NodeProto *n, const char *attr_name, int input,
-                    int64_t *out) {
+// Int list from an attribute or (newer opsets) from a static input; -1 when
+// unknown; partial: entries may be UNKNOWN_INT (shapes with symbolic axes).
+static int int_list_partial(const Ctx *c, const Onnx__NodeProto *n, const char *attr_name,
+                            int input, int64_t *out) {
     const Onnx__AttributeProto *a = attr(n, attr_name);
     if (a != NULL) {
         if (a->n_ints > MAX_INTS) {
@@ -535,6 +539,17 @@ static int int_list(const Ctx *c, const Onnx__NodeProto *n, const char *attr_nam
         return v->nints;
     }
     return -2; // absent: the op's default
+}
+
+static int int_list(const Ctx *c, const Onnx__NodeProto *n, const char *attr_name, int input,
+                    int64_t *out) {
+    int k = int_list_partial(c, n, attr_name, input, out);
+    for (int i = 0; i < k; i++) {
+        if (out[i] == UNKNOWN_INT) {
+            return -1;
+        }
+    }
+    return k;
 }
 
 // ---------------------------------------------------------------------------
@@ -782,8 +797,9 @@ static void add_acts(Ctx *c, const Onnx__NodeProto *n, int a, int b, int negate_
 
 // Sets output 0 to a pattern value about x's node.
 static void set_pattern(Ctx *c, const Onnx__NodeProto *n, ValueKind kind, int node, int axis,
-                        int centred, Shape shape) {
+                        int centred, Shape shape, int src) {
     Value *out = &c->values[value_find(c, n->output[0])];
+    out->src = src;
     out->kind = kind;
     out->node = node;
     out->axis = axis;
@@ -805,9 +821,9 @@ static void finish_norm(Ctx *c, const Onnx__NodeProto *n, int x_node, int axis, 
 static int chain_numerator(const Ctx *c, int num, int chain) {
     const Value *nv = &c->values[num], *cv = &c->values[chain];
     if (cv->centred) {
-        return nv->kind == V_CENTRED && nv->node == cv->node && nv->axis == cv->axis;
+        return nv->kind == V_CENTRED && nv->src == cv->src;
     }
-    return nv->kind == V_ACT && nv->node >= 0 && nv->node == cv->node && nv->axis == cv->axis;
+    return nv->kind == V_ACT && num == cv->src;
 }
 
 static void op_add_sub(Ctx *c, const Onnx__NodeProto *n, int sub) {
@@ -815,13 +831,13 @@ static void op_add_sub(Ctx *c, const Onnx__NodeProto *n, int sub) {
     Value *av = &c->values[a], *bv = &c->values[b];
     if (sub && av->kind == V_ACT && bv->kind == V_MEAN) {
         int an = as_node(c, a, n->op_type);
-        if (an == bv->node && av->axis == bv->axis) {
-            set_pattern(c, n, V_CENTRED, an, av->axis, 1, av->shape);
+        if (bv->src == a) { // x - mean(x) of this very x
+            set_pattern(c, n, V_CENTRED, an, av->axis, 1, av->shape, a);
             return;
         }
     }
     if (!sub && bv->kind == V_STATIC && bv->has_scalar && av->kind == V_MEANSQ) {
-        set_pattern(c, n, V_MEANSQ, av->node, av->axis, av->centred, av->shape); // + eps
+        set_pattern(c, n, V_MEANSQ, av->node, av->axis, av->centred, av->shape, av->src); // + eps
         return;
     }
     if (av->kind == V_STATIC && bv->kind != V_STATIC) {
@@ -869,7 +885,8 @@ static void op_mul(Ctx *c, const Onnx__NodeProto *n) {
     // c * c: the square of a norm's chain
     if ((av->kind == V_CENTRED || av->kind == V_ACT) && a == b) {
         int node = av->kind == V_CENTRED ? av->node : as_node(c, a, n->op_type);
-        set_pattern(c, n, V_SQUARE, node, av->axis, av->kind == V_CENTRED, av->shape);
+        set_pattern(c, n, V_SQUARE, node, av->axis, av->kind == V_CENTRED, av->shape,
+                    av->kind == V_CENTRED ? av->src : a);
         return;
     }
     // c * (1 / std(c)): the normalised output
@@ -905,7 +922,7 @@ static void op_div(Ctx *c, const Onnx__NodeProto *n) {
     int a = in_value(c, n, 0), b = in_value(c, n, 1);
     Value *av = &c->values[a], *bv = &c->values[b];
     if (av->kind == V_STATIC && av->has_scalar && av->scalar == 1.0 && bv->kind == V_STD) {
-        set_pattern(c, n, V_INVSTD, bv->node, bv->axis, bv->centred, bv->shape);
+        set_pattern(c, n, V_INVSTD, bv->node, bv->axis, bv->centred, bv->shape, bv->src);
         return;
     }
     if (av->kind == V_ACT) {
@@ -930,11 +947,11 @@ static void op_unary_pattern(Ctx *c, const Onnx__NodeProto *n, int sqrt) {
     int a = in_value(c, n, 0);
     Value *av = &c->values[a];
     if (sqrt && av->kind == V_MEANSQ) {
-        set_pattern(c, n, V_STD, av->node, av->axis, av->centred, av->shape);
+        set_pattern(c, n, V_STD, av->node, av->axis, av->centred, av->shape, av->src);
         return;
     }
     if (!sqrt && av->kind == V_STD) {
-        set_pattern(c, n, V_INVSTD, av->node, av->axis, av->centred, av->shape);
+        set_pattern(c, n, V_INVSTD, av->node, av->axis, av->centred, av->shape, av->src);
         return;
     }
     make_opaque(c, n, n->op_type, &av->shape);
@@ -946,7 +963,8 @@ static void op_pow(Ctx *c, const Onnx__NodeProto *n) {
     if ((av->kind == V_CENTRED || av->kind == V_ACT) && bv->kind == V_STATIC && bv->has_scalar &&
         bv->scalar == 2.0) {
         int node = av->kind == V_CENTRED ? av->node : as_node(c, a, n->op_type);
-        set_pattern(c, n, V_SQUARE, node, av->axis, av->kind == V_CENTRED, av->shape);
+        set_pattern(c, n, V_SQUARE, node, av->axis, av->kind == V_CENTRED, av->shape,
+                    av->kind == V_CENTRED ? av->src : a);
         return;
     }
     make_opaque(c, n, "Pow", &av->shape);
@@ -988,7 +1006,8 @@ static void op_reduce_mean(Ctx *c, const Onnx__NodeProto *n) {
     int f = av->axis;
     if (f >= 0 && mask == (1u << f) && keep && (av->kind == V_ACT || av->kind == V_SQUARE)) {
         int node = av->kind == V_ACT ? as_node(c, a, n->op_type) : av->node;
-        set_pattern(c, n, av->kind == V_ACT ? V_MEAN : V_MEANSQ, node, f, av->centred, out);
+        set_pattern(c, n, av->kind == V_ACT ? V_MEAN : V_MEANSQ, node, f, av->centred, out,
+                    av->kind == V_ACT ? a : av->src);
         return;
     }
     if (av->kind == V_ACT && f >= 0 && !(mask >> f & 1u)) { // a mean over tokens keeps the property
@@ -1141,7 +1160,7 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
     int64_t ints[MAX_INTS];
     const char *op = n->op_type;
     if (strcmp(op, "Reshape") == 0) {
-        int k = int_list(c, n, "shape", 1, ints);
+        int k = int_list_partial(c, n, "shape", 1, ints);
         int64_t numel = shape_numel(in), known = 1;
         int infer = -1;
         if (k >= 0 && k <= MAX_RANK) {
@@ -1149,9 +1168,12 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
             for (int i = 0; i < k && out.rank >= 0; i++) {
                 int64_t d = ints[i];
                 if (d == 0 && attr_int(n, "allowzero", 0) == 0) {
-                    d = i < in->rank ? in->d[i] : -1;
+                    d = i < in->rank && in->d[i] >= 0 ? in->d[i] : UNKNOWN_INT;
                 }
-                if (d == -1 && infer < 0) {
+                if (d == UNKNOWN_INT) {
+                    d = -1; // a symbolic axis
+                    known = -1;
+                } else if (d == -1 && infer < 0) {
                     infer = i;
                 } else if (d < 0) {
                     out.rank = -1;
@@ -1162,6 +1184,9 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
             }
             if (out.rank >= 0 && infer >= 0) {
                 out.d[infer] = numel >= 0 && known > 0 && numel % known == 0 ? numel / known : -1;
+            }
+            for (int i = 0; i < out.rank; i++) {
+                out.d[i] = out.d[i] <= LIMIT ? out.d[i] : -1;
             }
         }
     } else if (strcmp(op, "Flatten") == 0) {
@@ -1474,10 +1499,10 @@ static void op_expand(Ctx *c, const Onnx__NodeProto *n) {
     int x = in_value(c, n, 0);
     Value *xv = &c->values[x];
     int64_t ints[MAX_INTS];
-    int k = int_list(c, n, "", 1, ints);
+    int k = int_list_partial(c, n, "", 1, ints);
     Shape target = {.rank = k >= 0 && k <= MAX_RANK ? k : -1};
     for (int i = 0; i < target.rank; i++) {
-        target.d[i] = ints[i];
+        target.d[i] = ints[i] >= 0 && ints[i] <= LIMIT ? ints[i] : -1;
     }
     Shape out = shape_broadcast(&xv->shape, &target);
     if (xv->kind == V_STATIC) {
@@ -1487,7 +1512,8 @@ static void op_expand(Ctx *c, const Onnx__NodeProto *n) {
         return;
     }
     int f = xv->axis >= 0 && out.rank >= 0 ? xv->axis + out.rank - xv->shape.rank : -1;
-    if (xv->kind == V_ACT && f >= 0 && out.d[f] == xv->shape.d[xv->axis]) { // copies tokens
+    if (xv->kind == V_ACT && f >= 0 && xv->shape.d[xv->axis] >= 0 &&
+        out.d[f] == xv->shape.d[xv->axis]) { // copies tokens
         set_act(c, n->output[0], as_node(c, x, n->op_type), f, out);
         return;
     }
@@ -1527,6 +1553,10 @@ static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
             x[k] = in[k]->ints[in[k]->nints == 1 ? 0 : i];
         }
         int64_t a = x[0], b = x[1], r;
+        if (a == UNKNOWN_INT || b == UNKNOWN_INT || (which == 7 && x[2] == UNKNOWN_INT)) {
+            out->ints[i] = UNKNOWN_INT;
+            continue;
+        }
         if (which != 7 && (a > LIMIT || a < -LIMIT || b > LIMIT || b < -LIMIT)) {
             return 0; // no overflow: shapes are small
         }
@@ -1656,11 +1686,9 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
         const Onnx__AttributeProto *a = attr(n, "value");
         int64_t numel = shape_numel(&out->shape);
         if (a != NULL && a->t != NULL && numel >= 0 && numel <= MAX_INTS) {
-            Value fill = {.nints = -1};
-            fill.name = out->name;
             Shape keep = out->shape;
-            tensor_value(c, (int)(out - c->values), a->t); // the fill value
-            fill = *out;
+            tensor_value(c, (int)(out - c->values), a->t); // the fill value, into out for now
+            Value fill = *out;
             out->shape = keep;
             out->nints = fill.nints == 1 ? (int)numel : -1;
             for (int64_t i = 0; i < numel && out->nints >= 0; i++) {
@@ -1724,9 +1752,11 @@ static void map_node(Ctx *c, const Onnx__NodeProto *n) {
         if (s != NULL && s->rank >= 0) {
             o->shape.rank = 1;
             o->shape.d[0] = s->rank;
-            if (shape_known(s) && attr(n, "start") == NULL && attr(n, "end") == NULL) {
+            if (attr(n, "start") == NULL && attr(n, "end") == NULL) {
                 o->nints = s->rank;
-                memcpy(o->ints, s->d, (size_t)s->rank * sizeof(int64_t));
+                for (int i = 0; i < s->rank; i++) {
+                    o->ints[i] = s->d[i] >= 0 ? s->d[i] : UNKNOWN_INT;
+                }
             }
         }
         return;

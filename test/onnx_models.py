@@ -8,6 +8,7 @@ Models (written here, independent of the C code):
               (mean, x - mu, (x - mu)^2, mean, + eps, rsqrt, gain, bias)
   gpt_o17     a GPT-2-like pre-LN stack of nn modules, opset 17 (LayerNormalization)
   gpt_o14     the same at opset 14 (torch writes LN as ReduceMean/Sub/Pow/...)
+  gpt_dyn     gpt_o17 with symbolic batch and sequence axes
   bert_o17/14 a BERT-like post-LN stack (word + position + token-type embeddings)
   vit_o17/14  a ViT-like stack (conv patches, cls token, positions, pre-LN)
 expected.txt holds one line per model: NAME<TAB>foldcheck's last line as
@@ -35,10 +36,11 @@ os.makedirs(OUT, exist_ok=True)
 expected = []
 
 
-def export(model, args, name, opset, input_names):
+def export(model, args, name, opset, input_names, dynamic=False):
     model.eval()
+    axes = {n: {0: "B", 1: "T"} for n in input_names} if dynamic else None
     torch.onnx.export(model, args, os.path.join(OUT, name + ".onnx"), opset_version=opset,
-                      input_names=input_names, output_names=["out"])
+                      input_names=input_names, output_names=["out"], dynamic_axes=axes)
 
 
 class Norm(nn.Module):
@@ -234,6 +236,9 @@ gpt = GPT(L=L)
 for opset in (17, 14):
     export(gpt, (idx,), f"gpt_o{opset}", opset, ["idx"])
     expected.append((f"gpt_o{opset}", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 2}"))
+# batch and sequence axes symbolic: the shapes behind each reshape are computed in the graph
+export(gpt, (idx,), "gpt_dyn", 17, ["idx"], dynamic=True)
+expected.append(("gpt_dyn", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 2}"))
 torch.manual_seed(2)
 bert = BERT(L=L)
 for opset in (17, 14):
