@@ -139,7 +139,9 @@ static Onnx__TensorProto *b_tensor(Builder *b, const char *name, int type, int n
     t->data_type = type;
     t->n_dims = (size_t)ndims;
     t->dims = b_alloc(b, (size_t)ndims * sizeof(int64_t));
-    memcpy(t->dims, dims, (size_t)ndims * sizeof(int64_t));
+    if (ndims > 0) { // a scalar has no dims
+        memcpy(t->dims, dims, (size_t)ndims * sizeof(int64_t));
+    }
     t->has_raw_data = 1;
     t->raw_data.len = bytes;
     t->raw_data.data = (uint8_t *)data; // little-endian host order, as ONNX stores raw data

@@ -1739,7 +1739,9 @@ static void map_node(Ctx *c, const Onnx__NodeProto *n) {
                 c->values[v].shape.rank = 1;
                 c->values[v].shape.d[0] = (int64_t)a->n_ints;
                 c->values[v].nints = (int)a->n_ints;
-                memcpy(c->values[v].ints, a->ints, a->n_ints * sizeof(int64_t));
+                for (size_t i = 0; i < a->n_ints; i++) { // (a->ints is NULL when empty)
+                    c->values[v].ints[i] = a->ints[i];
+                }
             }
         }
         return;
