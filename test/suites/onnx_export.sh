@@ -110,5 +110,9 @@ expect_error fold_rms "norm mode is 'rms'" -e "$work/rms.bin" --fold "$work/x.on
 expect_error no_dir "no_such_dir" -e "$work/ln.bin" "$work/no_such_dir/x.onnx"
 [ ! -e "$work/x.onnx" ] && ok "no output file after the errors" || bad "an output file was left behind"
 
+# make SAN=1: no sanitizer report in any output
+reports=$(grep -lE "runtime error|AddressSanitizer|LeakSanitizer" "$work"/* 2> /dev/null)
+[ -z "$reports" ] && ok "no sanitizer reports" || bad "sanitizer reports in: $reports"
+
 [ $fails -eq 0 ] && echo "onnx_export: all passed" || echo "onnx_export: $fails failed"
 [ $fails -eq 0 ]

@@ -96,5 +96,9 @@ expect_error negdim "negdim.onnx: tensor 'w' has a negative dimension -4"
 expect_error nonodes "nonodes.onnx: the model has no graph or an empty one"
 expect_error missing "missing.onnx: "
 
+# make SAN=1: no sanitizer report in any output
+reports=$(grep -lE "runtime error|AddressSanitizer|LeakSanitizer" "$work"/* 2> /dev/null)
+[ -z "$reports" ] && ok "no sanitizer reports" || bad "sanitizer reports in: $reports"
+
 [ $fails -eq 0 ] && echo "onnx_graph: all passed" || echo "onnx_graph: $fails failed"
 [ $fails -eq 0 ]
