@@ -545,6 +545,37 @@ for name, text in (
 case("graph", "too_many_nodes", "graph",
      b"".join(b"input n%d dim=1\n" % i for i in range(40000)), ".txt", expect="more than 32768 nodes")
 
+# ---------------------------------------------------------------- ONNX (foldcheck)
+# bin/onnx_export's file: ModelProto fields in number order, the graph (field 7)
+# one length-delimited field over most of the file, so a cut anywhere after
+# its tag leaves a length that overruns the data
+model = read("model.onnx")
+cases.append(("onnx/good", "onnx", os.path.join(GOOD, "model.onnx"), "ok"))
+def varint(data, at):
+    value, shift = 0, 0
+    while True:
+        value |= (data[at] & 0x7f) << shift
+        shift += 7
+        at += 1
+        if data[at - 1] < 0x80:
+            return value, at
+
+
+graph_at = 0
+while model[graph_at] != 0x3a:  # walk the fields before the graph (field 7, wire type 2)
+    key, graph_at = varint(model, graph_at)
+    value, graph_at = varint(model, graph_at)
+    graph_at += value if key & 7 == 2 else 0
+for name, n in (("graph_tag", graph_at + 1), ("quarter", len(model) // 4), ("half", len(model) // 2),
+                ("last_byte", len(model) - 1)):
+    case("onnx", f"trunc_{name}", "onnx", model[:n], ".onnx", expect="onnx/trunc_.*not an ONNX model")
+case("onnx", "empty", "onnx", b"", ".onnx", expect="onnx/empty.onnx: the model has no graph")
+case("onnx", "binary", "onnx", bytes(range(256)) * 8, ".onnx", expect="onnx/binary.onnx: not an ONNX model")
+case("onnx", "graph_text", "onnx", read("graph.txt"), ".onnx", expect="onnx/graph_text.onnx: not an ONNX model")
+# a huge length prefix for the graph field
+case("onnx", "graph_length", "onnx", b"\x08\x08\x3a\xff\xff\xff\xff\x0f" + model[graph_at:graph_at + 64],
+     ".onnx", expect="onnx/graph_length.onnx: not an ONNX model")
+
 # ---------------------------------------------------------------- images_to_shard (JPEG folders)
 jpeg = read("apple.jpg")
 

@@ -17,7 +17,7 @@ good=$work/good bad=$work/bad run=$work/run
 mkdir -p "$good" "$run"
 fmnist=/usr/share/datasets/fashion-mnist
 jpegs=/usr/share/doc/opencv-doc/examples/data
-progs="train_gpt2 test_gpt2 fold sample tokenizer alpaca_to_sft train_vit test_vit foldcheck images_to_shard"
+progs="train_gpt2 test_gpt2 fold sample tokenizer alpaca_to_sft train_vit test_vit foldcheck images_to_shard onnx_export"
 for p in $progs; do [ -x "bin/$p" ] || make -s "$p" || { echo "FAIL: cannot build $p"; exit 1; }; done
 [ -f data/gpt2/encoder.json ] || scripts/deps/data.sh
 scripts/prepare_kjv.sh > /dev/null && scripts/prepare_kjv_bytes.sh > /dev/null ||
@@ -65,6 +65,7 @@ cp "$jpegs/apple.jpg" "$good/"
 cp data/gpt2/encoder.json data/gpt2/vocab.bpe "$good/gpt2/"
 cp test/fixtures/alpaca_fixture.json "$good/alpaca.json"
 cp docs/graphs/post_ln.txt "$good/graph.txt"
+setup bin/onnx_export -e "$good/gpt2.bin" "$good/model.onnx"
 echo "In the beginning God created the heaven and the earth." > "$good/text.txt"
 setup $PY test/make_bad_files.py "$good" "$bad"
 echo "bad_files: valid files and $(wc -l < "$bad/manifest.tsv") cases written in $((SECONDS - t0)) s"
@@ -91,7 +92,7 @@ consume() {
     vision_model_swin) bin/test_vit "$f" "$good/swin_state.bin" ;;
     vision_state_vit) bin/test_vit "$good/vit.bin" "$f" ;;
     vision_state_swin) bin/test_vit "$good/swin.bin" "$f" ;;
-    graph) bin/foldcheck "$f" ;;
+    graph|onnx) bin/foldcheck "$f" ;;
     images_to_shard) bin/images_to_shard -i "$f" -o "$run/i2s" -cs 8 ;;
     images_to_shard_classes) bin/images_to_shard -i "$f" -o "$run/i2s" -cs 8 -cl "$f.classes" ;;
     *) echo "bad_files: unknown consumer $consumer" >&2; return 99 ;;
