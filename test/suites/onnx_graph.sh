@@ -50,6 +50,14 @@ got=$(bin/foldcheck "$work/vit.txt" | tail -1)
 [ "$got" = "$(grep ^vit_o14 "$work/expected.txt" | cut -f2)" ] && ok "vit_o14 --emit reads back: $got" ||
     bad "vit_o14 --emit: '$got'"
 
+# the opaque op in graph text: never zero-mean, and what it reads stays out of S
+printf 'input x dim=4\nlinear a x out=4\nlinear b x out=4\nopaque o b dim=4 what=Erf\nadd r a o\nlayernorm n r\nlayernorm m b\n' > "$work/opaque.txt"
+bin/foldcheck "$work/opaque.txt" > "$work/opaque.out" 2>&1
+grep -q "LN n .*NOT foldable: input r is not zero-mean: broken at o (opaque: Erf)" "$work/opaque.out" &&
+    grep -q "LN m .*NOT foldable: input b would be zero-mean with b centred, but that shifts what o (opaque) reads" "$work/opaque.out" &&
+    ok "graph text: opaque blames itself by op type and blocks centring what it reads" ||
+    bad "graph text opaque: $(cat "$work/opaque.out")"
+
 # malformed files: exit status 1 and a message naming the file
 $PY - "$work" <<'EOF' || bad "writing the bad ONNX files"
 import sys, onnx
