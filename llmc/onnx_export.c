@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_write.h"
 #include "cbwc.h"
 #include "norm.h"
 #include "onnx.pb-c.h"
