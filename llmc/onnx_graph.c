@@ -1946,8 +1946,9 @@ static int declare(Ctx *c, const Onnx__GraphProto *g) {
         if (!str_ok(n->op_type) || n->op_type[0] == '\0') {
             return fail(c, "node %zu has no op type", i);
         }
-        if (!str_ok(n->name)) {
-            return fail(c, "node %zu has no name field", i);
+        if (!str_ok(g->node[i]->name)) { // names are optional: an empty one (freed with the message)
+            g->node[i]->name = malloc_check(1, "onnx node name");
+            g->node[i]->name[0] = '\0';
         }
         if (n->n_output == 0 || !str_ok(n->output[0]) || n->output[0][0] == '\0') {
             return fail(c, "node %zu (%s %s) has no first output", i, n->op_type, n->name);
@@ -1991,22 +1992,22 @@ static int declare(Ctx *c, const Onnx__GraphProto *g) {
     return 0;
 }
 
-// Ops that read input 0 (and some input 1) as a tensor: they must have them.
+// A node with inputs must have input 0, and the binary ops input 1 (the
+// handlers read them); ops without inputs (Constant, RandomNormal) are constants.
 static int check_arity(Ctx *c, const Onnx__NodeProto *n) {
     static const char *const two[] = {"Add", "Sub", "Mul", "Div", "Pow", "MatMul", "Gemm", "Conv",
                                       "Gather", "Expand"};
-    size_t need = n->n_input > 0 && n->input[0][0] != '\0' ? 0 : 1;
-    for (size_t i = 0; i < sizeof(two) / sizeof(two[0]) && need == 0; i++) {
+    const char *name = n->name[0] ? n->name : n->output[0];
+    if (n->n_input == 0) {
+        return 0;
+    }
+    if (n->input[0][0] == '\0') {
+        return fail(c, "node %s (%s) lacks input 0", name, n->op_type);
+    }
+    for (size_t i = 0; i < sizeof(two) / sizeof(two[0]); i++) {
         if (strcmp(n->op_type, two[i]) == 0 && (n->n_input < 2 || n->input[1][0] == '\0')) {
-            need = 2;
+            return fail(c, "node %s (%s) lacks input 1", name, n->op_type);
         }
-    }
-    if (need != 0 && strcmp(n->op_type, "Constant") != 0 && strcmp(n->op_type, "Shape") != 0) {
-        return fail(c, "node %s (%s) lacks input %zu", n->name[0] ? n->name : n->output[0],
-                    n->op_type, need - 1);
-    }
-    if (need != 0 && strcmp(n->op_type, "Shape") == 0) {
-        return fail(c, "node %s (Shape) lacks its input", n->name);
     }
     return 0;
 }
