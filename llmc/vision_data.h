@@ -1,0 +1,44 @@
+// The image classifiers' data (train_vit.c, train_vit.cu): a split is a
+// Fashion-MNIST folder (IDX, gzip, grey) or an image shard of
+// tools/images_to_shard (RGB); batches of normalised images with the
+// training augmentation (flips; random-resized-crop for shards).
+#ifndef FOLDNORM_VISION_DATA_H
+#define FOLDNORM_VISION_DATA_H
+
+#include "idx.h"
+#include "image_shard.h"
+#include "rand.h"
+
+// Fashion-MNIST pixel statistics (train split), for x = (p/255 - mean) / std.
+#define FMNIST_MEAN    0.2860f
+#define FMNIST_STD     0.3530f
+#define FMNIST_CLASSES 10
+
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+typedef struct {
+    int is_shard;
+    IdxArray images, labels;
+    ImageShard shard;
+    int count, side, channels, num_classes;
+} VisionSplit;
+
+// A split from a Fashion-MNIST folder (its PREFIX-* files) or an image shard
+// file, its first `limit` images (limit <= 0: all). Dies naming the file.
+void vision_split_load(VisionSplit *s, const char *path, const char *fmnist_prefix, int limit);
+// The train split (-i) and the test split (test_path, or NULL: the train
+// folder's t10k files, or the train shard's PREFIX_val.bin twin), which must
+// agree on the image format.
+void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_path,
+                      const char *test_path, int max_train, int max_test);
+void vision_split_free(VisionSplit *s);
+
+// Normalised images (B, Cin, S, S) and labels for the given indices; with
+// flip_rng, training augmentation (flips; random-resized-crop for shards).
+void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
+                       Rng *flip_rng);
+
+// Fisher-Yates shuffle of order[0..n) from rng.
+void vision_shuffle(int *order, int n, Rng *rng);
+
+#endif

@@ -1,0 +1,54 @@
+// The image-classifier trainers' flags (train_vit on the CPU, train_vitcu on
+// the GPU): one struct, one table of flags for cli.h, the model configs the
+// shape flags describe and the model they build for the data.
+#ifndef FOLDNORM_VIT_TRAIN_ARGS_H
+#define FOLDNORM_VIT_TRAIN_ARGS_H
+
+#include "classifier.h"
+#include "cli.h"
+#include "vision_data.h"
+
+// The shape flags; 0 (an empty list, -1 for -K) where not given: the family's
+// default, or the swin-tiny preset's, applies.
+typedef struct {
+    int channels, layers, heads, patch, mlp_ratio; // -C -L -H -P -R
+    int embed_dim, window, centre_ops;             // -E -W -K
+    CliList depths, stage_heads;                   // -D -A
+} ShapeFlags;
+
+typedef struct {
+    const char *model;      // vit | swin | swin-tiny | a model file
+    const char *norm_mode;  // NULL: the loaded file's, ln for a fresh model
+    const char *train_data; // a Fashion-MNIST folder or an image shard
+    const char *test_data;  // NULL: the -i folder, or the -i shard's _val twin
+    const char *output_dir; // NULL: no log, no checkpoints
+    ShapeFlags shape;
+    int batch_size;
+    int epochs;
+    int max_steps; // -1: epochs * batches per epoch
+    int max_train; // -1: all train images
+    int max_test;  // -1: all test images
+    float learning_rate;
+    float final_lr_fraction;
+    int warmup_steps;
+    float weight_decay;
+    float grad_clip;
+    float smoothing;
+    int flip;
+    int print_every;
+    unsigned long long seed;
+} VitTrainArgs;
+
+// Room for every flag vit_train_flags writes.
+#define VIT_TRAIN_MAX_FLAGS 32
+
+// The defaults (the CPU trainer's).
+VitTrainArgs vit_train_args_defaults(void);
+// Writes the flags bound to a into flags (room for VIT_TRAIN_MAX_FLAGS); returns their count.
+int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
+
+// -e: a model file, or a fresh ViT / Swin from the shape flags sized for the
+// data (its image side, channels and classes). Dies with the reason otherwise.
+void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const VisionSplit *data);
+
+#endif
