@@ -1,5 +1,6 @@
-// Causal multi-head attention without (T, T) buffers (llmc/attention.c's
-// math), flash-style: keys and values stream through shared memory in tiles
+// Multi-head attention without (T, T) buffers, causal (GPT-2,
+// llmc/attention.c's math) or bidirectional (ViT, llmc/attention_bidir.c's
+// math without bias or token map; the CAUSAL template switch), flash-style: keys and values stream through shared memory in tiles
 // of 32 and each query row keeps a running max m, a running sum l and an
 // unnormalised output (online softmax: on a new tile with max m', the old
 // terms are rescaled by exp(m - m')). The forward keeps only lse = m + log l
@@ -45,6 +46,7 @@ __device__ inline float fa_dot(const float *a, const float *b, int hs) {
 }
 
 // grid (ceil(T / FA_ROWS), B NH); out (B, T, C), lse (B, NH, T)
+template <bool CAUSAL>
 __global__ void flash_attention_forward_kernel(floatX *out, float *lse, const floatX *qkv, int T,
                                                int NH, int hs, float scale) {
     extern __shared__ float smem[];
@@ -65,7 +67,8 @@ __global__ void flash_attention_forward_kernel(floatX *out, float *lse, const fl
         l_run[rr] = 0.0f;
         for (int i = 0; i < FA_DIMS_PER_LANE; i++) acc[rr][i] = 0.0f;
     }
-    for (int k0 = 0; k0 < q_end; k0 += FA_TILE) {
+    const int k_end = CAUSAL ? q_end : T; // the keys any row of the block sees
+    for (int k0 = 0; k0 < k_end; k0 += FA_TILE) {
         const int keys = min(FA_TILE, T - k0);
         __syncthreads(); // the previous tile is consumed
         fa_load_rows(k_s, hs + 1, base + (size_t)k0 * stride + C, stride, FA_TILE, keys, hs);
@@ -73,9 +76,9 @@ __global__ void flash_attention_forward_kernel(floatX *out, float *lse, const fl
         __syncthreads();
         for (int rr = 0; rr < FA_ROWS_PER_WARP; rr++) {
             const int r = warp * FA_ROWS_PER_WARP + rr, tq = q0 + r;
-            if (tq >= T || k0 > tq) continue; // warp-uniform: the row sees no key of this tile
+            if (tq >= T || (CAUSAL && k0 > tq)) continue; // warp-uniform: no key of this tile seen
             const int key = k0 + lane;
-            const bool seen = key <= tq; // causal; key <= tq < T
+            const bool seen = CAUSAL ? key <= tq : key < T; // causal: key <= tq < T
             const float s = seen ? scale * fa_dot(q_s + r * hs, k_s + lane * (hs + 1), hs)
                                  : -INFINITY;
             const float m_new = fmaxf(m_run[rr], warp_max(s)); // key k0 is seen: finite
@@ -84,7 +87,7 @@ __global__ void flash_attention_forward_kernel(floatX *out, float *lse, const fl
             l_run[rr] = l_run[rr] * rescale + warp_sum(p);
             m_run[rr] = m_new;
             for (int i = 0; i < FA_DIMS_PER_LANE; i++) acc[rr][i] *= rescale;
-            const int last = min(FA_TILE, tq - k0 + 1);
+            const int last = CAUSAL ? min(FA_TILE, tq - k0 + 1) : keys;
             for (int j = 0; j < last; j++) {
                 const float pj = __shfl_sync(0xffffffffu, p, j);
                 FA_FOR_DIMS(i, d, hs) acc[rr][i] += pj * v_s[j * hs + d];
@@ -116,6 +119,7 @@ __global__ void flash_attention_row_dot_kernel(float *D, const floatX *dout, con
 }
 
 // dq rows of dqkv; grid (ceil(T / FA_ROWS), B NH): the block owns FA_ROWS query rows
+template <bool CAUSAL>
 __global__ void flash_attention_backward_dq_kernel(floatX *dqkv, const floatX *dout,
                                                    const floatX *qkv, const float *lse,
                                                    const float *D, int T, int NH, int hs,
@@ -138,7 +142,8 @@ __global__ void flash_attention_backward_dq_kernel(floatX *dqkv, const floatX *d
     for (int rr = 0; rr < FA_ROWS_PER_WARP; rr++) {
         for (int i = 0; i < FA_DIMS_PER_LANE; i++) dq[rr][i] = 0.0f;
     }
-    for (int k0 = 0; k0 < q_end; k0 += FA_TILE) {
+    const int k_end = CAUSAL ? q_end : T;
+    for (int k0 = 0; k0 < k_end; k0 += FA_TILE) {
         const int keys = min(FA_TILE, T - k0);
         __syncthreads();
         fa_load_rows(k_s, hs + 1, base + (size_t)k0 * stride + C, stride, FA_TILE, keys, hs);
@@ -146,9 +151,9 @@ __global__ void flash_attention_backward_dq_kernel(floatX *dqkv, const floatX *d
         __syncthreads();
         for (int rr = 0; rr < FA_ROWS_PER_WARP; rr++) {
             const int r = warp * FA_ROWS_PER_WARP + rr, tq = q0 + r;
-            if (tq >= T || k0 > tq) continue;
+            if (tq >= T || (CAUSAL && k0 > tq)) continue;
             const size_t row = (size_t)bh * T + tq;
-            const bool seen = k0 + lane <= tq;
+            const bool seen = CAUSAL ? k0 + lane <= tq : k0 + lane < T;
             float ds = 0.0f;
             if (seen) {
                 const float p = expf(scale * fa_dot(q_s + r * hs, k_s + lane * (hs + 1), hs) -
@@ -156,7 +161,7 @@ __global__ void flash_attention_backward_dq_kernel(floatX *dqkv, const floatX *d
                 const float dp = fa_dot(dy_s + r * hs, v_s + lane * (hs + 1), hs);
                 ds = p * (dp - D[row]);
             }
-            const int last = min(FA_TILE, tq - k0 + 1);
+            const int last = CAUSAL ? min(FA_TILE, tq - k0 + 1) : keys;
             for (int j = 0; j < last; j++) {
                 const float dsj = __shfl_sync(0xffffffffu, ds, j);
                 FA_FOR_DIMS(i, d, hs) dq[rr][i] += dsj * k_s[j * (hs + 1) + d];
@@ -172,7 +177,9 @@ __global__ void flash_attention_backward_dq_kernel(floatX *dqkv, const floatX *d
 }
 
 // dk and dv rows of dqkv; grid (ceil(T / FA_ROWS), B NH): the block owns FA_ROWS key
-// rows and streams the query rows t >= its first key through shared memory
+// rows and streams the query rows that see them (causal: t >= its first key; else
+// all) through shared memory
+template <bool CAUSAL>
 __global__ void flash_attention_backward_dkdv_kernel(floatX *dqkv, const floatX *dout,
                                                      const floatX *qkv, const float *lse,
                                                      const float *D, int T, int NH, int hs,
@@ -198,7 +205,7 @@ __global__ void flash_attention_backward_dkdv_kernel(floatX *dqkv, const floatX 
     for (int rr = 0; rr < FA_ROWS_PER_WARP; rr++) {
         for (int i = 0; i < FA_DIMS_PER_LANE; i++) dk[rr][i] = dv[rr][i] = 0.0f;
     }
-    for (int q0 = k_first; q0 < T; q0 += FA_TILE) {
+    for (int q0 = CAUSAL ? k_first : 0; q0 < T; q0 += FA_TILE) {
         const int queries = min(FA_TILE, T - q0);
         __syncthreads();
         fa_load_rows(q_s, hs + 1, base + (size_t)q0 * stride, stride, FA_TILE, queries, hs);
@@ -214,7 +221,7 @@ __global__ void flash_attention_backward_dkdv_kernel(floatX *dqkv, const floatX 
             const int r = warp * FA_ROWS_PER_WARP + rr, tk = k_first + r;
             if (tk >= T) continue;
             const int tq = q0 + lane;
-            const bool sees = lane < queries && tq >= tk; // query tq attends to key tk
+            const bool sees = lane < queries && (!CAUSAL || tq >= tk); // query tq attends to key tk
             float p = 0.0f, ds = 0.0f;
             if (sees) {
                 p = expf(scale * fa_dot(q_s + lane * (hs + 1), k_s + r * hs, hs) - lse_s[lane]);
@@ -222,7 +229,7 @@ __global__ void flash_attention_backward_dkdv_kernel(floatX *dqkv, const floatX 
                 ds = p * (dp - D_s[lane]);
             }
             // queries before tk contribute nothing: start at the first that sees tk
-            for (int j = max(0, tk - q0); j < queries; j++) {
+            for (int j = CAUSAL ? max(0, tk - q0) : 0; j < queries; j++) {
                 const float pj = __shfl_sync(0xffffffffu, p, j);
                 const float dsj = __shfl_sync(0xffffffffu, ds, j);
                 FA_FOR_DIMS(i, d, hs) {
@@ -271,24 +278,26 @@ template <typename K> static inline void fa_allow_smem(K kernel, size_t bytes) {
 }
 
 // out (B, T, C) and lse (B, NH, T) from qkv (B, T, 3C)
-static inline void flash_attention_forward_cuda(floatX *out, float *lse, const floatX *qkv, int B,
-                                                int T, int C, int NH, cudaStream_t stream) {
+template <bool CAUSAL>
+static inline void flash_attention_forward_any(floatX *out, float *lse, const floatX *qkv, int B,
+                                               int T, int C, int NH, cudaStream_t stream) {
     fa_check_shape(C, NH);
     const int hs = C / NH;
     const size_t smem = fa_forward_smem_bytes(hs);
-    fa_allow_smem(flash_attention_forward_kernel, smem);
+    fa_allow_smem(flash_attention_forward_kernel<CAUSAL>, smem);
     dim3 grid(ceil_div(T, FA_ROWS), B * NH);
-    flash_attention_forward_kernel<<<grid, FA_WARPS * 32, smem, stream>>>(
+    flash_attention_forward_kernel<CAUSAL><<<grid, FA_WARPS * 32, smem, stream>>>(
         out, lse, qkv, T, NH, hs, 1.0f / sqrtf((float)hs));
     CUDA_CHECK_LAUNCH();
 }
 
 // dqkv (B, T, 3C), overwritten, from dout (B, T, C), the forward's out and lse;
 // D: B NH T floats of scratch
-static inline void flash_attention_backward_cuda(floatX *dqkv, float *D, const floatX *dout,
-                                                 const floatX *out, const floatX *qkv,
-                                                 const float *lse, int B, int T, int C, int NH,
-                                                 cudaStream_t stream) {
+template <bool CAUSAL>
+static inline void flash_attention_backward_any(floatX *dqkv, float *D, const floatX *dout,
+                                                const floatX *out, const floatX *qkv,
+                                                const float *lse, int B, int T, int C, int NH,
+                                                cudaStream_t stream) {
     fa_check_shape(C, NH);
     const int hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
@@ -296,15 +305,27 @@ static inline void flash_attention_backward_cuda(floatX *dqkv, float *D, const f
         D, dout, out, B, T, NH, hs);
     CUDA_CHECK_LAUNCH();
     const size_t smem = fa_backward_smem_bytes(hs);
-    fa_allow_smem(flash_attention_backward_dq_kernel, smem);
-    fa_allow_smem(flash_attention_backward_dkdv_kernel, smem);
+    fa_allow_smem(flash_attention_backward_dq_kernel<CAUSAL>, smem);
+    fa_allow_smem(flash_attention_backward_dkdv_kernel<CAUSAL>, smem);
     dim3 grid(ceil_div(T, FA_ROWS), B * NH);
-    flash_attention_backward_dq_kernel<<<grid, FA_WARPS * 32, smem, stream>>>(
+    flash_attention_backward_dq_kernel<CAUSAL><<<grid, FA_WARPS * 32, smem, stream>>>(
         dqkv, dout, qkv, lse, D, T, NH, hs, scale);
     CUDA_CHECK_LAUNCH();
-    flash_attention_backward_dkdv_kernel<<<grid, FA_WARPS * 32, smem, stream>>>(
+    flash_attention_backward_dkdv_kernel<CAUSAL><<<grid, FA_WARPS * 32, smem, stream>>>(
         dqkv, dout, qkv, lse, D, T, NH, hs, scale);
     CUDA_CHECK_LAUNCH();
+}
+
+// GPT-2's causal attention
+static inline void flash_attention_forward_cuda(floatX *out, float *lse, const floatX *qkv, int B,
+                                                int T, int C, int NH, cudaStream_t stream) {
+    flash_attention_forward_any<true>(out, lse, qkv, B, T, C, NH, stream);
+}
+static inline void flash_attention_backward_cuda(floatX *dqkv, float *D, const floatX *dout,
+                                                 const floatX *out, const floatX *qkv,
+                                                 const float *lse, int B, int T, int C, int NH,
+                                                 cudaStream_t stream) {
+    flash_attention_backward_any<true>(dqkv, D, dout, out, qkv, lse, B, T, C, NH, stream);
 }
 
 #endif
