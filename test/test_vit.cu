@@ -1,0 +1,351 @@
+// GPU ViT (llmc/vit_cuda.cuh) against an independent reference and the CPU model:
+//   1. logits, loss, every parameter gradient and the losses of N AdamW steps
+//      against a debug state of dev/reference/vit.py (as test/test_vit.c);
+//   2. --equivalence K: modes ln and cbwc from the same weights give the same
+//      logits, gradients and K step losses on the GPU; rms must not (control);
+//   3. --curve K: K AdamW steps on fresh random images, the GPU model and the
+//      CPU model of llmc/vit.c side by side: the loss curves must agree.
+// Tolerances (max|ours - ref| / max|ref| per tensor; losses: absolute
+// differences): fp32 build 1e-4 (the CPU test's 1e-5 plus cuBLAS's blocked
+// sums and the flash attention's online softmax); bf16 build per check from
+// BF16_TOLERANCES below; -r / -l set one tolerance for all instead.
+// Without a CUDA device it prints "SKIP: no CUDA device (...)" and exits 0.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit_cuda.cuh"
+
+extern "C" {
+#include "classifier.h"
+#include "debug_state.h" // the reader test/test_vit.c uses (llmc/debug_state.c)
+#include "rand.h"
+#include "reader.h"
+}
+
+// max|a - b| / max|b| over n values (NaN propagates)
+static double relative_error(const float *a, const float *b, size_t n) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        double m = fabs((double)b[i]);
+        if (!(d <= max_diff)) max_diff = d;
+        max_ref = m > max_ref ? m : max_ref;
+    }
+    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
+}
+
+// bf16: about 3x the largest error measured under emulation (in brackets:
+// fp32 accumulation, bf16 storage, libm exp/tanh) over 3 seeds x 3 modes x 2
+// shapes (8x8x2 patch 2 C=24 NH=3 L=2 B=4; 12x12x3 patch 3 C=32 NH=2 L=3
+// mlp 2 K=5 B=5): headroom for the device's fast-math intrinsics and
+// tensor-core sum orders, which the emulator does not reproduce. "cbwc X"
+// (the equivalence) uses X's.
+static const struct {
+    const char *name;
+    double tol;
+} BF16_TOLERANCES[] = {
+    {"logits", 5e-2},            // see docs/cuda.md
+    {"loss", 1e-2},              //
+    {"grad patchw", 5e-2},       //
+    {"grad patchb", 5e-2},       //
+    {"grad cls", 5e-2},          //
+    {"grad pos", 5e-2},          //
+    {"grad ln1w", 5e-2},         //
+    {"grad ln1b", 5e-2},         //
+    {"grad qkvw", 5e-2},         //
+    {"grad qkvb", 5e-2},         //
+    {"grad attprojw", 5e-2},     //
+    {"grad attprojb", 5e-2},     //
+    {"grad ln2w", 5e-2},         //
+    {"grad ln2b", 5e-2},         //
+    {"grad fcw", 5e-2},          //
+    {"grad fcb", 5e-2},          //
+    {"grad fcprojw", 5e-2},      //
+    {"grad fcprojb", 5e-2},      //
+    {"grad lnfw", 5e-2},         //
+    {"grad lnfb", 5e-2},         //
+    {"grad headw", 5e-2},        //
+    {"grad headb", 5e-2},        //
+    {"AdamW step losses", 2e-2}, // (absolute)
+    {"step losses", 2e-2},       // cbwc vs ln (absolute)
+    {"curve gpu vs cpu", 2e-2},  // (absolute)
+};
+static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+
+// the bf16 tolerance of a check, or tol
+static double tolerance(const char *what, double tol) {
+    if (!bf16_table) return tol;
+    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
+    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
+        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
+    }
+    fatal("test_vitcu: no bf16 tolerance for '%s'", what);
+}
+
+static int check(const char *what, double err, double tol) {
+    tol = tolerance(what, tol);
+    int ok = isfinite(err) && err <= tol;
+    printf("  %-22s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+// per-tensor gradient errors of ours vs ref (host copies)
+static int check_grads(const ViT *host, const float *ours, const float *ref, double tol,
+                       const char *prefix) {
+    int ok = 1;
+    size_t offset = 0;
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        size_t n = host->param_sizes[i];
+        char name[64];
+        snprintf(name, sizeof(name), "%s%s", prefix, VIT_PARAM_NAMES[i]);
+        ok &= check(name, relative_error(ours + offset, ref + offset, n), tol);
+        offset += n;
+    }
+    return ok;
+}
+
+// 1. the reference state: logits, loss, gradients, N step losses
+static int check_reference(const ViT *host, const VisionDebugState *s, double rel_tol,
+                           double loss_tol) {
+    const int K = host->config.num_classes;
+    ViTCuda gpu;
+    vitcuda_init(&gpu, host, s->B);
+    int ok = 1;
+    vitcuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
+    ok &= check("logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K), rel_tol);
+    ok &= check("loss", fabs(gpu.mean_loss - s->loss), loss_tol);
+    vitcuda_zero_grad(&gpu);
+    vitcuda_backward(&gpu, 1.0f / (float)s->B);
+    float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
+    vitcuda_grads_to_host(&gpu, grads);
+    ok &= check_grads(host, grads, s->grads, rel_tol, "grad ");
+    if (s->num_steps > 1) { // loss k after k AdamW steps on the same batch
+        double worst = 0.0;
+        float last = 0.0f;
+        for (int k = 1; k < s->num_steps; k++) {
+            vitcuda_update(&gpu, &s->adamw, s->grad_clip);
+            vitcuda_zero_grad(&gpu);
+            vitcuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
+            last = gpu.mean_loss; // before the backward, which resets it to -1
+            vitcuda_backward(&gpu, 1.0f / (float)s->B);
+            double d = fabs(last - s->losses[k]);
+            if (!(d <= worst)) worst = d;
+        }
+        printf("  last step loss: gpu %.6f  reference %.6f\n", last, s->losses[s->num_steps - 1]);
+        ok &= check("AdamW step losses", worst, loss_tol);
+    }
+    free(grads);
+    vitcuda_free(&gpu);
+    return ok;
+}
+
+// logits, grads (host) and step losses of a GPU run in one mode
+typedef struct {
+    float *logits, *grads, *losses;
+} ModeRun;
+
+static ModeRun run_mode(const ViT *host, NormMode mode, const VisionDebugState *s, int steps) {
+    ViT copy = *host;
+    copy.mode = mode;
+    ViTCuda gpu;
+    vitcuda_init(&gpu, &copy, s->B);
+    const size_t BK = (size_t)s->B * host->config.num_classes;
+    ModeRun r;
+    r.logits = (float *)malloc_check(BK * sizeof(float), "logits");
+    r.grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
+    r.losses = (float *)malloc_check((size_t)steps * sizeof(float), "losses");
+    for (int k = 0; k < steps; k++) {
+        if (k > 0) vitcuda_update(&gpu, &s->adamw, s->grad_clip);
+        vitcuda_zero_grad(&gpu);
+        vitcuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
+        if (k == 0) memcpy(r.logits, gpu.logits_host, BK * sizeof(float));
+        r.losses[k] = gpu.mean_loss;
+        vitcuda_backward(&gpu, 1.0f / (float)s->B);
+        if (k == 0) vitcuda_grads_to_host(&gpu, r.grads);
+    }
+    vitcuda_free(&gpu);
+    return r;
+}
+
+static void mode_run_free(ModeRun *r) {
+    free(r->logits);
+    free(r->grads);
+    free(r->losses);
+}
+
+static double worst_loss_gap(const float *a, const float *b, int n) {
+    double worst = 0.0;
+    for (int k = 0; k < n; k++) {
+        double d = fabs((double)a[k] - (double)b[k]);
+        if (!(d <= worst)) worst = d;
+    }
+    return worst;
+}
+
+// 2. LN == CBWC+RMS from the same weights (docs/math.md section 3); rms differs
+static int check_equivalence(const ViT *host, const VisionDebugState *s, int steps, double rel_tol,
+                             double loss_tol) {
+    const size_t BK = (size_t)s->B * host->config.num_classes;
+    ModeRun ln = run_mode(host, MODE_LN, s, steps);
+    ModeRun cbwc = run_mode(host, MODE_CBWC, s, steps);
+    ModeRun rms = run_mode(host, MODE_RMS, s, steps);
+    int ok = 1;
+    printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
+    ok &= check("cbwc logits", relative_error(cbwc.logits, ln.logits, BK), rel_tol);
+    ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
+    const double cbwc_gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
+    ok &= check("cbwc step losses", cbwc_gap, loss_tol);
+    // the control: plain RMSNorm is another model, its losses must move away
+    // from ln's by far more than cbwc's do (and by more than rounding)
+    const double rms_gap = worst_loss_gap(rms.losses, ln.losses, steps);
+    const double need = fmax(3.0 * cbwc_gap, 1e-3);
+    const int control = isfinite(rms_gap) && rms_gap > need;
+    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln", rms_gap, need,
+           control ? "ok" : "FAIL");
+    ok &= control;
+    mode_run_free(&ln);
+    mode_run_free(&cbwc);
+    mode_run_free(&rms);
+    return ok;
+}
+
+// 3. loss curve over `steps` steps on fresh random images: GPU vs llmc/vit.c
+static int check_curve(Classifier *cpu, const VisionDebugState *s, int steps,
+                       unsigned long long seed, double loss_tol) {
+    ViT *host = &cpu->vit;
+    ViTCuda gpu;
+    vitcuda_init(&gpu, host, s->B);
+    const ViTConfig *c = &host->config;
+    const size_t n_img = (size_t)s->B * c->image_channels * c->image_size * c->image_size;
+    float *images = (float *)malloc_check(n_img * sizeof(float), "images");
+    int *labels = (int *)malloc_check((size_t)s->B * sizeof(int), "labels");
+    Rng rng;
+    rng_seed(&rng, seed);
+    double worst = 0.0;
+    printf("loss curve, %d AdamW steps on random images (seed %llu), %s:\n", steps, seed,
+           norm_mode_name(host->mode));
+    for (int k = 0; k < steps; k++) {
+        rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
+        for (int b = 0; b < s->B; b++) labels[b] = (int)(rng_u32(&rng) % (uint32_t)c->num_classes);
+        classifier_forward(cpu, images, labels, s->smoothing, s->B);
+        const float cpu_loss = classifier_mean_loss(cpu);
+        classifier_zero_grad(cpu);
+        classifier_backward(cpu, 1.0f / (float)s->B);
+        classifier_update(cpu, &s->adamw, s->grad_clip);
+        vitcuda_zero_grad(&gpu);
+        vitcuda_forward(&gpu, images, labels, s->smoothing, s->B);
+        const float gpu_loss = gpu.mean_loss;
+        vitcuda_backward(&gpu, 1.0f / (float)s->B);
+        vitcuda_update(&gpu, &s->adamw, s->grad_clip);
+        double d = fabs((double)gpu_loss - cpu_loss);
+        if (!(d <= worst)) worst = d;
+        printf("  step %2d  cpu %.6f  gpu %.6f  |diff| %.2e\n", k + 1, cpu_loss, gpu_loss, d);
+    }
+    int ok = check("curve gpu vs cpu", worst, loss_tol);
+    free(images);
+    free(labels);
+    vitcuda_free(&gpu);
+    return ok;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: test_vitcu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
+            "                  [--equivalence K] [--curve K] [--seed S]\n"
+            "  Checks the GPU ViT against a debug state of dev/reference/vit.py.\n"
+            "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
+            "  --curve K        also: K steps on random images, GPU vs the CPU model\n"
+            "  defaults: %s (%s build)\n",
+            sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
+    exit(EXIT_FAILURE);
+}
+
+// a non-negative integer up to max
+static long parse_count(const char *flag, const char *v, long max) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > max) {
+        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
+    }
+    return n;
+}
+
+// a tolerance in (0, 1]
+static double parse_tolerance(const char *flag, const char *v) {
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || !(x > 0.0 && x <= 1.0)) {
+        fatal("%s: expected a tolerance in (0, 1], got '%s'", flag, v);
+    }
+    return x;
+}
+
+// The vision debug state for this model; dies naming the file.
+static void state_load(VisionDebugState *s, const char *path, const ViT *model) {
+    FILE *f = fopen_check(path, "rb");
+    Reader r;
+    char err[READER_ERR_BYTES];
+    const ViTConfig *c = &model->config;
+    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
+        vision_debug_state_parse(s, &r, FAMILY_VIT, c->image_size, c->image_channels,
+                                 c->num_classes, model->num_parameters, err, sizeof(err)) != 0) {
+        fatal("%s: %s", path, err);
+    }
+    fclose(f);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') usage();
+    const char *mode_name = NULL;
+    double rel_tol = sizeof(floatX) == 4 ? 1e-4 : 5e-2;
+    double loss_tol = rel_tol;
+    int equivalence_steps = 0, curve_steps = 0;
+    unsigned long long seed = 1;
+    for (int i = 3; i < argc; i += 2) {
+        if (i + 1 >= argc) usage();
+        const char *f = argv[i], *v = argv[i + 1];
+        if (strcmp(f, "-N") == 0) mode_name = v;
+        else if (strcmp(f, "-r") == 0) rel_tol = parse_tolerance(f, v), bf16_table = 0;
+        else if (strcmp(f, "-l") == 0) loss_tol = parse_tolerance(f, v), bf16_table = 0;
+        else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
+        else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
+        else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
+        else usage();
+    }
+    Classifier model;
+    classifier_load(&model, argv[1], FAMILY_VIT); // Swin: not on the GPU yet (refused by name)
+    if (mode_name != NULL) {
+        NormMode mode;
+        if (norm_mode_parse(mode_name, &mode) != 0 || mode == MODE_FOLDED) {
+            fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", mode_name);
+        }
+        classifier_set_mode(&model, mode);
+    }
+    ViT *host = &model.vit;
+    VisionDebugState s;
+    state_load(&s, argv[2], host);
+    if (!cuda_device_present(argv[0])) {
+        vision_debug_state_free(&s);
+        classifier_free(&model);
+        return EXIT_SUCCESS;
+    }
+    const ViTConfig *c = &host->config;
+    printf("test_vitcu (%s): %s mode, S=%d Cin=%d P=%d C=%d L=%d NH=%d K=%d B=%d, %d AdamW steps\n",
+           FLOATX_NAME, norm_mode_name(host->mode), c->image_size, c->image_channels,
+           c->patch_size, c->channels, c->num_layers, c->num_heads, c->num_classes, s.B,
+           s.num_steps);
+    int ok = check_reference(host, &s, rel_tol, loss_tol);
+    if (equivalence_steps > 0) {
+        if (host->mode != MODE_LN) fatal("--equivalence: %s must be an ln model", argv[1]);
+        ok &= check_equivalence(host, &s, equivalence_steps, rel_tol, loss_tol);
+    }
+    // the curve: 5x the step tolerance (fresh batches each step, more steps)
+    if (curve_steps > 0) ok &= check_curve(&model, &s, curve_steps, seed, 5 * loss_tol);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    vision_debug_state_free(&s);
+    classifier_free(&model);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}

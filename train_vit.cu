@@ -1,0 +1,190 @@
+// ViT training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc): the
+// CUDA counterpart of train_vit.c with the same flags (one table,
+// llmc/vit_train_args.c), data (llmc/vision_data.c: Fashion-MNIST IDX or
+// image shards, augmented on the host) and model files (llmc/vision_model.c:
+// a file written here loads in train_vit and back). bf16 mixed precision by
+// default, fp32 throughout when built with -DFOLDNORM_FP32 (train_vitfp32cu).
+// The model and its kernels live in llmc/vit_cuda.cuh. One GPU; Swin is not
+// on the GPU yet (refused by name), nor data parallel or resumable checkpoints.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit_cuda.cuh"
+
+extern "C" {
+#include "classifier.h"
+#include "classifier_loss.h"
+#include "cli.h"
+#include "logger.h"
+#include "rand.h"
+#include "schedule.h"
+#include "vision_data.h"
+#include "vit_train_args.h"
+}
+
+static VitTrainArgs parse_args(int argc, char **argv) {
+    VitTrainArgs a = vit_train_args_defaults();
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS];
+    char about[200];
+    snprintf(about, sizeof(about),
+             "ViT training on an NVIDIA GPU, %s build (train_vit's flags; Swin not yet).\n",
+             FLOATX_NAME);
+    CliSpec spec;
+    memset(&spec, 0, sizeof(spec));
+#ifdef FOLDNORM_FP32
+    spec.program = "train_vitfp32cu";
+#else
+    spec.program = "train_vitcu";
+#endif
+    spec.synopsis = "[options]";
+    spec.about = about;
+    spec.flags = flags;
+    spec.num_flags = vit_train_flags(&a, flags);
+    cli_parse(&spec, argc, argv, NULL);
+    if (strcmp(a.model, "swin") == 0 || strcmp(a.model, "swin-tiny") == 0) {
+        cli_error(&spec, "-e %s: Swin is not yet on the GPU (train it with train_vit)", a.model);
+    }
+    return a;
+}
+
+// Mean loss (no smoothing) and top-1 accuracy over the whole split.
+static void evaluate(ViTCuda *model, const VisionSplit *s, int B, float *images, int *labels,
+                     int *indices, float *mean_loss, float *accuracy) {
+    double loss_sum = 0.0;
+    int correct = 0;
+    const int K = model->config.num_classes;
+    for (int start = 0; start < s->count; start += B) {
+        const int n = s->count - start < B ? s->count - start : B;
+        for (int b = 0; b < n; b++) indices[b] = start + b;
+        vision_make_batch(images, labels, s, indices, n, NULL);
+        vitcuda_forward(model, images, labels, 0.0f, n);
+        loss_sum += (double)model->mean_loss * n;
+        correct += classifier_correct_count(model->logits_host, labels, n, K);
+    }
+    *mean_loss = (float)(loss_sum / s->count);
+    *accuracy = (float)correct / (float)s->count;
+}
+
+// The GPU's fp32 master weights into the host model, written as a vision
+// model file (train_vit.c's model_STEP.bin).
+static void save_model(const ViTCuda *gpu, Classifier *host, const char *dir, int step) {
+    char path[4096];
+    int n = snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
+    if (n < 0 || (size_t)n >= sizeof(path)) fatal("-o: output directory path too long: %s", dir);
+    vitcuda_params_to_host(gpu, host->vit.params_memory);
+    classifier_save(host, path);
+    printf("checkpoint: %s\n", path);
+}
+
+int main(int argc, char **argv) {
+    VitTrainArgs args = parse_args(argc, argv);
+    VisionSplit train, test;
+    vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
+                     args.max_test);
+    Classifier host;
+    vit_train_build_model(&host, &args, &train);
+    if (host.family != FAMILY_VIT) {
+        fatal("-e %s: a %s model; Swin is not yet on the GPU (train it with train_vit)",
+              args.model, vision_family_name(host.family));
+    }
+    const int B = args.batch_size;
+    if (train.count < B) fatal("-b %d: larger than the %d train images", B, train.count);
+    if (!cuda_device_present(argv[0])) {
+        vision_split_free(&train);
+        vision_split_free(&test);
+        classifier_free(&host);
+        return EXIT_SUCCESS;
+    }
+    const int batches_per_epoch = train.count / B;
+    const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
+    if (args.output_dir != NULL) make_directories(args.output_dir);
+    Logger logger;
+    logger_init(&logger, args.output_dir, 0);
+    ViTCuda model;
+    vitcuda_init(&model, &host.vit, B);
+    cudaDeviceProp prop;
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    const ViTConfig *c = &model.config;
+    printf("train_vitcu | %s | %s | ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d, %zu parameters, "
+           "mode %s\n",
+           prop.name, FLOATX_NAME, c->image_size, c->patch_size, c->channels, c->num_layers,
+           c->num_heads, c->mlp_ratio, c->num_classes, model.num_parameters,
+           norm_mode_name(model.mode));
+    printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n", args.train_data,
+           train.count, test.count, B, total_steps, batches_per_epoch);
+
+    const size_t image_floats = (size_t)train.channels * train.side * train.side;
+    float *images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
+                                          "batch");
+    int *labels = (int *)malloc_check((size_t)B * sizeof(int), "labels");
+    int *eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
+    int *order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
+    for (int i = 0; i < train.count; i++) order[i] = i;
+    Rng rng; // the CPU trainer's shuffles and flips
+    rng_seed(&rng, args.seed ^ 0xDA7AULL);
+    AdamWConfig adamw = {0.0f, 0.9f, 0.999f, 1e-8f, args.weight_decay};
+    double timed_seconds = 0.0;
+    long long timed_images = 0;
+    float test_loss = NAN, test_accuracy = NAN;
+    int step = 0;
+    for (int epoch = 0; step < total_steps; epoch++) {
+        vision_shuffle(order, train.count, &rng);
+        for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
+            CUDA_CHECK(cudaDeviceSynchronize());
+            const double t0 = now_seconds();
+            vision_make_batch(images, labels, &train, order + (size_t)batch * B, B,
+                              args.flip ? &rng : NULL);
+            vitcuda_forward(&model, images, labels, args.smoothing, B);
+            const float loss = model.mean_loss;
+            vitcuda_zero_grad(&model);
+            vitcuda_backward(&model, 1.0f / (float)B);
+            adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args.warmup_steps,
+                                                        args.learning_rate, args.final_lr_fraction);
+            if (!isfinite(loss)) {
+                fatal("step %d: the loss is not finite (%f); try a lower -l", step + 1, loss);
+            }
+            const float grad_norm = vitcuda_update(&model, &adamw, args.grad_clip);
+            CUDA_CHECK(cudaDeviceSynchronize());
+            const double seconds = now_seconds() - t0;
+            if (step > 0) { // the first step pays for cuBLAS's setup
+                timed_seconds += seconds;
+                timed_images += B;
+            }
+            step++;
+            logger_log_train(&logger, step, loss, adamw.learning_rate, grad_norm);
+            if (step % args.print_every == 0 || step == 1 || step == total_steps) {
+                printf("step %5d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.2f ms | "
+                       "%.0f images/s\n",
+                       step, total_steps, epoch + 1, loss, adamw.learning_rate, grad_norm,
+                       seconds * 1e3, B / seconds);
+                fflush(stdout);
+            }
+        }
+        evaluate(&model, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
+        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
+               test_loss, test_accuracy);
+        logger_log_val(&logger, step, test_loss);
+        if (logger.file != NULL) {
+            fprintf(logger.file, "s:%d tea:%.6f\n", step, test_accuracy);
+            fflush(logger.file);
+        }
+        if (args.output_dir != NULL) save_model(&model, &host, args.output_dir, step);
+    }
+    printf("final: family ViT mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
+           norm_mode_name(model.mode), FLOATX_NAME, test_accuracy, test_loss,
+           timed_images > 0 ? timed_images / timed_seconds : 0.0);
+    free(images);
+    free(labels);
+    free(eval_indices);
+    free(order);
+    logger_free(&logger);
+    vitcuda_free(&model);
+    vision_split_free(&train);
+    vision_split_free(&test);
+    classifier_free(&host);
+    return EXIT_SUCCESS;
+}
