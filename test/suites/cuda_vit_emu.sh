@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# ViT on the GPU under emulation (issue 15): train_vit.cu, test/test_vit.cu and
+# the vision dev/cuda checks built with g++ against dev/cuda/emu (no nvcc)
+# and run on the CPU -- emulated: a logic check, not a device run (races,
+# the memory model, fast-math rounding, cuBLASLt algorithm availability and
+# speed are not covered; docs/cuda.md).
+#   1. test_vitfp32cu / test_vitcu vs fresh PyTorch reference states
+#      (dev/reference/vit.py): ln, rms, cbwc on two shapes, the small one with
+#      the 5-step curve against the CPU model, ln also with ln == cbwc over 8
+#      steps and the rms control; one state with each block's threads reversed
+#   2. the vision dev/cuda checks (bidirectional attention, patch embedding,
+#      tokens, label-smoothed cross-entropy), both thread orders
+#   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
+#      losses equal train_vit's, the model file loads on the CPU; Swin refused
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+work=${1:-$(mktemp -d)}/cuda_vit_emu
+rm -rf "$work"; mkdir -p "$work"
+seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+s=$(( seed % 1000000 ))
+echo "cuda_vit_emu: seed $seed (emulated: a logic check, not a device run)"
+PY=${PYTHON:-/usr/bin/python3}
+E=build/emu
+export DEV_CUDA_CHECK_ONLY=1 OMP_NUM_THREADS=1
+fails=0
+ok() { echo "ok   $*"; }
+bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+targets="$E/test_vitcu $E/test_vitfp32cu $E/train_vitcu $E/train_vitfp32cu bin/train_vit bin/test_vit"
+for k in attention_bidir vit_kernels; do targets+=" $E/dev/cuda/${k}_fp32 $E/dev/cuda/${k}_bf16"; done
+# a no-op after `make test` (same SAN setting: make passes it down)
+make -s $targets > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; echo "FAIL make"; exit 1; }
+
+# 1. reference states. small: 8x8x2, patch 2, C 24, 3 heads, 2 layers (B 3);
+#    odd: 12x12 RGB, patch 3 (PD 27), C 32, 2 heads, 3 layers, mlp 2, 5 classes, B 5
+small="--steps 4"
+odd="--steps 4 --image-size 12 --image-channels 3 --patch-size 3 --channels 32 --num-heads 2
+     --num-layers 3 --mlp-ratio 2 --num-classes 5 --B 5 --smoothing 0 --lr 3e-3"
+for mode in ln rms cbwc; do
+    for shape in small odd; do
+        m=$(( (s + ${#mode} * 7 + ${#shape} * 13) % 1000000 ))
+        tag=${mode}_$shape
+        # shellcheck disable=SC2086
+        $PY dev/reference/vit.py --mode $mode --seed $m --model "$work/$tag.bin" \
+            --state "$work/${tag}_state.bin" ${!shape} > "$work/ref_$tag.log" 2>&1 ||
+            { bad "reference $tag"; tail -5 "$work/ref_$tag.log"; continue; }
+        extra=()
+        [ $shape = small ] && extra=(--curve 5 --seed $m)
+        [ $shape = small ] && [ $mode = ln ] && extra+=(--equivalence 8)
+        for b in test_vitfp32cu test_vitcu; do
+            t0=$SECONDS
+            if "$E/$b" "$work/$tag.bin" "$work/${tag}_state.bin" "${extra[@]}" > "$work/$b.$tag.log" 2>&1; then
+                ok "$b $tag: logits, loss, gradients, steps${extra[*]:+, ${extra[*]}} ($((SECONDS - t0)) s)"
+            else
+                bad "$b $tag"; grep -E 'FAIL|error' "$work/$b.$tag.log" | head -20 | sed 's/^/     /'
+            fi
+        done
+    done
+done
+if EMU_FIBER_ORDER=reverse "$E/test_vitfp32cu" "$work/cbwc_odd.bin" "$work/cbwc_odd_state.bin" > "$work/reverse.log" 2>&1; then
+    ok "test_vitfp32cu cbwc_odd with each block's threads in reverse order"
+else
+    bad "test_vitfp32cu cbwc_odd, reverse thread order"; grep -E 'FAIL|error' "$work/reverse.log" | head | sed 's/^/     /'
+fi
+
+# 2. the vision dev/cuda checks
+for k in attention_bidir vit_kernels; do
+    for p in fp32 bf16; do
+        for order in forward reverse; do
+            if EMU_FIBER_ORDER=$order "$E/dev/cuda/${k}_$p" > "$work/dev_${k}_${p}_$order.log" 2>&1; then
+                ok "dev/cuda/$k $p ($order thread order)"
+            else
+                bad "dev/cuda/$k $p ($order)"; grep -E 'FAIL|error' "$work/dev_${k}_${p}_$order.log" | head | sed 's/^/     /'
+            fi
+        done
+    done
+done
+
+# 3. the trainer: Fashion-MNIST (the Debian package dataset-fashion-mnist), 4 steps
+fmnist=/usr/share/datasets/fashion-mnist
+flags=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 4 -nt 32 -ne 16 -pe 1 -u 2 -sd $((s + 3)))
+losses() { sed -n 's/^step .*| loss \([0-9.]*\) .*/\1/p' "$1"; }
+for mode in ln cbwc; do
+    if "$E/train_vitfp32cu" -N $mode "${flags[@]}" -o "$work/fp32_$mode" > "$work/train_fp32_$mode.log" 2>&1 &&
+       grep -q "images/s" "$work/train_fp32_$mode.log" && grep -q "test accuracy" "$work/train_fp32_$mode.log"; then
+        ok "train_vitfp32cu -N $mode: 4 steps, images/s, test accuracy, -o"
+    else
+        bad "train_vitfp32cu -N $mode"; tail -5 "$work/train_fp32_$mode.log" | sed 's/^/     /'; continue
+    fi
+    bin/train_vit -N $mode "${flags[@]}" > "$work/train_cpu_$mode.log" 2>&1 || bad "train_vit -N $mode (CPU)"
+    # printed to 4 decimals: fp32 on both sides, the same batches and flips
+    if [ -n "$(losses "$work/train_cpu_$mode.log")" ] &&
+       [ "$(losses "$work/train_fp32_$mode.log")" = "$(losses "$work/train_cpu_$mode.log")" ]; then
+        ok "train_vitfp32cu -N $mode: the losses of train_vit ($(losses "$work/train_cpu_$mode.log" | tr '\n' ' '))"
+    else
+        bad "train_vitfp32cu -N $mode losses differ from train_vit's:"; paste <(losses "$work/train_fp32_$mode.log") <(losses "$work/train_cpu_$mode.log") | sed 's/^/     /'
+    fi
+    model=$(ls "$work/fp32_$mode"/model_*.bin 2>/dev/null | tail -1)
+    if [ -n "$model" ] && bin/train_vit -e "$model" "${flags[@]}" -x 1 > "$work/cpu_load_$mode.log" 2>&1 &&
+       grep -q "mode $mode" "$work/cpu_load_$mode.log"; then
+        ok "train_vit trains on from train_vitfp32cu's $mode model file"
+    else
+        bad "train_vit -e (the GPU's $mode model file)"; tail -3 "$work/cpu_load_$mode.log" | sed 's/^/     /'
+    fi
+done
+if "$E/train_vitcu" -N rms "${flags[@]}" > "$work/train_bf16.log" 2>&1 && grep -q "final: family ViT mode rms bf16" "$work/train_bf16.log"; then
+    ok "train_vitcu (bf16) -N rms: 4 steps"
+else
+    bad "train_vitcu -N rms"; tail -5 "$work/train_bf16.log" | sed 's/^/     /'
+fi
+for m in swin swin-tiny; do
+    if ! "$E/train_vitfp32cu" -e $m "${flags[@]}" > "$work/swin.log" 2>&1 && grep -q "not yet on the GPU" "$work/swin.log"; then
+        ok "train_vitfp32cu -e $m refused: $(grep -m1 'not yet' "$work/swin.log")"
+    else
+        bad "train_vitfp32cu -e $m not refused"; tail -3 "$work/swin.log" | sed 's/^/     /'
+    fi
+done
+
+echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"
+[ $fails -eq 0 ]
