@@ -1,6 +1,7 @@
-# GPT-2 on NVIDIA GPUs (issue 6): built by `make` only where nvcc is found.
+# GPT-2 and ViT on NVIDIA GPUs (issues 6, 15): built by `make` only where nvcc is found.
 #   bin/train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
 #   bin/train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
+#   bin/train_vitcu / test_vitcu, bin/train_vitfp32cu / test_vitfp32cu  the same for ViT
 #   build/dev/cuda/<kernel>_{bf16,fp32} dev/cuda kernel checks + timings (make cuda-dev)
 # bf16 objects use --use_fast_math, fp32 ones exact expf/tanhf (the 1e-4 checks).
 # CUDA_ARCHS picks the targets (default sm_80 and sm_90; `make CUDA_ARCHS=90`
@@ -28,7 +29,10 @@ CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
                   gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
                   attention_bidir swin_window atomic_write checksum \
-                  schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets)
+                  schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets \
+                  vit swin classifier classifier_families classifier_replicas classifier_loss \
+                  patch_embed vision_model vision_config vision_layout vision_data vit_train_args \
+                  idx image_shard)
 CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
 # rebuilt when the list above changes too (an old library would lack an object added to it)
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
@@ -36,6 +40,7 @@ $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
 	$(AR) rcs $@ $(filter %.o,$^)
 
 CUDA_PROGRAMS += train_gpt2cu test_gpt2cu train_gpt2fp32cu test_gpt2fp32cu
+CUDA_PROGRAMS += train_vitcu test_vitcu train_vitfp32cu test_vitfp32cu
 
 $(BUILD)/cuda/%.bf16.o: %.cu $(CUDA_HEADERS)
 	@mkdir -p $(dir $@)
@@ -52,6 +57,14 @@ $(BIN)/test_gpt2cu: $(BUILD)/cuda/test/test_gpt2.bf16.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
 $(BIN)/test_gpt2fp32cu: $(BUILD)/cuda/test/test_gpt2.fp32.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
+$(BIN)/train_vitcu: $(BUILD)/cuda/train_vit.bf16.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+$(BIN)/train_vitfp32cu: $(BUILD)/cuda/train_vit.fp32.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+$(BIN)/test_vitcu: $(BUILD)/cuda/test/test_vit.bf16.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+$(BIN)/test_vitfp32cu: $(BUILD)/cuda/test/test_vit.fp32.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
 
 # dev/cuda: one program per kernel family, fp32 and bf16
 CUDA_DEV_SRCS := $(wildcard dev/cuda/*.cu)
@@ -60,7 +73,7 @@ CUDA_DEV_PROGRAMS := $(foreach s,$(CUDA_DEV_SRCS),$(BUILD)/$(s:.cu=)_bf16 $(BUIL
 .PRECIOUS: $(BUILD)/cuda/dev/cuda/%.o
 cuda-dev: $(CUDA_DEV_PROGRAMS)
 # the checks' oracles are the llmc/ CPU kernels (norm, cbwc, adamw, attention, matmul,
-# attention_bidir and swin_window for the Swin kernels)
+# attention_bidir and swin_window for the Swin kernels, patch_embed, classifier_loss)
 $(BUILD)/dev/cuda/%_bf16: $(BUILD)/cuda/dev/cuda/%.bf16.o $(CUDA_HOST_LIB)
 	@mkdir -p $(dir $@)
 	$(CUDA_LINK)

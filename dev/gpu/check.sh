@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (at most 7 minutes): builds with all cores, then
-#   build; fp32 tests; bf16 tests; dev/cuda kernel checks; compute-sanitizer
+#   build; fp32 tests; bf16 tests; ViT tests (fp32, bf16); dev/cuda kernel checks; compute-sanitizer
 #   memcheck, racecheck, initcheck, synccheck on the small fp32 test; d12
 #   training steps in every mode (and llm.c's train_gpt2cu side by side when
 #   LLMC_DIR is given); norm kernels vs copy bandwidth; Swin's window
@@ -62,7 +62,7 @@ fi
 
 if stage "build" 240; then
     if timeout 240 make -j"$(nproc)" CUDA_ARCHS=90 train_gpt2cu test_gpt2cu train_gpt2fp32cu \
-            test_gpt2fp32cu cuda-dev > "$logs/build.log" 2>&1; then
+            test_gpt2fp32cu train_vitcu test_vitcu train_vitfp32cu test_vitfp32cu cuda-dev > "$logs/build.log" 2>&1; then
         row "build (sm_90, -j$(nproc))" "ok ($((SECONDS - t_start)) s)"
     else
         row "build" "FAILED (combined.log: build)"; tail -30 "$logs/build.log"; flush; exit 1
@@ -87,6 +87,22 @@ model_tests() {
 }
 if [ $have_states = 1 ] && stage "fp32 tests" 60; then model_tests test_gpt2fp32cu test_fp32; fi
 if [ $have_states = 1 ] && stage "bf16 tests" 60; then model_tests test_gpt2cu test_bf16; fi
+# ViT (issue 15): the same checks against dev/reference/vit.py's states
+vit_tests() {
+    local bin=$1 prefix=$2 mode shape seed
+    [ -f "$states/vit_seeds.txt" ] || { row "$prefix" "SKIP (no vit states: rerun dev/gpu/make_states.sh)"; return; }
+    while read -r mode shape seed; do
+        local extra=()
+        [ "$shape" = small ] && extra=(--curve 20 --seed "$seed")
+        [ "$shape" = small ] && [ "$mode" = ln ] && extra+=(--equivalence 10)
+        run "${prefix}_${mode}_$shape" 60 "bin/$bin" "$states/vit_${mode}_$shape.bin" \
+            "$states/vit_${mode}_${shape}_state.bin" "${extra[@]}"
+    done < "$states/vit_seeds.txt"
+}
+if [ $have_states = 1 ] && stage "ViT tests" 60; then
+    vit_tests test_vitfp32cu vit_fp32
+    vit_tests test_vitcu vit_bf16
+fi
 
 if stage "dev/cuda kernel checks" 40; then
     for prog in build/dev/cuda/*_fp32 build/dev/cuda/*_bf16; do # every dev/cuda/*.cu, both builds

@@ -3,6 +3,7 @@
 # fixed seeds and carried to the GPU machine, which may lack torch. The same
 # files replay any device failure in the emulator:
 #   build/emu/test_gpt2fp32cu dev/gpu/states/ln_small.bin dev/gpu/states/ln_small_state.bin --curve 20 --seed 101
+#   build/emu/test_vitfp32cu dev/gpu/states/vit_ln_small.bin dev/gpu/states/vit_ln_small_state.bin --curve 20 --seed 107
 # usage: dev/gpu/make_states.sh [DIR]   (default dev/gpu/states, ignored by git)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,5 +23,21 @@ for mode in ln rms cbwc; do
         echo "$mode $shape $seed" >> "$dir/seeds.txt.tmp"
     done
 done
+# ViT (dev/reference/vit.py) for test_vitcu: small 8x8x2 patch 2 C=24; odd 12x12 RGB patch 3 (PD 27) C=32
+vit_small="--steps 5"
+vit_odd="--steps 5 --image-size 12 --image-channels 3 --patch-size 3 --channels 32 --num-heads 2
+         --num-layers 3 --mlp-ratio 2 --num-classes 5 --B 5 --smoothing 0 --lr 3e-3"
+rm -f "$dir/vit_seeds.txt.tmp"
+for mode in ln rms cbwc; do
+    for shape in small odd; do
+        seed=$((seed + 1))
+        var=vit_$shape
+        # shellcheck disable=SC2086
+        $PY dev/reference/vit.py --mode $mode --seed $seed --model "$dir/vit_${mode}_$shape.bin" \
+            --state "$dir/vit_${mode}_${shape}_state.bin" ${!var} > /dev/null
+        echo "$mode $shape $seed" >> "$dir/vit_seeds.txt.tmp"
+    done
+done
+mv "$dir/vit_seeds.txt.tmp" "$dir/vit_seeds.txt"
 mv "$dir/seeds.txt.tmp" "$dir/seeds.txt"
 echo "wrote $(ls "$dir" | wc -l) files to $dir ($(du -sh "$dir" | cut -f1))"
