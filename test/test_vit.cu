@@ -2,7 +2,8 @@
 //   1. logits, loss, every parameter gradient and the losses of N AdamW steps
 //      against a debug state of dev/reference/vit.py (as test/test_vit.c);
 //   2. --equivalence K: modes ln and cbwc from the same weights give the same
-//      logits, gradients and K step losses on the GPU; rms must not (control);
+//      logits, gradients and K step losses on the GPU; rms's gradients must
+//      not (the control);
 //   3. --curve K: K AdamW steps on fresh random images, the GPU model and the
 //      CPU model of llmc/vit.c side by side: the loss curves must agree.
 // Tolerances (max|ours - ref| / max|ref| per tensor; losses: absolute
@@ -37,41 +38,42 @@ static double relative_error(const float *a, const float *b, size_t n) {
     return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
-// bf16: about 3x the largest error measured under emulation (in brackets:
-// fp32 accumulation, bf16 storage, libm exp/tanh) over 3 seeds x 3 modes x 2
-// shapes (8x8x2 patch 2 C=24 NH=3 L=2 B=4; 12x12x3 patch 3 C=32 NH=2 L=3
-// mlp 2 K=5 B=5): headroom for the device's fast-math intrinsics and
-// tensor-core sum orders, which the emulator does not reproduce. "cbwc X"
-// (the equivalence) uses X's.
+// bf16: 2.5-3x the largest error measured under emulation (in brackets:
+// fp32 accumulation, bf16 storage, libm exp/tanh; the larger of the
+// reference check and "cbwc X" of the equivalence) over 3 seeds x 3 modes x
+// 2 shapes (8x8x2 patch 2 C=24 NH=3 L=2 B=3 with the 20-step curve and ln's
+// 10-step equivalence; 12x12x3 patch 3 C=32 NH=2 L=3 mlp 2 K=5 B=5 with a
+// 5-step curve): headroom for the device's fast-math intrinsics and
+// tensor-core sum orders, which the emulator does not reproduce.
 static const struct {
     const char *name;
     double tol;
 } BF16_TOLERANCES[] = {
-    {"logits", 5e-2},            // see docs/cuda.md
-    {"loss", 1e-2},              //
-    {"grad patchw", 5e-2},       //
-    {"grad patchb", 5e-2},       //
-    {"grad cls", 5e-2},          //
-    {"grad pos", 5e-2},          //
-    {"grad ln1w", 5e-2},         //
-    {"grad ln1b", 5e-2},         //
-    {"grad qkvw", 5e-2},         //
-    {"grad qkvb", 5e-2},         //
-    {"grad attprojw", 5e-2},     //
-    {"grad attprojb", 5e-2},     //
-    {"grad ln2w", 5e-2},         //
-    {"grad ln2b", 5e-2},         //
-    {"grad fcw", 5e-2},          //
-    {"grad fcb", 5e-2},          //
-    {"grad fcprojw", 5e-2},      //
-    {"grad fcprojb", 5e-2},      //
-    {"grad lnfw", 5e-2},         //
-    {"grad lnfb", 5e-2},         //
-    {"grad headw", 5e-2},        //
-    {"grad headb", 5e-2},        //
-    {"AdamW step losses", 2e-2}, // (absolute)
-    {"step losses", 2e-2},       // cbwc vs ln (absolute)
-    {"curve gpu vs cpu", 2e-2},  // (absolute)
+    {"logits", 5e-2},            // 1.7e-2
+    {"loss", 5e-3},              // 1.8e-3 (absolute)
+    {"grad patchw", 4e-2},       // 1.2e-2
+    {"grad patchb", 3e-2},       // 1.1e-2
+    {"grad cls", 6e-2},          // 2.3e-2 (cbwc; 1.3e-2 vs the reference)
+    {"grad pos", 6e-2},          // 2.3e-2 (cbwc; 1.3e-2 vs the reference)
+    {"grad ln1w", 4e-2},         // 1.2e-2
+    {"grad ln1b", 4e-2},         // 1.5e-2
+    {"grad qkvw", 3e-2},         // 9.6e-3
+    {"grad qkvb", 4e-2},         // 1.4e-2
+    {"grad attprojw", 3e-2},     // 1.1e-2
+    {"grad attprojb", 5e-2},     // 1.8e-2
+    {"grad ln2w", 6e-2},         // 2.1e-2
+    {"grad ln2b", 4e-2},         // 1.4e-2
+    {"grad fcw", 4e-2},          // 1.3e-2
+    {"grad fcb", 3e-2},          // 1.2e-2
+    {"grad fcprojw", 4e-2},      // 1.5e-2
+    {"grad fcprojb", 3e-2},      // 1.2e-2
+    {"grad lnfw", 3e-2},         // 1.2e-2
+    {"grad lnfb", 2e-2},         // 7.1e-3
+    {"grad headw", 3e-2},        // 1.2e-2
+    {"grad headb", 1.5e-2},      // 4.5e-3
+    {"AdamW step losses", 1e-2}, // 2.8e-3 (absolute)
+    {"step losses", 1.5e-2},     // cbwc vs ln: 5.1e-3 (absolute)
+    {"curve gpu vs cpu", 2e-2},  // 5.6e-3 (absolute, 20 steps: errors compound)
 };
 static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
 
@@ -198,13 +200,19 @@ static int check_equivalence(const ViT *host, const VisionDebugState *s, int ste
     ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     const double cbwc_gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
     ok &= check("cbwc step losses", cbwc_gap, loss_tol);
-    // the control: plain RMSNorm is another model, its losses must move away
-    // from ln's by far more than cbwc's do (and by more than rounding)
-    const double rms_gap = worst_loss_gap(rms.losses, ln.losses, steps);
-    const double need = fmax(3.0 * cbwc_gap, 1e-3);
-    const int control = isfinite(rms_gap) && rms_gap > need;
-    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln", rms_gap, need,
-           control ? "ok" : "FAIL");
+    // the control: plain RMSNorm is another model, its gradients (all of them,
+    // at step 0) must differ from ln's by far more than cbwc's do and by more
+    // than rounding (the step losses of this tiny model drift apart too slowly
+    // to tell it from bf16 noise in a few steps: printed only)
+    const size_t P = host->num_parameters;
+    const double cbwc_grad_gap = relative_error(cbwc.grads, ln.grads, P);
+    const double rms_grad_gap = relative_error(rms.grads, ln.grads, P);
+    const double need = fmax(3.0 * cbwc_grad_gap, 1e-3);
+    const int control = isfinite(rms_grad_gap) && rms_grad_gap > need;
+    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln grads", rms_grad_gap,
+           need, control ? "ok" : "FAIL");
+    printf("  %-22s %.3e  (cbwc vs ln: %.3e)\n", "rms vs ln step losses",
+           worst_loss_gap(rms.losses, ln.losses, steps), cbwc_gap);
     ok &= control;
     mode_run_free(&ln);
     mode_run_free(&cbwc);

@@ -12,6 +12,9 @@
 #      tokens, label-smoothed cross-entropy), both thread orders
 #   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
 #      losses equal train_vit's, the model file loads on the CPU; Swin refused
+#   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
+#      skipping the queries before its keys (the causal loop), and the cbwc
+#      centring of the tokens dropped
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/cuda_vit_emu
@@ -114,6 +117,29 @@ for m in swin swin-tiny; do
         bad "train_vitfp32cu -e $m not refused"; tail -3 "$work/swin.log" | sed 's/^/     /'
     fi
 done
+
+# 4. the test bites: each mutant of the rewritten sources must fail it (as dev/cuda/emu/mutation_check.sh)
+flags=$(make -s emu-flags) || bad "make emu-flags"
+compile=$(sed -n 1p <<< "$flags") link=$(sed -n 2p <<< "$flags")
+mutant() { # NAME FILE PYTHON-EXPRESSION STATE-TAG
+    local name=$1 file=$2 expr=$3 tag=$4 dir=$work/mutant_$1
+    mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
+    if ! python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
+if t == s: sys.exit('mutation did not apply')
+open(p, 'w').write(t)" "$dir/llmc/$file"; then bad "mutant $name: no longer applies to $file"; return; fi
+    # shellcheck disable=SC2086
+    if ! $compile -iquote "$dir/llmc" -DFOLDNORM_FP32 -x c++ -c build/emu/src/test/test_vit.cu -o "$dir/test.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/test.o" $link -o "$dir/test_vitfp32cu" >> "$dir/build.log" 2>&1; then
+        bad "mutant $name does not build"; tail -5 "$dir/build.log"; return
+    fi
+    if "$dir/test_vitfp32cu" "$work/$tag.bin" "$work/${tag}_state.bin" > "$dir/run.log" 2>&1; then
+        bad "mutant $name: test_vitfp32cu $tag still passes"
+    else
+        ok "mutant $name caught on $tag ($(grep -m1 -E 'FAIL|error' "$dir/run.log" | sed 's/  */ /g'))"
+    fi
+}
+mutant causal-dkdv flash_attention.cuh "s.replace('q0 = CAUSAL ? k_first : 0;', 'q0 = k_first;')" ln_small
+mutant uncentred-tokens vit_tokens.cuh "s.replace('to_float(p[c]) - mean)', 'to_float(p[c]))')" cbwc_small
 
 echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"
 [ $fails -eq 0 ]
