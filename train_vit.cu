@@ -4,13 +4,16 @@
 // image shards, augmented on the host) and model files (llmc/vision_model.c:
 // a file written here loads in train_vit and back). bf16 mixed precision by
 // default, fp32 throughout when built with -DFOLDNORM_FP32 (train_vitfp32cu).
-// The model and its kernels live in llmc/vit_cuda.cuh. One GPU; Swin is not
-// on the GPU yet (refused by name), nor data parallel or resumable checkpoints.
+// The model and its kernels live in llmc/vit_cuda.cuh. Data parallel over
+// NCCL (-pn/-pr/-pf or mpirun, as train_gpt2cu): -b images per GPU, the
+// gradients averaged with one all-reduce per step. Swin is not on the GPU
+// yet (refused by name), nor are resumable checkpoints (train_vit has none).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "multi_gpu.cuh"
 #include "vit_cuda.cuh"
 
 extern "C" {
@@ -24,9 +27,29 @@ extern "C" {
 #include "vit_train_args.h"
 }
 
-static VitTrainArgs parse_args(int argc, char **argv) {
+// The flags only the GPU trainer takes (train_gpt2cu's).
+typedef struct {
+    int num_processes;   // -pn: 0 = from mpirun's environment, else 1
+    int process_rank;    // -pr
+    const char *id_file; // -pf: shared file for the NCCL unique id
+} GpuArgs;
+
+static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS];
+    memset(gpu, 0, sizeof(*gpu));
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 3];
+    int n = vit_train_flags(&a, flags);
+    const CliFlag gpu_flags[] = {
+        {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
+         "data parallel: number of processes, one GPU each, -b images each (default:\n"
+         "mpirun's environment, else 1)", NULL, 0, 0},
+        {"-pr", CLI_INT, &gpu->process_rank, 0, 65535, "this process's rank, 0 .. pn-1 (with -pn)",
+         NULL, 0, 0},
+        {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
+         "shared file through which rank 0 hands the NCCL id to the others;\n"
+         "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+    };
+    for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
     snprintf(about, sizeof(about),
              "ViT training on an NVIDIA GPU, %s build (train_vit's flags; Swin not yet).\n",
@@ -41,21 +64,26 @@ static VitTrainArgs parse_args(int argc, char **argv) {
     spec.synopsis = "[options]";
     spec.about = about;
     spec.flags = flags;
-    spec.num_flags = vit_train_flags(&a, flags);
+    spec.num_flags = n;
     cli_parse(&spec, argc, argv, NULL);
+    if (gpu->num_processes > 0 && gpu->process_rank >= gpu->num_processes) {
+        cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
+                  gpu->process_rank);
+    }
     if (strcmp(a.model, "swin") == 0 || strcmp(a.model, "swin-tiny") == 0) {
         cli_error(&spec, "-e %s: Swin is not yet on the GPU (train it with train_vit)", a.model);
     }
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split.
-static void evaluate(ViTCuda *model, const VisionSplit *s, int B, float *images, int *labels,
-                     int *indices, float *mean_loss, float *accuracy) {
+// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
+// takes batches r, r + world, ... and the sums are reduced.
+static void evaluate(ViTCuda *model, MultiGpu *mg, const VisionSplit *s, int B, float *images,
+                     int *labels, int *indices, float *mean_loss, float *accuracy) {
     double loss_sum = 0.0;
     int correct = 0;
     const int K = model->config.num_classes;
-    for (int start = 0; start < s->count; start += B) {
+    for (int start = mg->rank * B; start < s->count; start += B * mg->world) {
         const int n = s->count - start < B ? s->count - start : B;
         for (int b = 0; b < n; b++) indices[b] = start + b;
         vision_make_batch(images, labels, s, indices, n, NULL);
@@ -63,8 +91,11 @@ static void evaluate(ViTCuda *model, const VisionSplit *s, int B, float *images,
         loss_sum += (double)model->mean_loss * n;
         correct += classifier_correct_count(model->logits_host, labels, n, K);
     }
+    // the ranks' sums: mean over ranks times ranks (counts stay integers below 2^24)
+    loss_sum = (double)multi_gpu_mean(mg, (float)loss_sum) * mg->world;
+    const double total_correct = round((double)multi_gpu_mean(mg, (float)correct) * mg->world);
     *mean_loss = (float)(loss_sum / s->count);
-    *accuracy = (float)correct / (float)s->count;
+    *accuracy = (float)(total_correct / s->count);
 }
 
 // The GPU's fp32 master weights into the host model, written as a vision
@@ -79,7 +110,8 @@ static void save_model(const ViTCuda *gpu, Classifier *host, const char *dir, in
 }
 
 int main(int argc, char **argv) {
-    VitTrainArgs args = parse_args(argc, argv);
+    GpuArgs gpu;
+    VitTrainArgs args = parse_args(argc, argv, &gpu);
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
@@ -89,19 +121,23 @@ int main(int argc, char **argv) {
         fatal("-e %s: a %s model; Swin is not yet on the GPU (train it with train_vit)",
               args.model, vision_family_name(host.family));
     }
-    const int B = args.batch_size;
-    if (train.count < B) fatal("-b %d: larger than the %d train images", B, train.count);
     if (!cuda_device_present(argv[0])) {
         vision_split_free(&train);
         vision_split_free(&test);
         classifier_free(&host);
         return EXIT_SUCCESS;
     }
-    const int batches_per_epoch = train.count / B;
+    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
+    const int lead = mg.rank == 0; // prints, logs and writes model files
+    const int B = args.batch_size, global_B = B * mg.world;
+    if (train.count < global_B) {
+        fatal("-b %d x %d processes: larger than the %d train images", B, mg.world, train.count);
+    }
+    const int batches_per_epoch = train.count / global_B;
     const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
-    if (args.output_dir != NULL) make_directories(args.output_dir);
+    if (lead && args.output_dir != NULL) make_directories(args.output_dir);
     Logger logger;
-    logger_init(&logger, args.output_dir, 0);
+    logger_init(&logger, lead ? args.output_dir : NULL, 0);
     ViTCuda model;
     vitcuda_init(&model, &host.vit, B);
     cudaDeviceProp prop;
@@ -109,13 +145,17 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     const ViTConfig *c = &model.config;
-    printf("train_vitcu | %s | %s | ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d, %zu parameters, "
-           "mode %s\n",
-           prop.name, FLOATX_NAME, c->image_size, c->patch_size, c->channels, c->num_layers,
-           c->num_heads, c->mlp_ratio, c->num_classes, model.num_parameters,
-           norm_mode_name(model.mode));
-    printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n", args.train_data,
-           train.count, test.count, B, total_steps, batches_per_epoch);
+    if (lead) {
+        printf("train_vitcu | %s x %d | %s | ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d, %zu "
+               "parameters, mode %s\n",
+               prop.name, mg.world, FLOATX_NAME, c->image_size, c->patch_size, c->channels,
+               c->num_layers, c->num_heads, c->mlp_ratio, c->num_classes, model.num_parameters,
+               norm_mode_name(model.mode));
+        printf("data: %s, %d train / %d test images; B=%d x %d processes, %d steps (%d per "
+               "epoch)\n",
+               args.train_data, train.count, test.count, B, mg.world, total_steps,
+               batches_per_epoch);
+    }
 
     const size_t image_floats = (size_t)train.channels * train.side * train.side;
     float *images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
@@ -124,8 +164,11 @@ int main(int argc, char **argv) {
     int *eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
     int *order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
     for (int i = 0; i < train.count; i++) order[i] = i;
-    Rng rng; // the CPU trainer's shuffles and flips
+    Rng rng; // the CPU trainer's shuffles (the same on every rank) and, with one process, flips
     rng_seed(&rng, args.seed ^ 0xDA7AULL);
+    Rng rank_flips; // several processes: each flips its own slice from its own stream
+    rng_seed(&rank_flips, (args.seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)mg.rank);
+    Rng *flips = args.flip ? (mg.world == 1 ? &rng : &rank_flips) : NULL;
     AdamWConfig adamw = {0.0f, 0.9f, 0.999f, 1e-8f, args.weight_decay};
     double timed_seconds = 0.0;
     long long timed_images = 0;
@@ -136,12 +179,15 @@ int main(int argc, char **argv) {
         for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
             CUDA_CHECK(cudaDeviceSynchronize());
             const double t0 = now_seconds();
-            vision_make_batch(images, labels, &train, order + (size_t)batch * B, B,
-                              args.flip ? &rng : NULL);
+            // this rank's slice of the global batch
+            const size_t first = ((size_t)batch * mg.world + mg.rank) * B;
+            vision_make_batch(images, labels, &train, order + first, B, flips);
             vitcuda_forward(&model, images, labels, args.smoothing, B);
-            const float loss = model.mean_loss;
+            const float loss = multi_gpu_mean(&mg, model.mean_loss);
             vitcuda_zero_grad(&model);
             vitcuda_backward(&model, 1.0f / (float)B);
+            // the mean gradient over the ranks: every rank makes the same update
+            multi_gpu_average(&mg, model.grads_memory, model.num_parameters, model.mm.stream);
             adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args.warmup_steps,
                                                         args.learning_rate, args.final_lr_fraction);
             if (!isfinite(loss)) {
@@ -152,29 +198,29 @@ int main(int argc, char **argv) {
             const double seconds = now_seconds() - t0;
             if (step > 0) { // the first step pays for cuBLAS's setup
                 timed_seconds += seconds;
-                timed_images += B;
+                timed_images += global_B;
             }
             step++;
             logger_log_train(&logger, step, loss, adamw.learning_rate, grad_norm);
-            if (step % args.print_every == 0 || step == 1 || step == total_steps) {
+            if (lead && (step % args.print_every == 0 || step == 1 || step == total_steps)) {
                 printf("step %5d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.2f ms | "
                        "%.0f images/s\n",
                        step, total_steps, epoch + 1, loss, adamw.learning_rate, grad_norm,
-                       seconds * 1e3, B / seconds);
+                       seconds * 1e3, global_B / seconds);
                 fflush(stdout);
             }
         }
-        evaluate(&model, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
-        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
+        evaluate(&model, &mg, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
+        if (lead) printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
                test_loss, test_accuracy);
         logger_log_val(&logger, step, test_loss);
         if (logger.file != NULL) {
             fprintf(logger.file, "s:%d tea:%.6f\n", step, test_accuracy);
             fflush(logger.file);
         }
-        if (args.output_dir != NULL) save_model(&model, &host, args.output_dir, step);
+        if (lead && args.output_dir != NULL) save_model(&model, &host, args.output_dir, step);
     }
-    printf("final: family ViT mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
+    if (lead) printf("final: family ViT mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
            norm_mode_name(model.mode), FLOATX_NAME, test_accuracy, test_loss,
            timed_images > 0 ? timed_images / timed_seconds : 0.0);
     free(images);
@@ -183,6 +229,7 @@ int main(int argc, char **argv) {
     free(order);
     logger_free(&logger);
     vitcuda_free(&model);
+    multi_gpu_free(&mg);
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&host);

@@ -11,7 +11,8 @@
 #   2. the vision dev/cuda checks (bidirectional attention, patch embedding,
 #      tokens, label-smoothed cross-entropy), both thread orders
 #   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
-#      losses equal train_vit's, the model file loads on the CPU; Swin refused
+#      losses equal train_vit's, the model file loads on the CPU; 2 ranks as
+#      threads (emulated NCCL) equal one process with the global batch; Swin refused
 #   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
 #      skipping the queries before its keys (the causal loop), and the cbwc
 #      centring of the tokens dropped
@@ -109,6 +110,18 @@ if "$E/train_vitcu" -N rms "${flags[@]}" > "$work/train_bf16.log" 2>&1 && grep -
     ok "train_vitcu (bf16) -N rms: 4 steps"
 else
     bad "train_vitcu -N rms"; tail -5 "$work/train_bf16.log" | sed 's/^/     /'
+fi
+# data parallel: 2 ranks as threads over the emulated NCCL, -b 4 each, equal to one
+# process with -b 8 (the same images; no flips: each rank flips from its own stream)
+dp=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -x 3 -nt 48 -ne 16 -pe 1 -u 2 -f 0 -N cbwc -sd $((s + 5)))
+steps() { sed -n 's/^\(step .*| norm [0-9.]*\) .*/\1/p; /test accuracy/p' "$1"; }
+if EMU_RANKS=2 "$E/train_vitfp32cu" "${dp[@]}" -b 4 -pf "$work/nccl.id" > "$work/dp2.log" 2>&1 &&
+   "$E/train_vitfp32cu" "${dp[@]}" -b 8 > "$work/dp1.log" 2>&1 && [ -n "$(steps "$work/dp1.log")" ] &&
+   [ "$(steps "$work/dp2.log")" = "$(steps "$work/dp1.log")" ]; then
+    ok "train_vitfp32cu, 2 ranks x -b 4 (emulated NCCL) == 1 rank x -b 8: losses, norms, test accuracy"
+else
+    bad "train_vitfp32cu 2 ranks vs 1"; diff <(steps "$work/dp2.log") <(steps "$work/dp1.log") | head | sed 's/^/     /'
+    tail -3 "$work/dp2.log" | sed 's/^/     /'
 fi
 for m in swin swin-tiny; do
     if ! "$E/train_vitfp32cu" -e $m "${flags[@]}" > "$work/swin.log" 2>&1 && grep -q "not yet on the GPU" "$work/swin.log"; then
