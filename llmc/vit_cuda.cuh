@@ -10,7 +10,9 @@
 // are projected from the proxy weights in their AdamW pass (at the first
 // forward for fresh weights); their output gradient is centred before their
 // backward; the cls token and the position rows are centred at the read.
-// One GPU, one process (no NCCL yet). Swin is not on the GPU yet.
+// One GPU; train_vit.cu averages the gradients over NCCL ranks between
+// backward and update. Swin would be a model file of its own beside this one
+// (its kernels: llmc/swin_window_attention.cuh, swin_patch_merge.cuh).
 #ifndef FOLDNORM_VIT_CUDA_CUH
 #define FOLDNORM_VIT_CUDA_CUH
 
@@ -109,6 +111,7 @@ typedef struct {
     int *labels;         // device (B)
     float *losses_host;  // (B)
     float *logits_host;  // (B, K) of the last forward, fp32
+    floatX *logits_x_host; // (B, K) staging for the copy
     float smoothing;     // of the last forward with labels
     float mean_loss;     // -1: no forward with labels since the last backward
     int num_sms;
@@ -240,6 +243,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B) {
     m->labels = vitcuda_alloc<int>(B);
     m->losses_host = (float *)malloc_check(B * sizeof(float), "vitcuda losses");
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
+    m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "vitcuda logits copy");
     m->max_B = max_B;
     m->mean_loss = -1.0f;
 }
@@ -321,8 +325,7 @@ static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *l
     }
     vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
     matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
-    floatX *logits_x = (floatX *)malloc_check((size_t)B * K * sizeof(floatX), "logits copy");
-    CUDA_CHECK(cudaMemcpyAsync(logits_x, a.logits, (size_t)B * K * sizeof(floatX),
+    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, a.logits, (size_t)B * K * sizeof(floatX),
                                cudaMemcpyDeviceToHost, st));
     if (labels != NULL) {
         CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int),
@@ -332,8 +335,7 @@ static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *l
                                    cudaMemcpyDeviceToHost, st));
     }
     CUDA_CHECK(cudaStreamSynchronize(st));
-    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(logits_x[i]);
-    free(logits_x);
+    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(m->logits_x_host[i]);
     if (labels == NULL) {
         m->mean_loss = -1.0f;
         return;
@@ -507,6 +509,7 @@ static inline void vitcuda_free(ViTCuda *m) {
     }
     free(m->losses_host);
     free(m->logits_host);
+    free(m->logits_x_host);
     matmul_context_destroy(&m->mm);
     memset(m, 0, sizeof(*m));
 }
