@@ -79,36 +79,9 @@ static void save_checkpoint(const Classifier *model, const char *dir, int step) 
     printf("checkpoint: %s\n", path);
 }
 
-// The model's family and shape as key=value words (the run record's config).
-static void describe_model(char *out, size_t size, const Classifier *model) {
-    int n;
-    if (model->family == FAMILY_VIT) {
-        const ViTConfig *c = &model->vit.config;
-        n = snprintf(out, size, "family=vit S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d",
-                     c->image_size, c->patch_size, c->channels, c->num_layers, c->num_heads,
-                     c->mlp_ratio, c->num_classes);
-    } else {
-        const SwinConfig *c = &model->swin.config;
-        n = snprintf(out, size, "family=swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d",
-                     c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
-                     c->num_classes, c->centre_ops);
-        const char *key[2] = {" depths", " heads"};
-        const int *values[2] = {c->depths, c->heads};
-        for (int k = 0; k < 2 && n >= 0 && (size_t)n < size; k++) {
-            n += snprintf(out + n, size - (size_t)n, "%s", key[k]);
-            for (int s = 0; s < c->num_stages && n >= 0 && (size_t)n < size; s++) {
-                n += snprintf(out + n, size - (size_t)n, "%c%d", s == 0 ? '=' : ',', values[k][s]);
-            }
-        }
-    }
-    if (n < 0 || (size_t)n >= size) {
-        fatal("train_vit: model description longer than %zu bytes", size);
-    }
-}
-
 static void print_model(const Classifier *model) {
     char shape[512];
-    describe_model(shape, sizeof(shape), model);
+    vit_train_describe_model(shape, sizeof(shape), model);
     printf("train_vit: %s, %zu parameters, mode %s, matmul %s\n", shape,
            classifier_num_parameters(model), norm_mode_name(classifier_mode(model)),
            matmul_backend_name());
@@ -214,7 +187,7 @@ int main(int argc, char **argv) {
     Logger logger;
     logger_init(&logger, args.output_dir, 0);
     char shape[512];
-    describe_model(shape, sizeof(shape), &model);
+    vit_train_describe_model(shape, sizeof(shape), &model);
     logger_log_run_record(&logger, argc, argv,
                           (const char *const[]){"train", args.train_data, "test", args.test_data,
                                                 NULL},

@@ -138,6 +138,13 @@ int main(int argc, char **argv) {
     if (lead && args.output_dir != NULL) make_directories(args.output_dir);
     Logger logger;
     logger_init(&logger, lead ? args.output_dir : NULL, 0);
+    char shape[512];
+    vit_train_describe_model(shape, sizeof(shape), &host);
+    const char *const record_data[] = {"train", args.train_data, "test", args.test_data, NULL};
+    logger_log_run_record(&logger, argc, argv, record_data,
+                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g precision=%s gpus=%d",
+                          norm_mode_name(classifier_mode(&host)), args.seed, shape, B,
+                          total_steps, (double)args.learning_rate, FLOATX_NAME, mg.world);
     ViTCuda model;
     vitcuda_init(&model, &host.vit, B);
     cudaDeviceProp prop;

@@ -207,3 +207,29 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
               data->side, data->channels, data->num_classes);
     }
 }
+
+void vit_train_describe_model(char *out, size_t size, const Classifier *model) {
+    int n;
+    if (model->family == FAMILY_VIT) {
+        const ViTConfig *c = &model->vit.config;
+        n = snprintf(out, size, "family=vit S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d", c->image_size,
+                     c->patch_size, c->channels, c->num_layers, c->num_heads, c->mlp_ratio,
+                     c->num_classes);
+    } else {
+        const SwinConfig *c = &model->swin.config;
+        n = snprintf(out, size, "family=swin S=%d P=%d E=%d window=%d mlp=%d K=%d centring-ops=%d",
+                     c->image_size, c->patch_size, c->embed_dim, c->window, c->mlp_ratio,
+                     c->num_classes, c->centre_ops);
+        const char *key[2] = {" depths", " heads"};
+        const int *values[2] = {c->depths, c->heads};
+        for (int k = 0; k < 2 && n >= 0 && (size_t)n < size; k++) {
+            n += snprintf(out + n, size - (size_t)n, "%s", key[k]);
+            for (int s = 0; s < c->num_stages && n >= 0 && (size_t)n < size; s++) {
+                n += snprintf(out + n, size - (size_t)n, "%c%d", s == 0 ? '=' : ',', values[k][s]);
+            }
+        }
+    }
+    if (n < 0 || (size_t)n >= size) {
+        fatal("vit_train_describe_model: model description longer than %zu bytes", size);
+    }
+}

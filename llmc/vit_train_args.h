@@ -51,4 +51,8 @@ int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
 // data (its image side, channels and classes). Dies with the reason otherwise.
 void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const VisionSplit *data);
 
+// The model's family and shape as key=value words (the run record's config,
+// the trainers' first line) into out (size bytes); dies if it does not fit.
+void vit_train_describe_model(char *out, size_t size, const Classifier *model);
+
 #endif
