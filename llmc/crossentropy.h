@@ -5,11 +5,14 @@
 
 // losses[n] = logsumexp(logits[n][:V]) - logits[n][target[n]]; a target < 0
 // (-1, as PyTorch's ignore_index) masks the position out: loss 0, gradient 0.
-void crossentropy_forward(float *losses, const float *logits, const int *targets, int N, int V,
-                          int Vp);
+// row_lse[n] gets logsumexp(logits[n][:V]) (also for masked rows), which the
+// backward reuses so that it is one pass over the logits.
+void crossentropy_forward(float *losses, float *row_lse, const float *logits, const int *targets,
+                          int N, int V, int Vp);
 // Overwrites logits with dlogits = scale * (softmax(logits) - onehot(target)),
-// zero in the padded columns.
-void crossentropy_backward_inplace(float *logits, const int *targets, float scale, int N, int V,
-                                   int Vp);
+// zero in the padded columns; row_lse from crossentropy_forward on the same
+// logits.
+void crossentropy_backward_inplace(float *logits, const float *row_lse, const int *targets,
+                                   float scale, int N, int V, int Vp);
 
 #endif

@@ -49,7 +49,7 @@ typedef struct {
 } ParameterTensors;
 
 // Forward activations kept for the backward pass.
-#define GPT2_NUM_ACT_TENSORS 19
+#define GPT2_NUM_ACT_TENSORS 20
 typedef struct {
     float *encoded;                    // (B, T, C)
     float *ln1, *ln1_mean, *ln1_rstd;  // (L, B, T, C), (L, B, T) x2
@@ -63,6 +63,7 @@ typedef struct {
     float *lnf, *lnf_mean, *lnf_rstd;  // (B, T, C), (B, T) x2
     float *logits;                     // (B, T, Vp); dlogits in place after backward
     float *losses;                     // (B, T)
+    float *logits_lse;                 // (B, T) logsumexp of each row of logits
 } ActivationTensors;
 
 // Backward scratch, one layer's worth, reused layer after layer.
