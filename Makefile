@@ -38,7 +38,7 @@ LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
 # an archive, so each program links only the llmc/ objects it uses
 LLMC_LIB := $(BUILD)/libllmc.a
 
-CPU_PROGRAMS := train_gpt2 bench_norms bench_gpt2 text_to_shard
+CPU_PROGRAMS := train_gpt2 bench_norms bench_gpt2 bench_adamw text_to_shard
 # every test/test_NAME.c is a test program bin/test_NAME (helpers go elsewhere,
 # without the test_ prefix); a suite in test/suites/ runs it
 TEST_PROGRAMS := $(patsubst test/%.c,%,$(wildcard test/test_*.c))
@@ -85,6 +85,9 @@ $(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD
 $(BUILD)/%.o: %.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
+# AdamW's sqrtf as a vector instruction: without errno to set, gcc vectorizes
+# it (the argument, v >= 0, never sets errno anyway)
+$(BUILD)/llmc/adamw.o: CFLAGS += -fno-math-errno
 $(BUILD)/llmc:
 	mkdir -p $@
 $(LLMC_LIB): $(LLMC_OBJS)
@@ -98,6 +101,8 @@ $(BIN)/test_%: $(BUILD)/test/test_%.o $(LLMC_LIB)
 $(BIN)/bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
 	$(LINK)
 $(BIN)/bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_LIB)
+	$(LINK)
+$(BIN)/bench_adamw: $(BUILD)/dev/bench/bench_adamw.o $(LLMC_LIB)
 	$(LINK)
 $(BIN)/text_to_shard: $(BUILD)/tools/text_to_shard.o $(LLMC_LIB)
 	$(LINK)
