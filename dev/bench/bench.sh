@@ -1,28 +1,55 @@
 #!/usr/bin/env bash
 # make bench: (a) GPT-2 124M (d12) training steps, B=4 T=64 fp32, per norm mode
-# (median step and phase times, peak RSS), side by side with llm.c's
-# train_gpt2.c when LLMC_DIR names a built llm.c checkout (never part of this
-# repository: see docs/performance.md); (b) LN vs RMS kernels vs a memory copy.
-# Not a test: it prints figures, it asserts nothing.
+# (median step and phase times, peak RSS), side by side with the PyTorch
+# nanoGPT-style model in dev/bench/torch_gpt2.py (Debian's torch; BENCH_TORCH=0
+# leaves it out) and with llm.c's train_gpt2.c when LLMC_DIR names an llm.c
+# checkout (its source: never part of this repository, see
+# docs/performance.md); (b) AdamW and the LN vs RMS kernels vs a memory copy;
+# (c) folded vs LN inference. Not a test: it prints figures, it asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 steps=${BENCH_STEPS:-10}      # timed steps per run; the first 2 are warmup
 rounds=${BENCH_ROUNDS:-2}     # interleaved rounds over the runs
 out=${BENCH_OUT:-out/bench}
+PY=${PYTHON:-/usr/bin/python3}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)      # absolute: llm.c runs in a folder of its own
+# every program reads the byte-level KJV shards (V = 256 < 50257, so any
+# GPT-2 vocabulary model takes them): the data llm.c's loader finds under its
+# fixed tiny_shakespeare names
 scripts/prepare_kjv_bytes.sh
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS"
+train_glob="data/kjv/kjv_bytes_train_*.bin" val_glob="data/kjv/kjv_bytes_val_*.bin"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)"
 
-# the same random-init d12 model for llm.c (its fixed file name) as for us
+# llm.c's train_gpt2.c runs a fixed 40 steps (with evaluation every 10 and
+# sampling every 20); we build it here from LLMC_DIR's source with its loop
+# bound set to our step count, so that it stops by itself: no signals.
 if [ -n "${LLMC_DIR:-}" ]; then
+    src=$LLMC_DIR/train_gpt2.c
+    [ -f "$src" ] || { echo "error: LLMC_DIR=$LLMC_DIR: no train_gpt2.c there (an llm.c checkout?)" >&2; exit 1; }
+    bound='for (int step = 0; step <= 40; step++)'
+    [ "$(grep -cF "$bound" "$src")" = 1 ] ||
+        { echo "error: $src: expected one '$bound' loop to set the step count" >&2; exit 1; }
     llmc_run=$out/llmc_run
     mkdir -p "$llmc_run/dev/data/tinyshakespeare"
-    bin/train_gpt2 -e d12 -x 0 -v 0 -o "$out/d12init" > /dev/null
-    ln -sf "$PWD/$out/d12init/model_00000000.bin" "$llmc_run/gpt2_124M.bin"
+    # its steps 0..steps+1: as many step lines as ours
+    sed "s/for (int step = 0; step <= 40; step++)/for (int step = 0; step <= $((steps + 1)); step++)/" \
+        "$src" > "$llmc_run/train_gpt2_steps.c"
+    # llm.c's own Makefile flags for the CPU trainer
+    ${CC:-gcc} -Ofast -march=native -fopenmp -DOMP -Wno-unused-result -I"$LLMC_DIR" \
+        "$llmc_run/train_gpt2_steps.c" -lm -o "$llmc_run/train_gpt2_steps"
+    # the same random-init d12 model for llm.c (its fixed file name) as for us
+    bin/train_gpt2 -e d12 -x 0 -v 0 -i "$train_glob" -j "$val_glob" -o "$out/d12init" > /dev/null
+    ln -sf "$out/d12init/model_00000000.bin" "$llmc_run/gpt2_124M.bin"
     ln -sf "$PWD/data/kjv/kjv_bytes_train_000000.bin" "$llmc_run/dev/data/tinyshakespeare/tiny_shakespeare_train.bin"
     ln -sf "$PWD/data/kjv/kjv_bytes_val_000000.bin" "$llmc_run/dev/data/tinyshakespeare/tiny_shakespeare_val.bin"
+fi
+torch=${BENCH_TORCH:-1}
+if [ "$torch" = 1 ] && ! "$PY" -c 'import torch' 2>/dev/null; then
+    echo "note: $PY has no torch (Debian python3-torch): the PyTorch row is left out"
+    torch=0
 fi
 
 median() { sort -n | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
@@ -30,15 +57,19 @@ rss_mb() { grep 'Maximum resident' "$1" | awk '{printf "%.0f", $6 / 1024}'; }
 
 run_ours() { # MODE ROUND
     /usr/bin/time -v -o "$out/ours_$1_$2.time" bin/train_gpt2 -e d12 -N "$1" -b 4 -t 64 -x $((steps + 2)) -v 0 \
-        > "$out/ours_$1_$2.log"
+        -i "$train_glob" -j "$val_glob" > "$out/ours_$1_$2.log"
 }
-run_llmc() { # ROUND: llm.c runs 40 steps with eval and sampling; stop it after ours' count
-    # grep exits after n step lines; tee and then llm.c die of SIGPIPE on their next line
-    (cd "$llmc_run" && /usr/bin/time -v -o "../llmc_$1.time" stdbuf -oL "$LLMC_DIR/train_gpt2" 2>&1 |
-        tee "../llmc_$1.log" | grep --line-buffered -m $((steps + 2)) '^step [0-9]*: train loss' > /dev/null) || true
+run_llmc() { # ROUND
+    (cd "$llmc_run" && /usr/bin/time -v -o "../llmc_$1.time" ./train_gpt2_steps > "../llmc_$1.log" 2>&1)
+}
+run_torch() { # ROUND; OpenBLAS's pthread pool ignores torch.set_num_threads (scripts/vit_bench.sh)
+    OPENBLAS_NUM_THREADS=${TORCH_BLAS_THREADS:-1} /usr/bin/time -v -o "$out/torch_$1.time" \
+        "$PY" dev/bench/torch_gpt2.py -i "$train_glob" --steps $((steps + 2)) --threads "$OMP_NUM_THREADS" \
+        > "$out/torch_$1.log"
 }
 for r in $(seq 1 "$rounds"); do
-    [ -n "${LLMC_DIR:-}" ] && { echo "round $r: llm.c"; run_llmc "$r"; }
+    if [ -n "${LLMC_DIR:-}" ]; then echo "round $r: llm.c"; run_llmc "$r"; fi
+    if [ "$torch" = 1 ]; then echo "round $r: PyTorch"; run_torch "$r"; fi
     for mode in ln rms cbwc; do echo "round $r: ours $mode"; run_ours $mode "$r"; done
 done
 
@@ -51,22 +82,28 @@ ours_field() { # MODE FIELD(total|fwd|bwd|upd)
 echo
 echo "## GPT-2 124M (d12) training step, B=4 T=64 fp32, $OMP_NUM_THREADS threads, median over $((steps * rounds)) steps"
 echo
-echo "| run | step ms | forward ms | backward ms | update ms | peak RSS MB | step vs llm.c |"
-echo "|-----|--------:|-----------:|------------:|----------:|------------:|--------------:|"
-llmc_ms=""
-if [ -n "${LLMC_DIR:-}" ]; then
-    llmc_ms=$(cat "$out"/llmc_*.log | awk '/^step [0-9]+: train loss/ { if ($2 + 0 >= 2) print $(NF-1) }' | sed 's/(took //' | median)
-    echo "| llm.c train_gpt2.c | $llmc_ms | | | | $(rss_mb "$out/llmc_1.time") | 1.00x |"
-fi
+echo "| run | step ms | forward ms | backward ms | update ms | peak RSS MB | llm.c step / step | PyTorch step / step |"
+echo "|-----|--------:|-----------:|------------:|----------:|------------:|------------------:|--------------------:|"
+# "step N: train loss L (took X ms)" lines of llm.c and torch_gpt2.py, steps >= 2
+took_ms() { cat "$@" | awk '/^step [0-9]+: train loss/ { if ($2 + 0 >= 2) print $(NF-1) }' | sed 's/(took //' | median; }
+ratio() { [ -n "$1" ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }' || echo "-"; }
+llmc_ms="" torch_ms=""
+[ -n "${LLMC_DIR:-}" ] && llmc_ms=$(took_ms "$out"/llmc_*.log)
+[ "$torch" = 1 ] && torch_ms=$(took_ms "$out"/torch_*.log)
+[ -n "$llmc_ms" ] && echo "| llm.c train_gpt2.c | $llmc_ms | | | | $(rss_mb "$out/llmc_1.time") | 1.00x | $(ratio "$torch_ms" "$llmc_ms") |"
+[ -n "$torch_ms" ] && echo "| PyTorch $("$PY" -c 'import torch; print(torch.__version__)') (dev/bench/torch_gpt2.py) | $torch_ms | | | | $(rss_mb "$out/torch_1.time") | $(ratio "$llmc_ms" "$torch_ms") | 1.00x |"
 for mode in ln rms cbwc; do
     t=$(ours_field $mode total)
-    ratio=$([ -n "$llmc_ms" ] && awk -v a="$llmc_ms" -v b="$t" 'BEGIN { printf "%.2fx faster", a / b }' || echo "-")
-    echo "| foldnorm $mode | $t | $(ours_field $mode fwd) | $(ours_field $mode bwd) | $(ours_field $mode upd) | $(rss_mb "$out/ours_${mode}_1.time") | $ratio |"
+    echo "| foldnorm $mode | $t | $(ours_field $mode fwd) | $(ours_field $mode bwd) | $(ours_field $mode upd) | $(rss_mb "$out/ours_${mode}_1.time") | $(ratio "$llmc_ms" "$t") | $(ratio "$torch_ms" "$t") |"
 done
 echo
 echo "## The three modes side by side in one process (bench_gpt2: one step of each mode per round)"
 echo
 bin/bench_gpt2 -e d12 -b 4 -t 64 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
+echo
+echo "## AdamW over GPT-2 124M's parameters vs a copy"
+echo
+bin/bench_adamw
 echo
 echo "## LayerNorm vs RMSNorm kernels"
 echo
