@@ -36,20 +36,22 @@ static double row_exp_sum(const float *x, float m, int V) {
     return sum;
 }
 
-void crossentropy_forward(float *losses, float *row_lse, const float *logits, const int *targets,
+void crossentropy_forward(float *losses, float *row_stats, const float *logits, const int *targets,
                           int N, int V, int Vp) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = logits + (size_t)n * Vp;
         float m = row_max(x, V);
-        double lse = log(row_exp_sum(x, m, V)) + m;
-        row_lse[n] = (float)lse;
+        double sum = row_exp_sum(x, m, V);
+        double lse = log(sum) + m;
+        row_stats[2 * n] = m;
+        row_stats[2 * n + 1] = (float)(1.0 / sum);
         // masked out (SFT prompt tokens, target < 0): no loss
         losses[n] = targets[n] < 0 ? 0.0f : (float)(lse - x[targets[n]]);
     }
 }
 
-void crossentropy_backward_inplace(float *logits, const float *row_lse, const int *targets,
+void crossentropy_backward_inplace(float *logits, const float *row_stats, const int *targets,
                                    float scale, int N, int V, int Vp) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -60,11 +62,12 @@ void crossentropy_backward_inplace(float *logits, const float *row_lse, const in
             }
             continue;
         }
-        const float lse = row_lse[n];
-        // softmax = exp(x - lse): one pass, nothing recomputed
+        // softmax = exp(x - m) / sum: one pass, nothing recomputed (x - lse
+        // would round lse, |lse| ulp, which is 4e-6 for logits near 100)
+        const float m = row_stats[2 * n], inv_sum_scale = row_stats[2 * n + 1] * scale;
 #pragma omp simd
         for (int i = 0; i < V; i++) {
-            x[i] = scale * fast_expf(x[i] - lse);
+            x[i] = fast_expf(x[i] - m) * inv_sum_scale;
         }
         x[targets[n]] -= scale;
         for (int i = V; i < Vp; i++) {

@@ -386,7 +386,7 @@ static void gpt2_allocate_activations(GPT2 *model, int B, int T) {
         BT * C, BT, BT,                          // lnf, mean, rstd
         BT * Vp,                                 // logits
         BT,                                      // losses
-        BT,                                      // logits_lse
+        BT * 2,                                  // logits_stats
     };
     size_t scratch[GPT2_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C,
                                                 BT * 3 * C, BT * 4 * C, BT * 4 * C};
@@ -573,7 +573,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
         return;
     }
     memcpy(model->targets, targets, (size_t)BT * sizeof(int));
-    crossentropy_forward(a.losses, a.logits_lse, a.logits, targets, BT, V, Vp);
+    crossentropy_forward(a.losses, a.logits_stats, a.logits, targets, BT, V, Vp);
     double sum = 0.0;
     int counted = 0;
     for (int i = 0; i < BT; i++) {
@@ -607,7 +607,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     ActivationTensors a = model->acts;
     BackwardScratch s = model->scratch;
 
-    crossentropy_backward_inplace(a.logits, a.logits_lse, model->targets, loss_scale, BT, V, Vp);
+    crossentropy_backward_inplace(a.logits, a.logits_stats, model->targets, loss_scale, BT, V, Vp);
     memset(s.dln, 0, btc * sizeof(float));
     matmul_backward(s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
     memset(s.dresidual, 0, btc * sizeof(float));

@@ -63,7 +63,7 @@ typedef struct {
     float *lnf, *lnf_mean, *lnf_rstd;  // (B, T, C), (B, T) x2
     float *logits;                     // (B, T, Vp); dlogits in place after backward
     float *losses;                     // (B, T)
-    float *logits_lse;                 // (B, T) logsumexp of each row of logits
+    float *logits_stats;               // (B, T, 2) each row's max, 1 / sum exp(x - max)
 } ActivationTensors;
 
 // Backward scratch, one layer's worth, reused layer after layer.

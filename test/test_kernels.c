@@ -9,6 +9,12 @@
 //     gelu_forward vs the double formula: |error| <= 5e-7 * max(|gelu(x)|, |x| / 2, 1e-30)
 //     (finite |x| < 1e18; beyond, x^3 overflows in fp32 as in every fp32 GELU);
 //     gelu_backward vs the double derivative: |error| <= 5e-7 * max(|gelu'(x)|, 1), |x| < 1e6.
+//   crossentropy (llmc/crossentropy.c, fast_expf in vectorized loops): rows of
+//     V = 50257 (and short odd V) in Vp-padded rows, logits N(0, s) with s up
+//     to 30 (most exponents underflow below FAST_EXP_MIN), masked targets:
+//     losses within 2e-6 * max(1, |loss|) of a double logsumexp, dlogits
+//     within 1e-6 * scale absolutely (fp32 rounding of probabilities <= 1;
+//     fast_expf's 2e-7 relative), masked rows and padded columns exactly 0.
 //   tile_gemm: random shapes (M, N, K, A or A^T, set or accumulate, alpha),
 //     max |error| <= 1e-5 * max |reference|.
 //   attention_bidir forward and backward: random groups with and without a
@@ -33,6 +39,7 @@
 #include "attention_bidir.h"
 #include "classifier.h"
 #include "cli.h"
+#include "crossentropy.h"
 #include "fast_exp.h"
 #include "gelu.h"
 #include "rand.h"
@@ -118,6 +125,66 @@ static void test_math(uint64_t stride) {
 
 static int rand_int(Rng *rng, int lo, int hi) {
     return lo + (int)(rng_u32(rng) % (uint32_t)(hi - lo + 1));
+}
+
+static void test_crossentropy(Rng *rng) {
+    const int shapes[3][2] = {{50257, 50304}, {301, 384}, {7, 7}}; // V, Vp
+    const float stds[3] = {1.0f, 5.0f, 30.0f};
+    const int N = 6;
+    double loss_err = 0.0, grad_err = 0.0;
+    int nonzero = 0;
+    for (int s = 0; s < 3; s++) {
+        const int V = shapes[s][0], Vp = shapes[s][1];
+        for (int k = 0; k < 3; k++) {
+            float *logits = malloc_check((size_t)N * Vp * sizeof(float), "logits");
+            float losses[N], stats[2 * N];
+            int targets[N];
+            rng_normal_fill(rng, logits, (size_t)N * Vp, 0.5f, stds[k]);
+            for (int n = 0; n < N; n++) {
+                targets[n] = n == 2 ? -1 : rand_int(rng, 0, V - 1); // row 2 masked
+            }
+            const float scale = 1.0f / 5.0f;
+            double ref_loss[N];
+            double *ref_grad = malloc_check((size_t)N * V * sizeof(double), "reference dlogits");
+            for (int n = 0; n < N; n++) {
+                const float *x = logits + (size_t)n * Vp;
+                double m = -INFINITY, sum = 0.0;
+                for (int i = 0; i < V; i++) {
+                    m = fmax(m, x[i]);
+                }
+                for (int i = 0; i < V; i++) {
+                    sum += exp((double)x[i] - m);
+                }
+                double l = m + log(sum);
+                ref_loss[n] = targets[n] < 0 ? 0.0 : l - x[targets[n]];
+                for (int i = 0; i < V; i++) {
+                    double g = targets[n] < 0 ? 0.0 : scale * (exp((double)x[i] - l) - (i == targets[n]));
+                    ref_grad[(size_t)n * V + i] = g;
+                }
+            }
+            crossentropy_forward(losses, stats, logits, targets, N, V, Vp);
+            crossentropy_backward_inplace(logits, stats, targets, scale, N, V, Vp);
+            for (int n = 0; n < N; n++) {
+                double e = fabs(losses[n] - ref_loss[n]) / fmax(1.0, fabs(ref_loss[n]));
+                loss_err = e > loss_err || isnan(e) ? e : loss_err;
+                for (int i = 0; i < Vp; i++) {
+                    float got = logits[(size_t)n * Vp + i];
+                    if (i >= V || targets[n] < 0) {
+                        nonzero += got != 0.0f;
+                        continue;
+                    }
+                    double g = fabs(got - ref_grad[(size_t)n * V + i]) / scale;
+                    grad_err = g > grad_err || isnan(g) ? g : grad_err;
+                }
+            }
+            free(ref_grad);
+            free(logits);
+        }
+    }
+    printf("crossentropy: V 50257, 301, 7; logit std 1, 5, 30; a masked row\n");
+    check("crossentropy loss error / max(1, |loss|)", loss_err, 2e-6);
+    check("crossentropy dlogits error / scale", grad_err, 1e-6);
+    check("masked rows and padded columns nonzero", nonzero, 0);
 }
 
 static void test_tile_gemm(Rng *rng) {
@@ -439,6 +506,7 @@ int main(int argc, char **argv) {
     Rng rng;
     rng_seed(&rng, seed != NULL ? strtoull(seed, NULL, 10) : 20261129ull);
     test_math(stride);
+    test_crossentropy(&rng);
     test_tile_gemm(&rng);
     test_attention(&rng);
     test_data_parallel();

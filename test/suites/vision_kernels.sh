@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The vectorized kernels of the ViT/Swin step (fast exp, GELU, tile_gemm,
+# The vectorized kernels (fast exp, GELU, GPT-2's cross-entropy, tile_gemm,
 # windowed attention forward and backward) against double-precision references,
 # and data-parallel steps on per-thread model copies against one thread. The
 # math functions are checked on every 61st float bit pattern (70M floats); in
