@@ -13,8 +13,11 @@
 //     V = 50257 (and short odd V) in Vp-padded rows, logits N(0, s) with s up
 //     to 30 (most exponents underflow below FAST_EXP_MIN), masked targets:
 //     losses within 2e-6 * max(1, |loss|) of a double logsumexp, dlogits
-//     within 1e-6 * scale absolutely (fp32 rounding of probabilities <= 1;
-//     fast_expf's 2e-7 relative), masked rows and padded columns exactly 0.
+//     within 5e-6 * scale absolutely (probabilities <= 1 with fast_expf's
+//     2e-7 and the fp32 row sum's error: blocks of 256 terms in a row when
+//     not vectorised, as under SAN's -O1, worst 1.3e-6 over 20 seeds there,
+//     1.1e-7 vectorised; a wrong formula is off by 1e-3 or more), masked rows
+//     and padded columns exactly 0.
 //   tile_gemm: random shapes (M, N, K, A or A^T, set or accumulate, alpha),
 //     max |error| <= 1e-5 * max |reference|.
 //   attention_bidir forward and backward: random groups with and without a
@@ -183,7 +186,7 @@ static void test_crossentropy(Rng *rng) {
     }
     printf("crossentropy: V 50257, 301, 7; logit std 1, 5, 30; a masked row\n");
     check("crossentropy loss error / max(1, |loss|)", loss_err, 2e-6);
-    check("crossentropy dlogits error / scale", grad_err, 1e-6);
+    check("crossentropy dlogits error / scale", grad_err, 5e-6);
     check("masked rows and padded columns nonzero", nonzero, 0);
 }
 
