@@ -17,8 +17,10 @@
 #include "logger.h"
 #include "matmul.h"
 #include "rand.h"
+#include "run_dir.h"
 #include "sampler.h"
 #include "schedule.h"
+#include "stop_signal.h"
 #include "tokenizer.h"
 #include "utils.h"
 
@@ -104,13 +106,17 @@ int main(int argc, char **argv) {
         fatal("rank %d: cannot silence stdout", comm.rank);
     }
     TrainArgs args = parse_args(argc, argv);
+    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     GPT2 model;
     TrainProgress progress = {0};
     Rng rng;
     rng_seed(&rng, args.seed);
     int resumed_from = -1;
-    if (args.resume) {
-        resumed_from = checkpoint_resume(&model, &progress, args.output_dir);
+    if (args.output_dir != NULL) {
+        run_dir_check_start(args.output_dir, args.resume, checkpoint_find_latest(args.output_dir));
+        if (args.resume) {
+            resumed_from = checkpoint_resume(&model, &progress, args.output_dir);
+        }
     }
     if (resumed_from >= 0) {
         if (args.norm_mode != NULL) {
@@ -172,11 +178,21 @@ int main(int argc, char **argv) {
     if (args.output_dir != NULL) {
         make_directories(args.output_dir);
     }
+    if (args.output_dir != NULL && comm.rank == 0) {
+        run_dir_remove_stale_tmp(args.output_dir);
+        RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-t", ""}, {"-d", ""}, {"ranks", ""}};
+        snprintf(settings[0].value, sizeof(settings[0].value), "%s", args.model);
+        snprintf(settings[1].value, sizeof(settings[1].value), "%d", B);
+        snprintf(settings[2].value, sizeof(settings[2].value), "%d", T);
+        snprintf(settings[3].value, sizeof(settings[3].value), "%d", total_tokens);
+        snprintf(settings[4].value, sizeof(settings[4].value), "%d", comm.world_size);
+        run_dir_check_settings(args.output_dir, settings, 5, resumed_from >= 0);
+    }
     if (resumed_from >= 0) {
         dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
     }
     Logger logger;
-    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from >= 0);
+    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);
     logger_log_run_record(
         &logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
@@ -214,9 +230,14 @@ int main(int argc, char **argv) {
     if (args.overfit_single_batch) {
         dataloader_next_batch(&train);
     }
+    int stopped_by = 0; // the stop signal, agreed by all ranks
     for (int step = progress.step; step <= max_steps; step++) {
         int last = step == max_steps;
-        if (have_val && (step % args.val_every == 0 || last)) {
+        // a stop signal on any rank stops every rank after the same step
+        stopped_by = comm_max_int(&comm, stop_signal_received());
+        // not at the step resumed from: its val loss was logged before that checkpoint
+        if (have_val && (step % args.val_every == 0 || last) &&
+            (step > progress.step || resumed_from < 0)) {
             double val_loss_mean = evaluate(&model, &val, args.val_max_steps);
             comm_mean_double(&comm, &val_loss_mean);
             float val_loss = (float)val_loss_mean;
@@ -230,7 +251,9 @@ int main(int argc, char **argv) {
             sample_and_print(&model, &rng, &args, sample_tokenizer);
         }
         int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        int save = args.output_dir != NULL && (last || (periodic && step > progress.step));
+        int save = args.output_dir != NULL &&
+                   (last || (periodic && step > progress.step) ||
+                    (stopped_by != 0 && step != resumed_from));
         if (save && args.zero_stage == 1 && model.m_memory != NULL) {
             // ZeRO-1: each rank holds its shard of the AdamW moments; rank 0 writes them whole
             comm_allgather_shards(&comm, model.m_memory, model.num_parameters);
@@ -243,7 +266,14 @@ int main(int argc, char **argv) {
             checkpoint_save(&model, &now, args.output_dir);
             checkpoint_prune(args.output_dir, args.checkpoint_keep);
         }
-        if (last) {
+        if (stopped_by != 0 && comm.rank == 0) {
+            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv, comm.world_size);
+        }
+        if (stopped_by != 0) {
+            // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
+            comm_barrier(&comm);
+        }
+        if (last || stopped_by != 0) {
             break;
         }
         double t0 = now_seconds(), forward_s = 0.0, backward_s = 0.0;
@@ -318,5 +348,5 @@ int main(int argc, char **argv) {
     }
     gpt2_free(&model);
     comm_finalize(&comm);
-    return EXIT_SUCCESS;
+    return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;
 }

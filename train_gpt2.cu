@@ -22,8 +22,10 @@ extern "C" {
 #include "gpt2_train_args.h"
 #include "logger.h"
 #include "rand.h"
+#include "run_dir.h"
 #include "sampler.h"
 #include "schedule.h"
+#include "stop_signal.h"
 #include "tokenizer.h" // GPT2_EOT_TOKEN only: the tokenizer is not linked
 }
 
@@ -195,6 +197,7 @@ int main(int argc, char **argv) {
     GpuArgs gpu;
     TrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE;
+    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     GPT2 host;
@@ -202,9 +205,11 @@ int main(int argc, char **argv) {
     memset(&progress, 0, sizeof(progress));
     Rng rng; // sampling
     rng_seed(&rng, args.seed);
-    const int resumed_from = args.resume && gpu.inference_passes == 0
-                                 ? checkpoint_resume(&host, &progress, args.output_dir)
-                                 : -1;
+    int resumed_from = -1;
+    if (args.output_dir != NULL && gpu.inference_passes == 0) {
+        run_dir_check_start(args.output_dir, args.resume, checkpoint_find_latest(args.output_dir));
+        if (args.resume) resumed_from = checkpoint_resume(&host, &progress, args.output_dir);
+    }
     if (resumed_from >= 0) {
         NormMode mode;
         if (args.norm_mode != NULL && (norm_mode_parse(args.norm_mode, &mode) != 0 ||
@@ -251,12 +256,22 @@ int main(int argc, char **argv) {
         max_steps = batches / grad_accum;
         max_steps = max_steps > 0 ? max_steps : 1;
     }
-    if (lead && args.output_dir != NULL) make_directories(args.output_dir);
+    if (lead && args.output_dir != NULL) {
+        make_directories(args.output_dir);
+        run_dir_remove_stale_tmp(args.output_dir);
+        RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-t", ""}, {"-d", ""}, {"ranks", ""}};
+        snprintf(settings[0].value, sizeof(settings[0].value), "%s", args.model);
+        snprintf(settings[1].value, sizeof(settings[1].value), "%d", B);
+        snprintf(settings[2].value, sizeof(settings[2].value), "%d", T);
+        snprintf(settings[3].value, sizeof(settings[3].value), "%d", total_tokens);
+        snprintf(settings[4].value, sizeof(settings[4].value), "%d", mg.world);
+        run_dir_check_settings(args.output_dir, settings, 5, resumed_from >= 0);
+    }
     if (resumed_from >= 0) {
         dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
     }
     Logger logger;
-    logger_init(&logger, lead ? args.output_dir : NULL, resumed_from >= 0);
+    logger_init(&logger, lead ? args.output_dir : NULL, lead ? resumed_from : -1);
     const char *const record_data[] = {"train", args.train_pattern, "val",
                                        have_val ? args.val_pattern : NULL, NULL};
     logger_log_run_record(&logger, argc, argv, record_data,
@@ -304,9 +319,14 @@ int main(int argc, char **argv) {
     double timed_seconds = 0.0;
     long long timed_tokens = 0;
     // the loop of train_gpt2.c: eval, sample, checkpoint at the top of each step
+    int stopped_by = 0; // the stop signal, agreed by all ranks
     for (int step = progress.step; step <= max_steps; step++) {
         const int last = step == max_steps;
-        if (have_val && (step % args.val_every == 0 || last)) {
+        // a stop signal on any rank stops every rank after the same step (max = -min(-x))
+        stopped_by = -multi_gpu_min_int(&mg, -stop_signal_received());
+        // not at the step resumed from: its val loss was logged before that checkpoint
+        if (have_val && (step % args.val_every == 0 || last) &&
+            (step > progress.step || resumed_from < 0)) {
             float val_loss = multi_gpu_mean(&mg, evaluate(&model, &val, args.val_max_steps));
             if (lead) printf("val loss %.6f\n", val_loss);
             logger_log_val(&logger, step, val_loss);
@@ -318,7 +338,8 @@ int main(int argc, char **argv) {
             sample_and_print(&model, &rng, &args);
         }
         const int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        if (args.output_dir != NULL && (last || (periodic && step > progress.step))) {
+        if (args.output_dir != NULL && (last || (periodic && step > progress.step) ||
+                                        (stopped_by != 0 && step != resumed_from))) {
             TrainProgress now;
             memset(&now, 0, sizeof(now));
             now.step = step;
@@ -328,7 +349,12 @@ int main(int argc, char **argv) {
             now.epoch = train.epoch;
             save_checkpoint(&sync, &host, &now, args.output_dir, args.checkpoint_keep);
         }
-        if (last) break;
+        if (stopped_by != 0 && lead) {
+            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv, mg.world);
+        }
+        // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
+        if (stopped_by != 0) multi_gpu_min_int(&mg, 0);
+        if (last || stopped_by != 0) break;
         CUDA_CHECK(cudaDeviceSynchronize());
         const double t0 = now_seconds();
         gpt2cuda_zero_grad(&model);
@@ -391,5 +417,5 @@ int main(int argc, char **argv) {
     gpt2cuda_free(&model);
     gpt2_free(&host);
     multi_gpu_free(&mg);
-    return EXIT_SUCCESS;
+    return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;
 }

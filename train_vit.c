@@ -5,35 +5,62 @@
 // down: flags -> model config -> data -> model -> training loop (AdamW with
 // warmup + cosine, label smoothing, gradient clipping, per-epoch test loss and
 // top-1 accuracy, llm.c-style log lines and checkpoints: the vision model
-// file, mode and config in its header).
+// file, mode and config in its header, and a state file that -y 1 resumes
+// from exactly; SIGINT/SIGTERM/SIGUSR1 checkpoint and stop).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "classifier.h"
 #include "classifier_loss.h"
 #include "cli.h"
 #include "logger.h"
 #include "matmul.h"
 #include "rand.h"
+#include "run_dir.h"
 #include "schedule.h"
+#include "stop_signal.h"
 #include "utils.h"
+#include "vision_checkpoint.h"
 #include "vision_data.h"
 #include "vit_train_args.h"
 
-static VitTrainArgs parse_args(int argc, char **argv) {
+#define MAX_COUNT 1073741824.0 // 2^30
+
+// The flags of this trainer only (checkpoints and resume; train_vitcu has none yet).
+typedef struct {
+    int checkpoint_every; // 0: only at the end of each epoch
+    int checkpoint_keep;  // 0: all
+    int resume;
+} CheckpointArgs;
+
+static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     VitTrainArgs a = vit_train_args_defaults();
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS];
+    *ck = (CheckpointArgs){0};
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 3];
+    int n = vit_train_flags(&a, flags);
+    flags[n++] = (CliFlag){"-n", CLI_INT, &ck->checkpoint_every, 0, MAX_COUNT,
+                           "checkpoint also every this many steps, 0 = only at the end of each\n"
+                           "epoch (default 0)", NULL, 0, 0};
+    flags[n++] = (CliFlag){"-nk", CLI_INT, &ck->checkpoint_keep, 0, MAX_COUNT,
+                           "keep only the newest this many checkpoints, 0 = all (default 0)",
+                           NULL, 0, 0};
+    flags[n++] = (CliFlag){"-y", CLI_INT, &ck->resume, 0, 1,
+                           "resume from the newest checkpoint in -o (default 0)", NULL, 0, 0};
     CliSpec spec = {
         .program = "train_vit",
         .synopsis = "[options]",
         .about = "ViT / Swin training on the CPU in fp32 (Fashion-MNIST or image shards).\n"
                  "Shape flags override the -e family's defaults (or the swin-tiny preset's).\n",
         .flags = flags,
-        .num_flags = vit_train_flags(&a, flags),
+        .num_flags = n,
     };
     cli_parse(&spec, argc, argv, NULL);
+    if (ck->resume && a.output_dir == NULL) {
+        cli_error(&spec, "-y 1 needs -o, the directory to resume from");
+    }
     return a;
 }
 
@@ -69,14 +96,18 @@ static double median_step_seconds(double *times, int n) {
     return times[skip + (n - skip) / 2];
 }
 
-static void save_checkpoint(const Classifier *model, const char *dir, int step) {
-    char path[4096];
-    int n = snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
-    if (n < 0 || (size_t)n >= sizeof(path)) {
-        fatal("-o: output directory path too long: %s", dir);
+// The model's input and classes must be the data's; name: where the model came from.
+static void check_model_fits_data(const Classifier *model, const char *name,
+                                  const VisionSplit *data) {
+    if (classifier_image_size(model) != data->side ||
+        classifier_image_channels(model) != data->channels ||
+        classifier_num_classes(model) != data->num_classes) {
+        fatal("%s: the model takes %dx%d images with %d channel(s) and %d classes; the data has "
+              "%dx%d images with %d channel(s) and %d classes",
+              name, classifier_image_size(model), classifier_image_size(model),
+              classifier_image_channels(model), classifier_num_classes(model), data->side,
+              data->side, data->channels, data->num_classes);
     }
-    classifier_save(model, path);
-    printf("checkpoint: %s\n", path);
 }
 
 static void print_model(const Classifier *model) {
@@ -92,32 +123,56 @@ typedef struct {
     double images_per_s, median_images_per_s;
 } TrainResult;
 
-// total_steps of AdamW over shuffled epochs of the train split; after each
-// epoch the test loss and accuracy (logged) and a checkpoint in -o.
-static TrainResult train_model(Classifier *model, const VitTrainArgs *args, const VisionSplit *train,
-                               const VisionSplit *test, Logger *logger, int total_steps) {
+// Where a run starts and where it stops.
+typedef struct {
+    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNG
+    int *order;           // the train order (count entries), shuffled in place each epoch
+    const CheckpointArgs *ck;
+    int stopped_by;       // out: the stop signal, or 0
+    int argc;             // the command line, for the resume command
+    char **argv;
+} RunState;
+
+// A checkpoint of the run after `step` with the next batch at (epoch, batch).
+static void save_checkpoint(const Classifier *model, const VitTrainArgs *args,
+                            const VisionSplit *train, RunState *run, int step, int epoch,
+                            int batch, const Rng *rng) {
+    VisionProgress now = {.step = step, .epoch = epoch, .next_batch = batch,
+                          .rng_state = rng->state};
+    vision_checkpoint_save(model, &now, run->order, train->count, args->output_dir);
+    checkpoint_prune(args->output_dir, run->ck->checkpoint_keep);
+    printf("checkpoint: %s/model_%08d.bin\n", args->output_dir, step);
+}
+
+// total_steps of AdamW over shuffled epochs of the train split from run->start;
+// after each epoch the test loss and accuracy (logged) and a checkpoint in -o
+// (also every -n steps). A stop signal ends the run after the step it came
+// in, with a checkpoint.
+static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
+                               const VisionSplit *train, const VisionSplit *test,
+                               Logger *logger, int total_steps, RunState *run) {
     const int B = args->batch_size;
     const int batches_per_epoch = train->count / B;
     const size_t image_floats = (size_t)train->channels * train->side * train->side;
     float *images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices");
-    int *order = malloc_check((size_t)train->count * sizeof(int), "train order");
-    for (int i = 0; i < train->count; i++) {
-        order[i] = i;
-    }
-    Rng rng;
-    rng_seed(&rng, args->seed ^ 0xDA7AULL);
+    int *order = run->order;
+    Rng rng = {.state = run->start.rng_state};
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = args->weight_decay};
     double train_seconds = 0.0;
-    double *step_seconds = malloc_check((size_t)total_steps * sizeof(double), "step times");
+    double *step_seconds = malloc_check((size_t)total_steps * sizeof(double) + 1, "step times");
     long train_images = 0;
     TrainResult r = {0};
-    int step = 0;
-    for (int epoch = 0; step < total_steps; epoch++) {
-        vision_shuffle(order, train->count, &rng);
-        for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
+    int step = run->start.step, evaluated = 0;
+    const int first_step = step;
+    for (int epoch = run->start.epoch; step < total_steps && run->stopped_by == 0; epoch++) {
+        int batch = epoch == run->start.epoch ? run->start.next_batch : 0;
+        if (batch == 0) {
+            vision_shuffle(order, train->count, &rng);
+        }
+        for (; batch < batches_per_epoch && step < total_steps; batch++) {
             double t0 = now_seconds();
             vision_make_batch(images, labels, train, order + (size_t)batch * B, B,
                        args->flip ? &rng : NULL);
@@ -132,7 +187,7 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args, cons
             classifier_update(model, &adamw, args->grad_clip);
             double dt = now_seconds() - t0;
             train_seconds += dt;
-            step_seconds[step] = dt;
+            step_seconds[step - first_step] = dt;
             train_images += B;
             step++;
             if (!isfinite(loss)) {
@@ -145,8 +200,24 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args, cons
                        B / dt);
                 fflush(stdout);
             }
+            run->stopped_by = stop_signal_received();
+            // the epoch's last step checkpoints after the test below
+            int epoch_ends = batch + 1 == batches_per_epoch || step == total_steps;
+            int periodic = run->ck->checkpoint_every > 0 && step % run->ck->checkpoint_every == 0;
+            if (!epoch_ends && (periodic || run->stopped_by != 0)) {
+                if (args->output_dir != NULL) {
+                    save_checkpoint(model, args, train, run, step, epoch, batch + 1, &rng);
+                }
+                if (run->stopped_by != 0) {
+                    break;
+                }
+            }
+        }
+        if (run->stopped_by != 0 && batch < batches_per_epoch && step < total_steps) {
+            break; // stopped mid-epoch: checkpointed above
         }
         evaluate(model, test, B, images, labels, eval_indices, &r.test_loss, &r.test_accuracy);
+        evaluated = 1;
         printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
                r.test_loss, r.test_accuracy);
         logger_log_val(logger, step, r.test_loss);
@@ -155,37 +226,85 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args, cons
             fflush(logger->file);
         }
         if (args->output_dir != NULL) {
-            save_checkpoint(model, args->output_dir, step);
+            int done = batch == batches_per_epoch; // the next batch opens the next epoch
+            save_checkpoint(model, args, train, run, step, done ? epoch + 1 : epoch,
+                            done ? 0 : batch, &rng);
         }
+        run->stopped_by = stop_signal_received();
     }
-    r.images_per_s = train_images / train_seconds;
-    r.median_images_per_s = B / median_step_seconds(step_seconds, step);
+    if (!evaluated && run->stopped_by == 0) { // resumed at the end
+        evaluate(model, test, B, images, labels, eval_indices, &r.test_loss, &r.test_accuracy);
+    }
+    if (run->stopped_by != 0) {
+        run_dir_report_stop(run->stopped_by, step, args->output_dir, run->argc, run->argv, 1);
+    }
+    int steps_run = step - first_step;
+    r.images_per_s = steps_run > 0 ? train_images / train_seconds : 0.0;
+    r.median_images_per_s = steps_run > 0 ? B / median_step_seconds(step_seconds, steps_run) : 0.0;
     free(step_seconds);
     free(images);
     free(labels);
     free(eval_indices);
-    free(order);
     return r;
 }
 
 int main(int argc, char **argv) {
-    VitTrainArgs args = parse_args(argc, argv);
+    CheckpointArgs ck;
+    VitTrainArgs args = parse_args(argc, argv, &ck);
+    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
+    int resumed_from = -1;
+    if (args.output_dir != NULL) {
+        int newest = checkpoint_find_latest(args.output_dir);
+        run_dir_check_start(args.output_dir, ck.resume, newest);
+        resumed_from = ck.resume ? newest : -1;
+    }
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
-    Classifier model;
-    vit_train_build_model(&model, &args, &train);
     const int B = args.batch_size;
     if (train.count < B) {
         fatal("-b %d: larger than the %d train images", B, train.count);
     }
+    RunState run = {.ck = &ck, .argc = argc, .argv = argv};
+    run.order = malloc_check((size_t)train.count * sizeof(int), "train order");
+    Classifier model;
+    if (resumed_from >= 0) {
+        vision_checkpoint_load(&model, &run.start, run.order, train.count, args.output_dir,
+                               resumed_from);
+        check_model_fits_data(&model, args.output_dir, &train);
+        NormMode mode;
+        if (args.norm_mode != NULL && norm_mode_parse(args.norm_mode, &mode) == 0 &&
+            mode != classifier_mode(&model)) {
+            fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
+                  args.output_dir, norm_mode_name(classifier_mode(&model)));
+        }
+    } else {
+        vit_train_build_model(&model, &args, &train);
+        for (int i = 0; i < train.count; i++) {
+            run.order[i] = i;
+        }
+        Rng rng;
+        rng_seed(&rng, args.seed ^ 0xDA7AULL);
+        run.start.rng_state = rng.state;
+    }
     const int batches_per_epoch = train.count / B;
+    if (run.start.next_batch >= batches_per_epoch) {
+        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d",
+              args.output_dir, run.start.next_batch, batches_per_epoch, B);
+    }
     const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
     if (args.output_dir != NULL) {
         make_directories(args.output_dir);
+        run_dir_remove_stale_tmp(args.output_dir);
+        RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-i", ""}, {"-nt", ""}};
+        snprintf(settings[0].value, sizeof(settings[0].value), "%s", args.model);
+        snprintf(settings[1].value, sizeof(settings[1].value), "%d", B);
+        snprintf(settings[2].value, sizeof(settings[2].value), "%s", args.train_data);
+        snprintf(settings[3].value, sizeof(settings[3].value), "%d", train.count);
+        run_dir_check_settings(args.output_dir, settings, 4, resumed_from >= 0);
     }
     Logger logger;
-    logger_init(&logger, args.output_dir, 0);
+    logger_init(&logger, args.output_dir, resumed_from);
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), &model);
     logger_log_run_record(&logger, argc, argv,
@@ -197,15 +316,21 @@ int main(int argc, char **argv) {
     print_model(&model);
     printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n",
            args.train_data, train.count, test.count, B, total_steps, batches_per_epoch);
+    if (resumed_from >= 0) {
+        printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+    }
 
-    TrainResult r = train_model(&model, &args, &train, &test, &logger, total_steps);
-    printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f train_images_per_s %.1f "
-           "median_images_per_s %.1f\n",
-           vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
-           r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+    TrainResult r = train_model(&model, &args, &train, &test, &logger, total_steps, &run);
+    if (run.stopped_by == 0) {
+        printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f "
+               "train_images_per_s %.1f median_images_per_s %.1f\n",
+               vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
+               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+    }
     logger_free(&logger);
+    free(run.order);
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&model);
-    return 0;
+    return run.stopped_by != 0 ? 128 + run.stopped_by : 0;
 }

@@ -145,6 +145,15 @@ void classifier_update(Classifier *model, const AdamWConfig *cfg, float grad_cli
     model->ops->update(model, cfg, grad_clip);
 }
 
+ClassifierAdamW classifier_adamw(Classifier *model) {
+    if (model->family == FAMILY_VIT) {
+        return (ClassifierAdamW){&model->vit.m_memory, &model->vit.v_memory,
+                                 &model->vit.adamw_step};
+    }
+    return (ClassifierAdamW){&model->swin.m_memory, &model->swin.v_memory,
+                             &model->swin.adamw_step};
+}
+
 void classifier_free(Classifier *model) {
     replicas_free(model->replicas);
     model->replicas = NULL;

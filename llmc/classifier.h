@@ -69,6 +69,13 @@ void classifier_zero_grad(Classifier *model);
 void classifier_backward(Classifier *model, float loss_scale);
 double classifier_grad_norm(const Classifier *model);
 void classifier_update(Classifier *model, const AdamWConfig *cfg, float grad_clip);
+// The AdamW state, for checkpoints: pointers to the moments (NULL before the
+// first update, then num_parameters floats each, malloc'd) and the step count.
+typedef struct {
+    float **m, **v;
+    int *step;
+} ClassifierAdamW;
+ClassifierAdamW classifier_adamw(Classifier *model);
 void classifier_free(Classifier *model);
 
 #endif

@@ -86,6 +86,15 @@ void comm_sum_double(const Comm *comm, double *value) {
               "MPI_Allreduce");
 }
 
+int comm_max_int(const Comm *comm, int value) {
+    if (comm->world_size == 1) {
+        return value;
+    }
+    mpi_check(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+              "MPI_Allreduce");
+    return value;
+}
+
 // MPI counts and displacements are int: the shards of an n-value vector.
 static void shard_counts(const Comm *comm, size_t n, int *counts, int *displs) {
     if (n > (size_t)INT_MAX) {
@@ -180,6 +189,11 @@ void comm_mean_double(const Comm *comm, double *value) {
 void comm_sum_double(const Comm *comm, double *value) {
     (void)comm;
     (void)value;
+}
+
+int comm_max_int(const Comm *comm, int value) {
+    (void)comm;
+    return value;
 }
 
 void comm_reduce_scatter_mean(const Comm *comm, float *data, size_t n) {

@@ -21,6 +21,9 @@ void comm_allreduce_mean(const Comm *comm, float *data, size_t n);
 void comm_mean_double(const Comm *comm, double *value);
 // In place: *value = sum over ranks.
 void comm_sum_double(const Comm *comm, double *value);
+// The largest of the ranks' values (every rank gets it): e.g. whether any
+// rank received a stop signal, so all stop after the same step.
+int comm_max_int(const Comm *comm, int value);
 
 // ZeRO-1 style sharded update: the n values split into world_size contiguous
 // shards whose sizes differ by at most one; rank r owns [*lo, *hi).

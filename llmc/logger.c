@@ -1,16 +1,67 @@
 #include "logger.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "atomic_write.h"
+#include "utils.h"
 
 #ifndef FOLDNORM_COMMIT
 #define FOLDNORM_COMMIT "unknown" // the Makefile passes git describe's output
 #endif
 
-void logger_init(Logger *logger, const char *output_dir, int append) {
+typedef struct {
+    const char *text; // the lines kept
+    size_t bytes;
+} KeptLines;
+
+static void write_kept_lines(FILE *f, const char *path, const void *ctx_ptr) {
+    const KeptLines *kept = ctx_ptr;
+    fwrite_check(kept->text, 1, kept->bytes, f, path);
+}
+
+// Rewrites the log with only its lines of steps <= last_step (other lines kept).
+static void truncate_log_after(const char *path, int last_step) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (errno == ENOENT) {
+            return;
+        }
+        fatal("%s: cannot open: %s", path, strerror(errno));
+    }
+    long size = file_size_bytes(f, path);
+    char *text = malloc_check((size_t)size + 1, "main.log");
+    fread_check(text, 1, (size_t)size, f, path, "the log");
+    fclose(f);
+    text[size] = '\0';
+    KeptLines kept = {text, 0};
+    int dropped = 0;
+    for (char *line = text; line < text + size;) {
+        char *end = memchr(line, '\n', (size_t)(text + size - line));
+        size_t len = end != NULL ? (size_t)(end - line) + 1 : (size_t)(text + size - line);
+        int step;
+        if (sscanf(line, "s:%d", &step) == 1 && step > last_step) {
+            dropped++;
+        } else {
+            memmove(text + kept.bytes, line, len); // kept lines only move towards the start
+            kept.bytes += len;
+        }
+        line += len;
+    }
+    if (dropped > 0) {
+        write_file_atomic(path, write_kept_lines, &kept);
+        printf("%s: dropped %d line(s) past step %d, written after that checkpoint\n", path,
+               dropped, last_step);
+    }
+    free(text);
+}
+
+void logger_init(Logger *logger, const char *output_dir, int resume_step) {
     logger->file = NULL;
-    logger->appending = append;
+    logger->appending = resume_step >= 0;
     if (output_dir == NULL) {
         return;
     }
@@ -18,7 +69,10 @@ void logger_init(Logger *logger, const char *output_dir, int append) {
     if (n < 0 || (size_t)n >= sizeof(logger->path)) {
         fatal("-o: output directory path too long: %s", output_dir);
     }
-    logger->file = fopen_check(logger->path, append ? "a" : "w");
+    if (resume_step >= 0) {
+        truncate_log_after(logger->path, resume_step);
+    }
+    logger->file = fopen_check(logger->path, resume_step >= 0 ? "a" : "w");
 }
 
 // Writes one argument, quoted for a POSIX shell when it holds anything but

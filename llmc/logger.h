@@ -15,8 +15,11 @@ typedef struct {
     int appending; // resumed: the log already holds its run record
 } Logger;
 
-// output_dir == NULL turns logging off; resuming appends, else truncates.
-void logger_init(Logger *logger, const char *output_dir, int append);
+// output_dir == NULL turns logging off. resume_step < 0: a new log;
+// resume_step >= 0: the lines of steps up to resume_step are kept (the ones
+// after it were written past the checkpoint resumed from and come again) and
+// new lines are appended, so a resumed run's "s:" lines equal an uninterrupted one's.
+void logger_init(Logger *logger, const char *output_dir, int resume_step);
 // Writes the run record: "# command:" (argv), "# commit:" (git describe at
 // build time), "# config: key=value ..." (config_fmt: the norm mode as
 // mode=, the seed as seed=, the model's shape), and for each (label, glob

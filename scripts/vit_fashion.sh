@@ -20,6 +20,7 @@ families=${FAMILIES:-vit swin}
 for family in $families; do
     for mode in $modes; do
         run=$out/${family}_$mode
+        rm -rf "$run" # a run folder holds one run: a rerun starts over
         if [ "$family" = vit ]; then
             # ViT: 28x28, patch 7 (16 patches + cls), C 64, 4 layers, 4 heads
             args=(-e vit -ep "$vit_epochs")

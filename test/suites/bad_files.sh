@@ -81,7 +81,7 @@ consume() {
     debug_state) bin/test_gpt2 "$good/gpt2.bin" "$f" ;;
     train_state) # a fresh copy: resuming writes new checkpoints
         rm -rf "$run/ckpt"; cp -r "$f" "$run/ckpt"
-        bin/train_gpt2 -o "$run/ckpt" -y 1 -i "$good/bytes_shard.bin" -b 1 -t 4 -x 2 -v 0 ;;
+        bin/train_gpt2 -o "$run/ckpt" -y 1 -e "$good/gpt2.bin" -i "$good/bytes_shard.bin" -b 1 -t 4 -x 2 -v 0 ;;
     token_shard) bin/train_gpt2 -e "$good/gpt2.bin" -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
     sft_shard) bin/train_gpt2 -e d1c8h2v50257t8 -sft 1 -i "$f" -b 1 -t 4 -x 1 -v 0 ;;
     tokenizer) bin/tokenizer -vd "$f" encode "$good/text.txt" ;;

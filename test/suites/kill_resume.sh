@@ -1,27 +1,51 @@
 #!/usr/bin/env bash
 # Lose nothing: a training run checkpointing every step is killed with -9 at
-# random moments 20 times (often mid-write) and resumed with -y 1 each time.
-# Every loss line it ever printed must equal the uninterrupted run's line for
-# that step, the newest checkpoint must always load, and the final weights
-# must be bit-identical. Also: a non-finite loss stops the run before any
+# random moments 20 times (often mid-write) and resumed with -y 1 each time
+# (started without -y while its folder holds no checkpoint yet). Every loss
+# line it ever printed must equal the uninterrupted run's line for that step,
+# each finished run's main.log must equal the uninterrupted run's (no
+# duplicate lines), the newest checkpoint must always load, and the final
+# weights must be bit-identical. Variants: train_gpt2 (GPT-2, cbwc), train_vit
+# with a ViT and with a Swin (model, AdamW moments, train order and position,
+# augmentation RNG). gpt2 also: a non-finite loss stops the run before any
 # checkpoint is written.
+# variants: gpt2 vit swin
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-work=${1:-$(mktemp -d)}/kill_resume
+variant=${2:-gpt2}
+work=${1:-$(mktemp -d)}/kill_resume_$variant
 rm -rf "$work"; mkdir -p "$work"
 seed=${FOLDNORM_TEST_SEED:-$RANDOM}
 RANDOM=$seed
-echo "seed $seed"
-cat llmc/*.c llmc/*.h > "$work/text.txt"
-bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
+echo "seed $seed, variant $variant"
 export OMP_NUM_THREADS=1  # a tiny model: threads only add barrier waits
-flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64
-       -x 24 -n 1 -nk 2 -v 8 -m 2 -l 2e-3 -u 4 -q 0.1 -c 0.1 -sd $((seed % 1000)))
+fmnist=/usr/share/datasets/fashion-mnist
+case $variant in
+gpt2)
+    cat llmc/*.c llmc/*.h > "$work/text.txt"
+    bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
+    prog=bin/train_gpt2
+    flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64
+           -x 24 -n 1 -nk 2 -v 8 -m 2 -l 2e-3 -u 4 -q 0.1 -c 0.1 -sd $((seed % 1000)) -N cbwc)
+    # the newest checkpoint's model loads (no step)
+    load_model() { bin/train_gpt2 -e "$1" -x 0 -v 0 -i "$work/src_train_*.bin"; } ;;
+vit|swin)
+    [ -f "$fmnist/train-images-idx3-ubyte.gz" ] || { echo "FAIL no Fashion-MNIST in $fmnist"; exit 1; }
+    prog=bin/train_vit
+    # 128 images, B 16: 8 steps an epoch, so the 24 steps cross two epoch ends
+    # (shuffles, test passes) and every checkpoint is mid-epoch or at an end
+    flags=(-i "$fmnist" -b 16 -nt 128 -ne 32 -x 24 -n 1 -nk 2 -pe 1 -u 4 -l 2e-3 -N cbwc
+           -sd $((seed % 1000)))
+    if [ $variant = vit ]; then flags+=(-e vit -C 16 -L 1 -H 2); else flags+=(-e swin -E 8 -A 1,2 -K 1); fi
+    # the newest checkpoint's model loads (a one-step run from it)
+    load_model() { bin/train_vit -e "$1" -i "$fmnist" -b 16 -nt 16 -ne 16 -x 1; } ;;
+*) echo "unknown variant $variant"; exit 1 ;;
+esac
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 t0=$(date +%s%N)
-bin/train_gpt2 "${flags[@]}" -N cbwc -o "$work/full" > "$work/full.out" 2>&1 || { echo "FAIL full run"; exit 1; }
+$prog "${flags[@]}" -o "$work/full" > "$work/full.out" 2>&1 || { echo "FAIL full run: $(tail -2 "$work/full.out")"; exit 1; }
 t1=$(date +%s%N)
 run_ms=$(( (t1 - t0) / 1000000 ))
 echo "uninterrupted run: $run_ms ms"
@@ -31,8 +55,18 @@ echo "uninterrupted run: $run_ms ms"
 : > "$work/all_lines.txt"
 kills=0 chain=0 load_checks=0
 dir=$work/chain0
+# -y 1 once the folder holds a checkpoint (a state file; -y 1 without one is refused)
+resume_flag() { ls "$1" 2>/dev/null | grep -qE '^state_[0-9]{8}\.bin$' && echo "-y 1"; }
+# a finished run: its log equals the uninterrupted run's, its weights too
+check_finished() {
+    cat "$dir/main.log" >> "$work/all_lines.txt"
+    cmp -s "$work/full/model_00000024.bin" "$dir/model_00000024.bin" || fail "chain $chain: final weights differ"
+    cmp -s "$work/full/main.log" "$dir/main.log" ||
+        fail "chain $chain: main.log differs from the uninterrupted run's: $(diff "$work/full/main.log" "$dir/main.log" | head -3 | tr '\n' ' ')"
+}
 while [ $kills -lt 20 ]; do
-    bin/train_gpt2 "${flags[@]}" -N cbwc -o "$dir" -y 1 > "$work/attempt.out" 2>&1 &
+    # shellcheck disable=SC2046
+    $prog "${flags[@]}" -o "$dir" $(resume_flag "$dir") > "$work/attempt.out" 2>&1 &
     pid=$!
     sleep "$(awk -v r=$RANDOM -v ms="$run_ms" 'BEGIN { printf "%.3f", (r / 32768.0) * ms / 1000.0 }')"
     if kill -9 $pid 2>/dev/null; then
@@ -40,8 +74,7 @@ while [ $kills -lt 20 ]; do
         wait $pid 2>/dev/null
     else
         wait $pid || fail "a resumed run failed: $(tail -2 "$work/attempt.out")"
-        cat "$dir/main.log" >> "$work/all_lines.txt"
-        cmp -s "$work/full/model_00000024.bin" "$dir/model_00000024.bin" || fail "chain $chain: final weights differ"
+        check_finished
         chain=$((chain + 1)); dir=$work/chain$chain
         continue
     fi
@@ -49,14 +82,14 @@ while [ $kills -lt 20 ]; do
     latest=$(ls "$dir" 2>/dev/null | grep -oE '^state_[0-9]{8}\.bin$' | sort | tail -1)
     if [ -n "$latest" ]; then
         step=${latest:6:8}
-        bin/train_gpt2 -e "$dir/model_$step.bin" -x 0 -v 0 -i "$work/src_train_*.bin" > "$work/load.out" 2>&1 \
+        load_model "$dir/model_$step.bin" > "$work/load.out" 2>&1 \
             || fail "model_$step.bin does not load: $(tail -1 "$work/load.out")"
         load_checks=$((load_checks + 1))
     fi
 done
-bin/train_gpt2 "${flags[@]}" -N cbwc -o "$dir" -y 1 > "$work/final.out" 2>&1 || fail "final resume run failed: $(tail -2 "$work/final.out")"
-cat "$dir/main.log" >> "$work/all_lines.txt"
-cmp -s "$work/full/model_00000024.bin" "$dir/model_00000024.bin" || fail "final weights differ from the uninterrupted run"
+# shellcheck disable=SC2046
+$prog "${flags[@]}" -o "$dir" $(resume_flag "$dir") > "$work/final.out" 2>&1 || fail "final resume run failed: $(tail -2 "$work/final.out")"
+check_finished
 echo "killed $kills times over $((chain + 1)) chains; newest checkpoint loaded $load_checks times"
 
 # every train/val line ever written must match the uninterrupted run's line for that step
@@ -64,7 +97,8 @@ echo "killed $kills times over $((chain + 1)) chains; newest checkpoint loaded $
 mismatch=$(awk '!/^s:/ { next } NR == FNR { split($2, a, ":"); ref[$1 " " a[1]] = $0; next }
     { split($2, a, ":"); key = $1 " " a[1]; if (!(key in ref) || ref[key] != $0) { print; n++ } }
     END { exit n > 0 }' "$work/full/main.log" "$work/all_lines.txt") || fail "lines differ from the uninterrupted run: $(echo "$mismatch" | head -3)"
-echo "ok   $(wc -l < "$work/all_lines.txt") logged lines and the final weights match the uninterrupted run"
+echo "ok   $(wc -l < "$work/all_lines.txt") logged lines, $((chain + 1)) logs and final weights match the uninterrupted run"
+[ $variant = gpt2 ] || { echo "$fails failed"; [ $fails -eq 0 ]; exit; }
 
 # NaN guard: weights so large that the logits overflow -> stop before any checkpoint
 bin/train_gpt2 -e d2c64h4v256t64 -x 0 -v 0 -i "$work/src_train_*.bin" -o "$work/init" > /dev/null 2>&1

@@ -53,9 +53,9 @@ how() {
     "test/run_tests.sh --list") echo "run" ;;
     "test/run_tests.sh "*|"FOLDNORM_TEST_SEED="*) echo "skip runs suites, as make test does" ;;
     "bin/train_gpt2 -h") echo "run" ;;
+    "bin/train_gpt2 -N cbwc -e d12 -b 4 -t 64 -o out/d12 -y 1") echo "run -e $tiny $small -x 3" ;;
     "bin/train_gpt2 -N cbwc -e d12 "*) echo "run -e $tiny $small -x 2" ;;
     "bin/train_gpt2 -e gpt2_124M.bin -N ln") echo "run $small -x 1" ;;
-    "bin/train_gpt2 -o out/d12 -y 1") echo "run $small -x 3" ;;
     "bin/train_gpt2 -N ln -x 300 -o out/kjv") echo "run -e $tiny $small -x 3" ;;  # model_00000003
     "scripts/vit_fashion.sh") echo "skip minutes: ViT and Swin in 3 modes on all of Fashion-MNIST" ;;
     "bin/train_vit -e vit "*|"bin/train_vit -e swin "*) echo "run -x 2 -b 16 -nt 64 -ne 32" ;;

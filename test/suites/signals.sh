@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Stop signals (llmc/stop_signal.h): SIGTERM, SIGINT and SIGUSR1 sent to a
+# training run mid-way make it finish the step, write a checkpoint, print
+# where and the command that resumes, and exit with 128 + signal; running
+# that printed command (-y 1) ends with the uninterrupted run's main.log and
+# final weights, bit for bit. A second signal during the step exits at once
+# (128 + signal) with nothing written. For train_gpt2 (each signal),
+# train_vit (SIGTERM) and, when built, the CUDA trainer under emulation
+# (build/emu/train_gpt2fp32cu, SIGTERM). Also the run-folder rules
+# (llmc/run_dir.h): a reused -o without -y, -y 1 without a checkpoint, a
+# resume with another -b / -t / -e, stale *.tmp files.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+work=${1:-$(mktemp -d)}/signals
+rm -rf "$work"; mkdir -p "$work"
+export OMP_NUM_THREADS=1
+fails=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+cat llmc/*.c llmc/*.h > "$work/text.txt"
+bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
+
+# wait_for_line FILE REGEX PID: until FILE has a line matching REGEX (at most
+# 60 s); 1 if the process ended first
+wait_for_line() {
+    local i
+    for i in $(seq 600); do
+        grep -qE "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# stop_and_resume NAME SIGNAL STATUS PROGRAM LOG_REGEX FLAGS...: a run in
+# $work/NAME gets SIGNAL once LOG_REGEX is in its main.log; it must exit with
+# STATUS and leave a checkpoint, and the printed resume command must finish
+# the run like $work/PREFIX.full (an uninterrupted run with the same flags,
+# made once per NAME's prefix up to its first _)
+stop_and_resume() {
+    local name=$1 sig=$2 status=$3 prog=$4 regex=$5
+    shift 5
+    local dir=$work/$name full=$work/${name%%_*}.full
+    [ -d "$full" ] || "$prog" "$@" -o "$full" > "$full.out" 2>&1 || { fail "$name: uninterrupted run: $(tail -2 "$full.out")"; return; }
+    "$prog" "$@" -o "$dir" > "$dir.out" 2>&1 &
+    local pid=$!
+    wait_for_line "$dir/main.log" "$regex" $pid || { wait $pid; fail "$name: the run ended before $regex: $(tail -2 "$dir.out")"; return; }
+    kill -s "$sig" $pid
+    wait $pid
+    local rc=$?
+    local step
+    step=$(sed -n "s/^stopped by SIG$sig after step \([0-9]*\); checkpoint .*/\1/p" "$dir.out")
+    if [ $rc -ne "$status" ] || [ -z "$step" ]; then
+        fail "$name: exit $rc (expected $status), $(tail -2 "$dir.out")"; return
+    fi
+    local padded
+    padded=$(printf %08d "$step")
+    [ -f "$dir/model_$padded.bin" ] && [ -f "$dir/state_$padded.bin" ] ||
+        { fail "$name: no checkpoint of step $step in $dir: $(ls "$dir" | tr '\n' ' ')"; return; }
+    local resume
+    resume=$(sed -n 's/^resume with: //p' "$dir.out")
+    [ -n "$resume" ] || { fail "$name: no resume command printed"; return; }
+    eval "$resume" > "$dir.resumed.out" 2>&1 || { fail "$name: the printed resume command failed: $(tail -2 "$dir.resumed.out")"; return; }
+    local final
+    final=$(ls "$full" | grep -E '^model_[0-9]{8}\.bin$' | sort | tail -1)
+    if cmp -s "$full/main.log" "$dir/main.log" && cmp -s "$full/$final" "$dir/$final"; then
+        ok "$name: SIG$sig -> exit $rc after step $step with its checkpoint; the printed command resumes to the uninterrupted log and $final"
+    else
+        fail "$name: resumed run differs from the uninterrupted one: $(diff "$full/main.log" "$dir/main.log" | head -3 | tr '\n' ' ')"
+    fi
+}
+
+gflags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64 -x 120
+        -n 50 -v 20 -m 2 -l 2e-3 -u 4 -sd 5)
+stop_and_resume gpt2_term TERM 143 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
+stop_and_resume gpt2_int INT 130 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
+stop_and_resume gpt2_usr1 USR1 138 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
+
+fmnist=/usr/share/datasets/fashion-mnist
+if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
+    vflags=(-e vit -C 16 -L 1 -H 2 -i "$fmnist" -b 16 -nt 256 -ne 32 -x 120 -pe 1 -sd 5)
+    stop_and_resume vit_term TERM 143 bin/train_vit '^s:5 trl' "${vflags[@]}"
+else
+    fail "no Fashion-MNIST in $fmnist (make deps)"
+fi
+
+emu=build/emu/train_gpt2fp32cu
+if [ -x "$emu" ]; then
+    eflags=(-e d2c32h2v256t32 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16 -x 40
+            -n 20 -v 10 -m 1 -l 2e-3 -sd 5)
+    stop_and_resume cuda_emu_term TERM 143 "$emu" '^s:3 trl' "${eflags[@]}"
+else
+    echo "skip the CUDA trainer: $emu not built (make emu; suite cuda_emu builds it)"
+fi
+
+# a second signal during the step: exit at once, 128 + signal, nothing written
+# (a step of this model takes ~0.2 s; the signals are 20 ms apart)
+bflags=(-e d2c128h2v256t128 -i "$work/src_train_*.bin" -b 8 -t 128 -x 100 -v 0)
+bin/train_gpt2 "${bflags[@]}" -o "$work/twice" > "$work/twice.out" 2>&1 &
+pid=$!
+if wait_for_line "$work/twice/main.log" '^s:2 trl' $pid; then
+    kill -TERM $pid; sleep 0.02; t0=$(date +%s%N); kill -TERM $pid
+    wait $pid; rc=$?
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    left=$(ls "$work/twice" | grep -vE '^(main\.log|run\.txt)$' | tr '\n' ' ')
+    if [ $rc -eq 143 ] && grep -q 'second stop signal' "$work/twice.out" &&
+        ! grep -q '^stopped by' "$work/twice.out" && [ -z "$left" ]; then
+        ok "second SIGTERM: exit 143 ${ms} ms after it, no checkpoint or temporary file written"
+    else
+        fail "second SIGTERM: exit $rc, files: $left, $(tail -2 "$work/twice.out")"
+    fi
+else
+    wait $pid; fail "second-signal run ended early: $(tail -2 "$work/twice.out")"
+fi
+
+# the run-folder rules
+full=$work/gpt2.full
+expect_error() { # NAME REGEX COMMAND...: exits 1 with an error matching REGEX
+    local name=$1 regex=$2 out rc
+    shift 2
+    out=$("$@" 2>&1); rc=$?
+    if [ $rc -eq 1 ] && grep -qE -- "$regex" <<< "$out"; then ok "$name: refused ($(grep -m1 '^error' <<< "$out" | cut -c1-110)...)"
+    else fail "$name: exit $rc, $(tail -2 <<< "$out")"; fi
+}
+expect_error "reused -o without -y" "holds the checkpoints of an earlier run.*-y 1" \
+    bin/train_gpt2 "${gflags[@]}" -o "$full"
+expect_error "-y 1 without a checkpoint" "no checkpoint.*$work/empty" \
+    bin/train_gpt2 "${gflags[@]}" -o "$work/empty" -y 1
+expect_error "resume with another -b" "-b 2: this run in .* was started with -b 4" \
+    bin/train_gpt2 "${gflags[@]}" -b 2 -o "$full" -y 1
+expect_error "resume with another -t" "-t 32: this run .* was started with -t 64" \
+    bin/train_gpt2 "${gflags[@]}" -t 32 -o "$full" -y 1
+expect_error "resume with another -e" "-e d2c64h4v256t128: this run .* was started with -e d2c64h4v256t64" \
+    bin/train_gpt2 "${gflags[@]}" -e d2c64h4v256t128 -o "$full" -y 1
+expect_error "train_vit: reused -o without -y" "holds the checkpoints of an earlier run" \
+    bin/train_vit "${vflags[@]}" -o "$work/vit.full"
+
+# stale temporary files go, named; then the resume is as before
+stale=$work/stale
+mkdir -p "$stale"
+cp "$work/gpt2_term/model_00000050.bin" "$work/gpt2_term/state_00000050.bin" "$work/gpt2_term/run.txt" "$stale/"
+head -c 1000 "$work/gpt2_term/model_00000050.bin" > "$stale/model_00000100.bin.tmp"
+head -c 10 "$work/gpt2_term/state_00000050.bin" > "$stale/state_00000100.bin.tmp"
+bin/train_gpt2 "${gflags[@]}" -x 60 -o "$stale" -y 1 > "$work/stale.out" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(grep -c '^removed .*\.tmp, left by an interrupted write' "$work/stale.out")" = 2 ] &&
+    ! ls "$stale" | grep -q '\.tmp$'; then
+    ok "two stale *.tmp files removed at start, each named"
+else
+    fail "stale *.tmp: exit $rc, $(ls "$stale" | tr '\n' ' '), $(head -3 "$work/stale.out")"
+fi
+echo "$fails failed"
+[ $fails -eq 0 ]
