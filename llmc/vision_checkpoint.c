@@ -23,8 +23,8 @@ static void write_state(FILE *f, const char *path, const void *ctx_ptr) {
     ClassifierAdamW adamw = classifier_adamw((Classifier *)ctx->model);
     uint64_t n = classifier_num_parameters(ctx->model);
     int32_t h[HEADER_INTS] = {0};
-    h[0] = VISION_STATE_MAGIC;
-    h[1] = VISION_STATE_VERSION;
+    h[0] = VISION_TRAIN_STATE_MAGIC;
+    h[1] = VISION_TRAIN_STATE_VERSION;
     h[2] = ctx->progress->step;
     h[3] = *adamw.step;
     h[4] = ctx->progress->epoch;
@@ -87,11 +87,11 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
     if (reader_read(r, h, sizeof(h), "the vision state header", err, err_bytes) != 0) {
         return -1;
     }
-    if (h[0] != VISION_STATE_MAGIC || h[1] != VISION_STATE_VERSION) {
+    if (h[0] != VISION_TRAIN_STATE_MAGIC || h[1] != VISION_TRAIN_STATE_VERSION) {
         return input_error(err, err_bytes,
                            "not a vision training state (magic %d version %d, expected %d "
                            "version %d)",
-                           h[0], h[1], VISION_STATE_MAGIC, VISION_STATE_VERSION);
+                           h[0], h[1], VISION_TRAIN_STATE_MAGIC, VISION_TRAIN_STATE_VERSION);
     }
     uint64_t n;
     memcpy(&n, &h[8], sizeof(uint64_t));

@@ -1,5 +1,5 @@
 // train_vit's checkpoints: OUTDIR/model_STEP.bin (the vision model file) and
-// OUTDIR/state_STEP.bin (magic 20261130: AdamW moments and step, the train
+// OUTDIR/state_STEP.bin (magic 20261202: AdamW moments and step, the train
 // order and position, the augmentation RNG), each written atomically, the
 // state last, so the names and the "complete checkpoint" rule are
 // train_gpt2's (checkpoint_find_latest, checkpoint_prune). docs/formats.md.
@@ -12,8 +12,8 @@
 #include "classifier.h"
 #include "reader.h"
 
-#define VISION_STATE_MAGIC 20261130
-#define VISION_STATE_VERSION 1
+#define VISION_TRAIN_STATE_MAGIC 20261202
+#define VISION_TRAIN_STATE_VERSION 1
 
 typedef struct {
     int step;           // completed training steps
