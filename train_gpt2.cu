@@ -350,7 +350,9 @@ int main(int argc, char **argv) {
             save_checkpoint(&sync, &host, &now, args.output_dir, args.checkpoint_keep);
         }
         if (stopped_by != 0 && lead) {
-            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv, mg.world);
+            // "mpirun -np N" in the command only when mpirun started the ranks (-pn 0)
+            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv,
+                                gpu.num_processes == 0 ? mg.world : 1);
         }
         // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
         if (stopped_by != 0) multi_gpu_min_int(&mg, 0);

@@ -70,15 +70,15 @@ stop_and_resume() {
     fi
 }
 
-gflags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64 -x 120
-        -n 50 -v 20 -m 2 -l 2e-3 -u 4 -sd 5)
+gflags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64 -x 60
+        -n 25 -v 20 -m 2 -l 2e-3 -u 4 -sd 5)
 stop_and_resume gpt2_term TERM 143 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 stop_and_resume gpt2_int INT 130 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 stop_and_resume gpt2_usr1 USR1 138 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 
 fmnist=/usr/share/datasets/fashion-mnist
 if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
-    vflags=(-e vit -C 16 -L 1 -H 2 -i "$fmnist" -b 16 -nt 256 -ne 32 -x 120 -pe 1 -sd 5)
+    vflags=(-e vit -C 16 -L 1 -H 2 -i "$fmnist" -b 16 -nt 256 -ne 32 -x 40 -pe 1 -sd 5)
     stop_and_resume vit_term TERM 143 bin/train_vit '^s:5 trl' "${vflags[@]}"
 else
     fail "no Fashion-MNIST in $fmnist (make deps)"
@@ -86,9 +86,9 @@ fi
 
 emu=build/emu/train_gpt2fp32cu
 if [ -x "$emu" ]; then
-    eflags=(-e d2c32h2v256t32 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16 -x 40
-            -n 20 -v 10 -m 1 -l 2e-3 -sd 5)
-    stop_and_resume cuda_emu_term TERM 143 "$emu" '^s:3 trl' "${eflags[@]}"
+    eflags=(-e d1c32h2v256t32 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 1 -t 16 -x 12
+            -n 6 -v 6 -m 1 -l 2e-3 -sd 5)
+    stop_and_resume cuda_emu_term TERM 143 "$emu" '^s:2 trl' "${eflags[@]}"
 else
     echo "skip the CUDA trainer: $emu not built (make emu; suite cuda_emu builds it)"
 fi
@@ -138,10 +138,10 @@ expect_error "train_vit: reused -o without -y" "holds the checkpoints of an earl
 # stale temporary files go, named; then the resume is as before
 stale=$work/stale
 mkdir -p "$stale"
-cp "$work/gpt2_term/model_00000050.bin" "$work/gpt2_term/state_00000050.bin" "$work/gpt2_term/run.txt" "$stale/"
-head -c 1000 "$work/gpt2_term/model_00000050.bin" > "$stale/model_00000100.bin.tmp"
-head -c 10 "$work/gpt2_term/state_00000050.bin" > "$stale/state_00000100.bin.tmp"
-bin/train_gpt2 "${gflags[@]}" -x 60 -o "$stale" -y 1 > "$work/stale.out" 2>&1; rc=$?
+cp "$work/gpt2.full/model_00000025.bin" "$work/gpt2.full/state_00000025.bin" "$work/gpt2.full/run.txt" "$stale/"
+head -c 1000 "$work/gpt2.full/model_00000025.bin" > "$stale/model_00000050.bin.tmp"
+head -c 10 "$work/gpt2.full/state_00000025.bin" > "$stale/state_00000050.bin.tmp"
+bin/train_gpt2 "${gflags[@]}" -x 30 -o "$stale" -y 1 > "$work/stale.out" 2>&1; rc=$?
 if [ $rc -eq 0 ] && [ "$(grep -c '^removed .*\.tmp, left by an interrupted write' "$work/stale.out")" = 2 ] &&
     ! ls "$stale" | grep -q '\.tmp$'; then
     ok "two stale *.tmp files removed at start, each named"
