@@ -259,13 +259,9 @@ int main(int argc, char **argv) {
     if (lead && args.output_dir != NULL) {
         make_directories(args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
-        RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-t", ""}, {"-d", ""}, {"ranks", ""}};
-        snprintf(settings[0].value, sizeof(settings[0].value), "%s", args.model);
-        snprintf(settings[1].value, sizeof(settings[1].value), "%d", B);
-        snprintf(settings[2].value, sizeof(settings[2].value), "%d", T);
-        snprintf(settings[3].value, sizeof(settings[3].value), "%d", total_tokens);
-        snprintf(settings[4].value, sizeof(settings[4].value), "%d", mg.world);
-        run_dir_check_settings(args.output_dir, settings, 5, resumed_from >= 0);
+        RunSetting settings[GPT2_RUN_SETTINGS];
+        gpt2_run_settings(&args, total_tokens, mg.world, settings);
+        run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
     }
     if (resumed_from >= 0) {
         dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);

@@ -2,6 +2,7 @@
 #include "gpt2_train_args.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define MAX_INT 2147483647.0
 #define MAX_STEPS 1073741824.0 // 2^30
@@ -122,4 +123,17 @@ void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *a) {
     if (a->resume && a->output_dir == NULL) {
         cli_error(spec, "-y 1 needs -o, the directory to resume from");
     }
+}
+
+void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
+                       RunSetting settings[GPT2_RUN_SETTINGS]) {
+    static const char *const flags[GPT2_RUN_SETTINGS] = {"-e", "-b", "-t", "-d", "ranks"};
+    for (int i = 0; i < GPT2_RUN_SETTINGS; i++) {
+        settings[i].flag = flags[i];
+    }
+    snprintf(settings[0].value, sizeof(settings[0].value), "%s", args->model);
+    snprintf(settings[1].value, sizeof(settings[1].value), "%d", args->batch_size);
+    snprintf(settings[2].value, sizeof(settings[2].value), "%d", args->seq_len);
+    snprintf(settings[3].value, sizeof(settings[3].value), "%d", total_tokens);
+    snprintf(settings[4].value, sizeof(settings[4].value), "%d", ranks);
 }

@@ -5,6 +5,7 @@
 #define FOLDNORM_GPT2_TRAIN_ARGS_H
 
 #include "cli.h"
+#include "run_dir.h"
 
 typedef struct {
     // model and data (every trainer)
@@ -58,5 +59,11 @@ int gpt2_train_flags(Gpt2TrainArgs *args, int groups, CliFlag *flags);
 
 // The checks that involve more than one flag, after cli_parse.
 void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *args);
+
+// The settings a resume must repeat (DIR/run.txt, llmc/run_dir.h): -e, -b,
+// -t, -d (total_tokens, the total batch in tokens) and the rank count.
+#define GPT2_RUN_SETTINGS 5
+void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
+                       RunSetting settings[GPT2_RUN_SETTINGS]);
 
 #endif

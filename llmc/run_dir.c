@@ -125,7 +125,8 @@ void run_dir_check_settings(const char *dir, const RunSetting *settings, int n, 
     }
     if (resuming) {
         printf("note: %s has no run.txt (checkpoints copied in?): the flags are not checked "
-               "against the run's; recording this run's\n", dir);
+               "against the run's; recording this run's\n",
+               dir);
     }
     SettingsFile ctx = {settings, n};
     write_file_atomic(path, write_settings, &ctx);

@@ -121,8 +121,8 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
     if (h[10]) {
         m = malloc(moment_bytes / 2 + 1);
         v = malloc(moment_bytes / 2 + 1);
-        if (m == NULL || v == NULL || reader_read(r, m, moment_bytes / 2, "the AdamW m", err,
-                                                  err_bytes) != 0 ||
+        if (m == NULL || v == NULL ||
+            reader_read(r, m, moment_bytes / 2, "the AdamW m", err, err_bytes) != 0 ||
             reader_read(r, v, moment_bytes / 2, "the AdamW v", err, err_bytes) != 0 ||
             check_moments(m, v, params, err, err_bytes) != 0) {
             if (m == NULL || v == NULL) {

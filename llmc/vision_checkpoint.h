@@ -12,7 +12,7 @@
 #include "classifier.h"
 #include "reader.h"
 
-#define VISION_TRAIN_STATE_MAGIC 20261202
+#define VISION_TRAIN_STATE_MAGIC   20261202
 #define VISION_TRAIN_STATE_VERSION 1
 
 typedef struct {
