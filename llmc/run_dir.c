@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_write.h"
 #include "checkpoint.h"
 #include "stop_signal.h"
 #include "utils.h"

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_write.h"
 #include "checkpoint.h"
+#include "checksum.h"
 #include "utils.h"
 
 enum { PATH_CAP = 4096, HEADER_INTS = 256 };
@@ -47,7 +49,7 @@ void vision_checkpoint_save(const Classifier *model, const VisionProgress *progr
     checkpoint_paths(model_path, state_path, PATH_CAP, dir, progress->step);
     classifier_save(model, model_path);
     StateWriteContext ctx = {model, progress, order, count};
-    write_file_atomic(state_path, write_state, &ctx);
+    write_file_atomic_checksummed(state_path, write_state, &ctx);
 }
 
 // The moments (m, v: n floats each, already read) are finite, v >= 0.
@@ -116,6 +118,9 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
     if (r->size != expected) {
         return input_error(err, err_bytes, "file is %zu bytes, expected %zu%s", r->size, expected,
                            r->size < expected ? ": truncated" : ": trailing data");
+    }
+    if (checksum_verify(r, h, err, err_bytes) != 0) {
+        return -1;
     }
     float *m = NULL, *v = NULL;
     if (h[10]) {

@@ -1,8 +1,9 @@
 // train_vit's checkpoints: OUTDIR/model_STEP.bin (the vision model file) and
 // OUTDIR/state_STEP.bin (magic 20261202: AdamW moments and step, the train
-// order and position, the augmentation RNG), each written atomically, the
-// state last, so the names and the "complete checkpoint" rule are
-// train_gpt2's (checkpoint_find_latest, checkpoint_prune). docs/formats.md.
+// order and position, the augmentation RNG; a CRC32 in header slots 254-255,
+// llmc/checksum.h), each written atomically, the state last, so the names
+// and the "complete checkpoint" rule are train_gpt2's (checkpoint_find_latest,
+// checkpoint_prune). docs/formats.md.
 #ifndef FOLDNORM_VISION_CHECKPOINT_H
 #define FOLDNORM_VISION_CHECKPOINT_H
 
@@ -26,7 +27,8 @@ typedef struct {
 void vision_checkpoint_save(const Classifier *model, const VisionProgress *progress,
                             const int *order, int count, const char *dir);
 // Parses a vision state for a model of num_parameters and a train split of
-// count images: header, exact size, finite moments (v >= 0), order a
+// count images: header, exact size, the checksum (if slot 254 says there is
+// one), finite moments (v >= 0), order a
 // permutation of 0..count-1. Sets progress, the order and the model's AdamW
 // state; 0, or -1 with the reason in err (the model's AdamW state untouched).
 int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionProgress *progress,

@@ -145,14 +145,19 @@ expect_error "train_vit: reused -o without -y" "holds the checkpoints of an earl
 
 # a damaged vision train state is refused, naming the file (llmc/vision_checkpoint.c)
 if [ -d "$work/vit.full" ]; then
-    for damage in truncated order; do
+    for damage in truncated flipped order; do
         d=$work/vit_$damage
         rm -rf "$d"; cp -r "$work/vit.full" "$d"
         st=$(ls "$d" | grep -E '^state_[0-9]{8}\.bin$' | sort | tail -1)
+        size=$(stat -c %s "$d/$st")
         if [ $damage = truncated ]; then
             truncate -s -5 "$d/$st"; want="$st: file is .* bytes, expected .*: truncated"
-        else # the last order entry out of range
-            printf '\377\377\377\177' | dd of="$d/$st" bs=1 seek=$(( $(stat -c %s "$d/$st") - 4 )) conv=notrunc 2> /dev/null
+        elif [ $damage = flipped ]; then # a bit of the AdamW moments: the CRC32 catches it
+            printf '\001' | dd of="$d/$st" bs=1 seek=2048 conv=notrunc 2> /dev/null
+            want="$st: checksum mismatch"
+        else # the last order entry out of range, in a state without a checksum (slots 254-255 zero)
+            printf '\377\377\377\177' | dd of="$d/$st" bs=1 seek=$((size - 4)) conv=notrunc 2> /dev/null
+            head -c 8 /dev/zero | dd of="$d/$st" bs=1 seek=1016 conv=notrunc 2> /dev/null
             want="$st: the train order is not a permutation"
         fi
         expect_error "train_vit -y 1, $damage state" "$want" bin/train_vit "${vflags[@]}" -o "$d" -y 1
