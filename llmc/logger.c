@@ -77,7 +77,7 @@ void logger_init(Logger *logger, const char *output_dir, int resume_step) {
 
 // Writes one argument, quoted for a POSIX shell when it holds anything but
 // plain characters, so that the command line can be pasted back.
-static void write_shell_word(FILE *f, const char *word) {
+void write_shell_word(FILE *f, const char *word) {
     if (word[0] != '\0' && strspn(word, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                         "0123456789-_./=:,+@%") == strlen(word)) {
         fputs(word, f);

@@ -30,6 +30,9 @@ void logger_init(Logger *logger, const char *output_dir, int resume_step);
 void logger_log_run_record(Logger *logger, int argc, char *const *argv,
                            const char *const *data, const char *config_fmt, ...)
     FN_PRINTF(5, 6);
+// Writes word to f, quoted for a POSIX shell where needed (the run record's
+// command, the resume command a stopped trainer prints).
+void write_shell_word(FILE *f, const char *word);
 void logger_log_train(Logger *logger, int step, float loss, float lr, float grad_norm);
 void logger_log_val(Logger *logger, int step, float loss);
 void logger_free(Logger *logger);

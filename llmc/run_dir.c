@@ -8,6 +8,7 @@
 
 #include "atomic_write.h"
 #include "checkpoint.h"
+#include "logger.h"
 #include "stop_signal.h"
 #include "utils.h"
 
@@ -133,43 +134,19 @@ void run_dir_check_settings(const char *dir, const RunSetting *settings, int n, 
     write_file_atomic(path, write_settings, &ctx);
 }
 
-// Prints arg, single-quoted unless it is made of safe characters only.
-static void print_shell_word(const char *arg) {
-    int safe = *arg != '\0';
-    for (const char *p = arg; *p != '\0'; p++) {
-        if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%",
-                   *p) == NULL) {
-            safe = 0;
-        }
-    }
-    if (safe) {
-        fputs(arg, stdout);
-        return;
-    }
-    putchar('\'');
-    for (const char *p = arg; *p != '\0'; p++) {
-        if (*p == '\'') {
-            fputs("'\\''", stdout);
-        } else {
-            putchar(*p);
-        }
-    }
-    putchar('\'');
-}
-
 void run_dir_print_resume_command(int argc, char **argv, int ranks) {
     printf("resume with: ");
     if (ranks > 1) {
         printf("mpirun -np %d ", ranks);
     }
-    print_shell_word(argv[0]);
+    write_shell_word(stdout, argv[0]);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-y") == 0 && i + 1 < argc) {
             i++;
             continue;
         }
         putchar(' ');
-        print_shell_word(argv[i]);
+        write_shell_word(stdout, argv[i]);
     }
     printf(" -y 1\n");
     fflush(stdout);
