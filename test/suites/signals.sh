@@ -72,15 +72,15 @@ stop_and_resume() {
     fi
 }
 
-gflags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64 -x 60
-        -n 25 -v 20 -m 2 -l 2e-3 -u 4 -sd 5)
+gflags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64 -x 200
+        -n 100 -v 50 -m 2 -l 2e-3 -u 4 -sd 5)
 stop_and_resume gpt2_term TERM 143 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 stop_and_resume gpt2_int INT 130 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 stop_and_resume gpt2_usr1 USR1 138 bin/train_gpt2 '^s:5 trl' "${gflags[@]}"
 
 fmnist=/usr/share/datasets/fashion-mnist
 if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
-    vflags=(-e vit -C 16 -L 1 -H 2 -i "$fmnist" -b 16 -nt 256 -ne 32 -x 40 -pe 1 -sd 5)
+    vflags=(-e vit -C 16 -L 1 -H 2 -i "$fmnist" -b 16 -nt 256 -ne 32 -x 300 -pe 1 -sd 5)
     stop_and_resume vit_term TERM 143 bin/train_vit '^s:5 trl' "${vflags[@]}"
 else
     fail "no Fashion-MNIST in $fmnist (make deps)"
@@ -169,10 +169,10 @@ fi
 # stale temporary files go, named; then the resume is as before
 stale=$work/stale
 mkdir -p "$stale"
-cp "$work/gpt2.full/model_00000025.bin" "$work/gpt2.full/state_00000025.bin" "$work/gpt2.full/run.txt" "$stale/"
-head -c 1000 "$work/gpt2.full/model_00000025.bin" > "$stale/model_00000050.bin.tmp"
-head -c 10 "$work/gpt2.full/state_00000025.bin" > "$stale/state_00000050.bin.tmp"
-bin/train_gpt2 "${gflags[@]}" -x 30 -o "$stale" -y 1 > "$work/stale.out" 2>&1; rc=$?
+cp "$work/gpt2.full/model_00000100.bin" "$work/gpt2.full/state_00000100.bin" "$work/gpt2.full/run.txt" "$stale/"
+head -c 1000 "$work/gpt2.full/model_00000100.bin" > "$stale/model_00000150.bin.tmp"
+head -c 10 "$work/gpt2.full/state_00000100.bin" > "$stale/state_00000150.bin.tmp"
+bin/train_gpt2 "${gflags[@]}" -x 105 -o "$stale" -y 1 > "$work/stale.out" 2>&1; rc=$?
 if [ $rc -eq 0 ] && [ "$(grep -c '^removed .*\.tmp, left by an interrupted write' "$work/stale.out")" = 2 ] &&
     ! ls "$stale" | grep -q '\.tmp$'; then
     ok "two stale *.tmp files removed at start, each named"
