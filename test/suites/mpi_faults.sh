@@ -22,8 +22,8 @@ bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 fails=0
 ok() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 32 -v 10 -m 1
-       -l 2e-3 -sd 11 -n 40)
+flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 32 -v 50 -m 1
+       -l 2e-3 -sd 11 -n 200)
 
 # rank_pid MPIRUN_PID RANK: the pid of that rank (a child of mpirun), or nothing
 rank_pid() {
@@ -46,9 +46,9 @@ start() {
 }
 
 # 1. SIGUSR1 to rank 1 only
-mpirun --oversubscribe -np 2 bin/train_gpt2 "${flags[@]}" -x 100 -o "$work/full" > "$work/full.out" 2>&1 ||
+mpirun --oversubscribe -np 2 bin/train_gpt2 "${flags[@]}" -x 400 -o "$work/full" > "$work/full.out" 2>&1 ||
     { echo "FAIL uninterrupted run: $(tail -3 "$work/full.out")"; exit 1; }
-start usr1 100
+start usr1 400
 if [ -n "$r1" ]; then
     kill -USR1 "$r1"
     wait $mpirun_pid; rc=$?
@@ -61,7 +61,7 @@ if [ -n "$r1" ]; then
         eval "mpirun --oversubscribe ${resume#mpirun }" > "$work/usr1_resumed.out" 2>&1 ||
             fail "resume: $(tail -2 "$work/usr1_resumed.out")"
         if diff <(grep '^s:' "$work/full/main.log") <(grep '^s:' "$work/usr1/main.log") > /dev/null &&
-            cmp -s "$work/full/model_00000100.bin" "$work/usr1/model_00000100.bin"; then
+            cmp -s "$work/full/model_00000400.bin" "$work/usr1/model_00000400.bin"; then
             ok "the resumed 2-rank run ends with the uninterrupted run's main.log s: lines and weights"
         else
             fail "the resumed 2-rank run differs: $(diff <(grep '^s:' "$work/full/main.log") <(grep '^s:' "$work/usr1/main.log") | head -3 | tr '\n' ' ')"
