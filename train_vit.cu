@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
     const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
     if (lead && args.output_dir != NULL) make_directories(args.output_dir);
     Logger logger;
-    logger_init(&logger, lead ? args.output_dir : NULL, 0);
+    logger_init(&logger, lead ? args.output_dir : NULL, -1); // a new log: no resume yet
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), &host);
     const char *const record_data[] = {"train", args.train_data, "test", args.test_data, NULL};
