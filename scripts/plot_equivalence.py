@@ -4,10 +4,12 @@
     scripts/plot_equivalence.py diffs.csv -o equivalence.png
 
 The CSV (bin/equivalence_steps, columns family,step,tensor,cbwc_vs_ln,
-rms_vs_ln) holds max relative differences at log-spaced steps. One panel per
+rms_vs_ln[,nudged_vs_ln]) holds max relative differences at log-spaced steps. One panel per
 model family (two per row), both axes logarithmic: the logits and every parameter gradient
 of cbwc against ln (thin lines, one per gradient tensor; the logits bold),
-and the rms control against ln (dashed: a different model). Prints per
+the rms control against ln (dashed: a different model), and, where the CSV
+has it, ln started one ulp away against ln (grey dotted: the fp32 chaos
+baseline, logits only). Prints per
 family the largest cbwc-vs-ln difference and the smallest rms-vs-ln one.
 Matplotlib (Debian python3-matplotlib), headless.
 """
@@ -23,23 +25,26 @@ def fail(msg):
 
 
 def read_csv(path):
-    """{family: {tensor: [(step, cbwc_vs_ln, rms_vs_ln), ...]}} in file order."""
+    """{family: {tensor: [(step, cbwc_vs_ln, rms_vs_ln, nudged_vs_ln or None), ...]}}."""
     data = {}
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
     except (OSError, UnicodeDecodeError) as e:
         fail(f"{path}: cannot read: {e}")
-    if not rows or rows[0] != ["family", "step", "tensor", "cbwc_vs_ln", "rms_vs_ln"]:
-        fail(f"{path}: not an equivalence_steps CSV (header family,step,tensor,cbwc_vs_ln,rms_vs_ln)")
+    header = ["family", "step", "tensor", "cbwc_vs_ln", "rms_vs_ln"]
+    if not rows or rows[0] not in (header, header + ["nudged_vs_ln"]):
+        fail(f"{path}: not an equivalence_steps CSV (header {','.join(header)}[,nudged_vs_ln])")
+    fields = len(rows[0])
     for number, row in enumerate(rows[1:], 2):
-        if len(row) != 5:
-            fail(f"{path}:{number}: expected 5 fields, got {len(row)}")
+        if len(row) != fields:
+            fail(f"{path}:{number}: expected {fields} fields, got {len(row)}")
         try:
             step, a, b = int(row[1]), float(row[3]), float(row[4])
+            c = float(row[5]) if fields == 6 else None
         except ValueError:
             fail(f"{path}:{number}: step or difference is not a number: {row}")
-        data.setdefault(row[0], {}).setdefault(row[2], []).append((step, a, b))
+        data.setdefault(row[0], {}).setdefault(row[2], []).append((step, a, b, c))
     if not data:
         fail(f"{path}: no rows")
     return data
@@ -81,6 +86,9 @@ def main():
                     label="cbwc vs ln: logits")
             ax.plot(steps, [max(p[2], floor) for p in tensors["logits"]], color="C3", lw=2.2,
                     ls="--", label="rms vs ln: logits")
+            if tensors["logits"][0][3] is not None:
+                ax.plot(steps, [max(p[3], floor) for p in tensors["logits"]], color="0.35",
+                        lw=1.6, ls=":", label="ln vs ln one ulp away: logits")
         ax.plot([], [], color="C0", lw=0.6, label=f"cbwc vs ln: {len(grads)} gradients")
         ax.plot([], [], color="C3", lw=0.6, ls="--", label="rms vs ln: gradients")
         ax.set_xscale("log")

@@ -158,7 +158,7 @@ sft)
     done
     ;;
 equivalence)
-    # steps per family: GPT-2 and ViT are cheap, Swin (3 models side by side) is not
+    # steps per family: GPT-2 and ViT are cheap, Swin (4 models side by side) is not
     if [ $preset = quick ]; then
         steps=(gpt2:12 vit:12 swin:3 swin-k1:3)
     else
@@ -174,13 +174,15 @@ equivalence)
     { head -1 "$out/gpt2.csv"; for fs in "${steps[@]}"; do tail -n +2 "$out/${fs%%:*}.csv"; done; } \
         > "$out/diffs.csv"
     # summary: per family, the largest cbwc-vs-ln and smallest rms-vs-ln
-    # difference over every step and tensor (logits and gradients; the loss apart)
-    echo "family,steps,max_cbwc_vs_ln,min_rms_vs_ln,max_loss_cbwc_vs_ln" > "$out/summary.csv"
-    awk -F, 'NR > 1 { f = $1; if (!(f in w)) { w[f] = 0; c[f] = 1e30; l[f] = 0; order[++n] = f }
+    # difference over every step and tensor (logits and gradients; the loss
+    # apart), and the largest logits difference of ln started one ulp away
+    echo "family,steps,max_cbwc_vs_ln,min_rms_vs_ln,max_loss_cbwc_vs_ln,max_logits_nudged_vs_ln" > "$out/summary.csv"
+    awk -F, 'NR > 1 { f = $1; if (!(f in w)) { w[f] = 0; c[f] = 1e30; l[f] = 0; u[f] = 0; order[++n] = f }
              s[f] = $2 > s[f] ? $2 : s[f]
              if ($3 == "loss") { l[f] = $4 > l[f] ? $4 : l[f] }
-             else { w[f] = $4 > w[f] ? $4 : w[f]; c[f] = $5 < c[f] ? $5 : c[f] } }
-         END { for (i = 1; i <= n; i++) { f = order[i]; printf "%s,%d,%.3e,%.3e,%.3e\n", f, s[f], w[f], c[f], l[f] } }' \
+             else { w[f] = $4 > w[f] ? $4 : w[f]; c[f] = $5 < c[f] ? $5 : c[f] }
+             if ($3 == "logits") { u[f] = $6 > u[f] ? $6 : u[f] } }
+         END { for (i = 1; i <= n; i++) { f = order[i]; printf "%s,%d,%.3e,%.3e,%.3e,%.3e\n", f, s[f], w[f], c[f], l[f], u[f] } }' \
         "$out/diffs.csv" >> "$out/summary.csv"
     $PY scripts/plot_equivalence.py "$out/diffs.csv" \
         --title "ln vs cbwc over training, rms the control ($preset, commit $commit)" \

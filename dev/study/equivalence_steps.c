@@ -1,15 +1,17 @@
-// How far "exact" holds as training goes on: trains three copies of one
-// model side by side from the same initial weights on the same batches, in
-// modes ln, cbwc and rms (the control, a different model), and prints at
+// How far "exact" holds as training goes on: trains four copies of one
+// model side by side on the same batches: modes ln, cbwc and rms (the
+// control, a different model) from the same initial weights, and ln again
+// from those weights nudged by one ulp (nextafterf away from zero: the fp32
+// chaos baseline, what one rounding difference grows into). Prints at
 // log-spaced steps the max relative difference (max|a - b| / max|b|) of the
-// logits and of every parameter gradient between cbwc and ln and between rms
-// and ln. Step k is the k-th forward/backward, after k-1 AdamW updates.
+// logits and of every parameter gradient of cbwc, rms and the nudged ln
+// against ln. Step k is the k-th forward/backward, after k-1 AdamW updates.
 // Batches are random (tokens, or N(0, 1) images with random labels), the same
-// for the three; the point is the arithmetic, not the task.
+// for the four; the point is the arithmetic, not the task.
 //
 //   equivalence_steps -e gpt2|vit|swin|swin-k1 -x 300 > diffs.csv
 //
-// CSV columns: family,step,tensor,cbwc_vs_ln,rms_vs_ln; tensor "logits",
+// CSV columns: family,step,tensor,cbwc_vs_ln,rms_vs_ln,nudged_vs_ln; tensor "logits",
 // "loss" (absolute difference) or a parameter's name (its gradient).
 #include <math.h>
 #include <stdio.h>
@@ -22,8 +24,9 @@
 #include "rand.h"
 #include "utils.h"
 
-enum { NUM_MODELS = 3 }; // ln, cbwc, rms
-static const NormMode MODES[NUM_MODELS] = {MODE_LN, MODE_CBWC, MODE_RMS};
+enum { NUM_MODELS = 4 }; // ln, cbwc, rms, ln nudged
+static const NormMode MODES[NUM_MODELS] = {MODE_LN, MODE_CBWC, MODE_RMS, MODE_LN};
+enum { NUDGED = 3 };
 
 // One model of either kind, with what a step needs.
 typedef struct {
@@ -46,6 +49,14 @@ static double max_relative_difference(const float *a, const float *b, size_t n) 
         max_ref = fmax(max_ref, fabs((double)b[i]));
     }
     return max_ref > 0.0 ? max_diff / max_ref : max_diff;
+}
+
+// Every weight one ulp further from zero (zeros stay 0, so a zero bias or a
+// structural zero is not turned into a denormal).
+static void nudge_by_one_ulp(float *params, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (params[i] != 0.0f) params[i] = nextafterf(params[i], params[i] > 0 ? INFINITY : -INFINITY);
+    }
 }
 
 static void init_nets(Net nets[NUM_MODELS], const Args *args) {
@@ -73,6 +84,14 @@ static void init_nets(Net nets[NUM_MODELS], const Args *args) {
                             .centre_ops = strcmp(args->family, "swin-k1") == 0};
             classifier_init_swin(&n->vision, &c, MODE_LN, args->seed);
             classifier_set_mode(&n->vision, MODES[k]);
+        }
+        if (k == NUDGED) {
+            if (n->is_gpt2) {
+                nudge_by_one_ulp(n->gpt2.params_memory, n->gpt2.num_parameters);
+            } else {
+                nudge_by_one_ulp(classifier_params(&n->vision),
+                                 classifier_num_parameters(&n->vision));
+            }
         }
     }
 }
@@ -142,25 +161,30 @@ static void net_free(Net *n) {
 }
 
 // The logits' first touch happens in the forward; the GPT-2 copies are made
-// here so that the logits of the three models can be compared after all three
+// here so that the logits of the four models can be compared after all four
 // forwards (each net keeps its own).
 static void report(Net nets[NUM_MODELS], const float loss[NUM_MODELS], int step, float *rows[2],
                    const Args *a) {
-    Net *ln = &nets[0], *cbwc = &nets[1], *rms = &nets[2];
-    printf("%s,%d,loss,%.3e,%.3e\n", a->family, step, fabs((double)loss[1] - loss[0]),
-           fabs((double)loss[2] - loss[0]));
+    Net *ln = &nets[0];
+    printf("%s,%d,loss", a->family, step);
+    for (int k = 1; k < NUM_MODELS; k++) printf(",%.3e", fabs((double)loss[k] - loss[0]));
+    printf("\n%s,%d,logits", a->family, step);
     size_t n;
     const float *l0 = net_logits(ln, rows[0], &n, a);
-    const float *l1 = net_logits(cbwc, rows[1], &n, a);
-    double d_cbwc = max_relative_difference(l1, l0, n);
-    const float *l2 = net_logits(rms, rows[1], &n, a);
-    printf("%s,%d,logits,%.3e,%.3e\n", a->family, step, d_cbwc, max_relative_difference(l2, l0, n));
+    for (int k = 1; k < NUM_MODELS; k++) {
+        const float *lk = net_logits(&nets[k], rows[1], &n, a);
+        printf(",%.3e", max_relative_difference(lk, l0, n));
+    }
+    printf("\n");
     size_t offset = 0;
     for (int i = 0; i < net_num_tensors(ln); i++) {
         size_t size = net_tensor_size(ln, i);
-        printf("%s,%d,%s,%.3e,%.3e\n", a->family, step, net_tensor_name(ln, i),
-               max_relative_difference(net_grads(cbwc) + offset, net_grads(ln) + offset, size),
-               max_relative_difference(net_grads(rms) + offset, net_grads(ln) + offset, size));
+        printf("%s,%d,%s", a->family, step, net_tensor_name(ln, i));
+        for (int k = 1; k < NUM_MODELS; k++) {
+            printf(",%.3e", max_relative_difference(net_grads(&nets[k]) + offset,
+                                                    net_grads(ln) + offset, size));
+        }
+        printf("\n");
         offset += size;
     }
 }
@@ -183,7 +207,7 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "equivalence_steps",
                     .synopsis = "[options] > diffs.csv",
-                    .about = "ln vs cbwc (and the rms control) trained side by side: max relative\n"
+                    .about = "ln vs cbwc (the rms control, and ln nudged by one ulp) side by side: max relative\n"
                              "differences of the logits and every gradient at log-spaced steps.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags)};
     cli_parse(&spec, argc, argv, NULL);
@@ -214,7 +238,7 @@ int main(int argc, char **argv) {
                          .eps = 1e-8f, .weight_decay = 0.1f};
     Rng rng;
     rng_seed(&rng, a.seed + 1);
-    printf("family,step,tensor,cbwc_vs_ln,rms_vs_ln\n");
+    printf("family,step,tensor,cbwc_vs_ln,rms_vs_ln,nudged_vs_ln\n");
     double next_report = 1.0;
     for (int step = 1; step <= a.steps; step++) {
         if (is_gpt2) {
