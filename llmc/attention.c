@@ -3,101 +3,202 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "fast_exp.h"
 #include "utils.h"
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH) {
-    const int hs = C / NH;
-    const size_t C3 = (size_t)C * 3;
-    const float scale = 1.0f / sqrtf((float)hs);
-#pragma omp parallel for collapse(3) schedule(static)
-    for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
-            for (int t = 0; t < T; t++) {
-                const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float maxval = -INFINITY;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + ((size_t)b * T + t2) * C3 + C + (size_t)h * hs;
-                    float dot = 0.0f;
-                    for (int i = 0; i < hs; i++) {
-                        dot += q[i] * k[i];
-                    }
-                    a[t2] = dot * scale;
-                    maxval = a[t2] > maxval ? a[t2] : maxval;
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    a[t2] = expf(a[t2] - maxval);
-                    sum += a[t2];
-                }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    a[t2] *= inv;
-                }
-                for (int t2 = t + 1; t2 < T; t2++) {
-                    a[t2] = 0.0f;
-                }
-                float *o = out + ((size_t)b * T + t) * C + (size_t)h * hs;
-                for (int i = 0; i < hs; i++) {
-                    o[i] = 0.0f;
-                }
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + ((size_t)b * T + t2) * C3 + 2 * (size_t)C + (size_t)h * hs;
-                    for (int i = 0; i < hs; i++) {
-                        o[i] += a[t2] * v[i];
-                    }
-                }
-            }
+enum { BLK = ATTENTION_BLOCK };
+
+static int block_len(int start, int T) {
+    return T - start < BLK ? T - start : BLK;
+}
+
+// kt[d * BLK + c] = x[c * stride + d] for the n rows of a key (or value)
+// block, so that the score loops below run over c, contiguous.
+static void transpose_block(float *restrict kt, const float *restrict x, size_t stride, int n,
+                            int hs) {
+    for (int c = 0; c < n; c++) {
+        for (int d = 0; d < hs; d++) {
+            kt[(size_t)d * BLK + c] = x[(size_t)c * stride + d];
         }
     }
 }
 
-// Per (b, h): datt = dout . v, dpreatt = att * (datt - sum(att * datt)),
-// dq = scale * dpreatt k, dk += scale * dpreatt q, dv += att dout.
-// Parallel over (b, h) only: each pair owns its slices of dqkv.
-void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B,
-                        int T, int C, int NH) {
+// s[c] = scale * (a . x_c) for the first n rows x_c of a block held transposed in xt.
+static void block_dots(float *restrict s, const float *restrict a, const float *restrict xt, int n,
+                       int hs, float scale) {
+    for (int c = 0; c < n; c++) {
+        s[c] = 0.0f;
+    }
+    for (int d = 0; d < hs; d++) {
+        const float ad = a[d] * scale;
+        const float *restrict row = xt + (size_t)d * BLK;
+#pragma omp simd
+        for (int c = 0; c < n; c++) {
+            s[c] += ad * row[c];
+        }
+    }
+}
+
+// y += alpha * x over n floats.
+static void axpy(float *restrict y, float alpha, const float *restrict x, int n) {
+#pragma omp simd
+    for (int i = 0; i < n; i++) {
+        y[i] += alpha * x[i];
+    }
+}
+
+// Per row t: m = running max of the scaled scores, l = sum exp(s - m), o =
+// sum exp(s - m) v, each rescaled by exp(m_old - m_new) when the max grows;
+// out = o / l and lse = m + log l once every key block u <= t is seen.
+void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     const int hs = C / NH;
     const size_t C3 = (size_t)C * 3;
     const float scale = 1.0f / sqrtf((float)hs);
+    const int nblocks = (T + BLK - 1) / BLK;
 #pragma omp parallel
     {
-        float *datt = malloc_check((size_t)T * sizeof(float), "attention backward scratch");
-#pragma omp for collapse(2) schedule(static)
+        const size_t block_floats = (size_t)BLK * hs;
+        float *kt = malloc_check(block_floats * sizeof(float), "attention forward scratch");
+        float *o = malloc_check(block_floats * sizeof(float), "attention forward scratch");
+        float s[BLK], m[BLK], l[BLK];
+#pragma omp for collapse(3) schedule(dynamic)
         for (int b = 0; b < B; b++) {
             for (int h = 0; h < NH; h++) {
-                for (int t = 0; t < T; t++) {
-                    const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                    const float *dy = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
-                    const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                    float *dq = dqkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
-                    float att_datt = 0.0f;
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        size_t row = ((size_t)b * T + t2) * C3 + (size_t)h * hs;
-                        const float *v = qkv + row + 2 * (size_t)C;
-                        float *dv = dqkv + row + 2 * (size_t)C;
-                        float d = 0.0f;
-                        for (int i = 0; i < hs; i++) {
-                            d += dy[i] * v[i];
-                            dv[i] += a[t2] * dy[i];
-                        }
-                        datt[t2] = d;
-                        att_datt += a[t2] * d;
+                for (int qb = 0; qb < nblocks; qb++) {
+                    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * hs;
+                    const int q0 = qb * BLK, nq = block_len(q0, T);
+                    for (int r = 0; r < nq; r++) {
+                        m[r] = -INFINITY;
+                        l[r] = 0.0f;
                     }
-                    for (int t2 = 0; t2 <= t; t2++) {
-                        size_t row = ((size_t)b * T + t2) * C3 + (size_t)h * hs;
-                        const float *k = qkv + row + C;
-                        float *dk = dqkv + row + C;
-                        float dpre = a[t2] * (datt[t2] - att_datt) * scale;
-                        for (int i = 0; i < hs; i++) {
-                            dq[i] += dpre * k[i];
-                            dk[i] += dpre * q[i];
+                    memset(o, 0, (size_t)nq * hs * sizeof(float));
+                    for (int kb = 0; kb <= qb; kb++) {
+                        const int k0 = kb * BLK, nk = block_len(k0, T);
+                        transpose_block(kt, base + (size_t)k0 * C3 + C, C3, nk, hs);
+                        for (int r = 0; r < nq; r++) {
+                            const int t = q0 + r;
+                            const int n = t - k0 + 1 < nk ? t - k0 + 1 : nk; // causal: u <= t
+                            block_dots(s, base + (size_t)t * C3, kt, n, hs, scale);
+                            float mx = m[r];
+#pragma omp simd reduction(max : mx)
+                            for (int c = 0; c < n; c++) {
+                                mx = s[c] > mx ? s[c] : mx;
+                            }
+                            const float rescale = m[r] == -INFINITY ? 0.0f : fast_expf(m[r] - mx);
+                            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                            for (int c = 0; c < n; c++) {
+                                s[c] = fast_expf(s[c] - mx);
+                                sum += s[c];
+                            }
+                            l[r] = l[r] * rescale + sum;
+                            m[r] = mx;
+                            float *orow = o + (size_t)r * hs;
+                            for (int d = 0; d < hs; d++) {
+                                orow[d] *= rescale;
+                            }
+                            for (int c = 0; c < n; c++) {
+                                axpy(orow, s[c], base + (size_t)(k0 + c) * C3 + 2 * (size_t)C, hs);
+                            }
                         }
+                    }
+                    for (int r = 0; r < nq; r++) {
+                        const int t = q0 + r;
+                        float *y = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                        const float inv = 1.0f / l[r];
+                        for (int d = 0; d < hs; d++) {
+                            y[d] = o[(size_t)r * hs + d] * inv;
+                        }
+                        lse[((size_t)b * NH + h) * T + t] = m[r] + logf(l[r]);
                     }
                 }
             }
         }
-        free(datt);
+        free(kt);
+        free(o);
+    }
+}
+
+// With p = exp(s - lse) recomputed per block and D_t = dout_t . out_t
+// (= sum_u p_tu dp_tu): dp = dout v^T, ds = p (dp - D), dq = scale ds k,
+// dk = scale ds^T q, dv = p^T dout. Key blocks outer (dk, dv summed locally),
+// query blocks inner; parallel over (b, h), each pair owning its dqkv slices.
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
+                        const float *lse, int B, int T, int C, int NH) {
+    const int hs = C / NH;
+    const size_t C3 = (size_t)C * 3;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const int nblocks = (T + BLK - 1) / BLK;
+#pragma omp parallel
+    {
+        const size_t block_floats = (size_t)BLK * hs;
+        const char *what = "attention backward scratch";
+        float *kt = malloc_check(block_floats * sizeof(float), what);
+        float *vt = malloc_check(block_floats * sizeof(float), what);
+        float *dk = malloc_check(block_floats * sizeof(float), what);
+        float *dv = malloc_check(block_floats * sizeof(float), what);
+        float *D = malloc_check((size_t)T * sizeof(float), what);
+        float p[BLK], ds[BLK];
+#pragma omp for collapse(2) schedule(dynamic)
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < NH; h++) {
+                const size_t head = (size_t)b * T * C3 + (size_t)h * hs;
+                const float *base = qkv + head;
+                float *dbase = dqkv + head;
+                const float *row_lse = lse + ((size_t)b * NH + h) * T;
+                for (int t = 0; t < T; t++) {
+                    const float *dy = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+                    const float *y = out + ((size_t)b * T + t) * C + (size_t)h * hs;
+                    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+                    for (int d = 0; d < hs; d++) {
+                        dot += dy[d] * y[d];
+                    }
+                    D[t] = dot;
+                }
+                for (int kb = 0; kb < nblocks; kb++) {
+                    const int k0 = kb * BLK, nk = block_len(k0, T);
+                    transpose_block(kt, base + (size_t)k0 * C3 + C, C3, nk, hs);
+                    transpose_block(vt, base + (size_t)k0 * C3 + 2 * (size_t)C, C3, nk, hs);
+                    memset(dk, 0, (size_t)nk * hs * sizeof(float));
+                    memset(dv, 0, (size_t)nk * hs * sizeof(float));
+                    for (int t = k0; t < T; t++) {
+                        const int n = t - k0 + 1 < nk ? t - k0 + 1 : nk; // causal: u <= t
+                        const float *q = base + (size_t)t * C3;
+                        const float *dy = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
+                        block_dots(p, q, kt, n, hs, scale);
+                        const float m = row_lse[t];
+#pragma omp simd
+                        for (int c = 0; c < n; c++) {
+                            p[c] = fast_expf(p[c] - m);
+                        }
+                        block_dots(ds, dy, vt, n, hs, 1.0f);
+                        const float Dt = D[t];
+#pragma omp simd
+                        for (int c = 0; c < n; c++) {
+                            ds[c] = p[c] * (ds[c] - Dt) * scale;
+                        }
+                        float *dq = dbase + (size_t)t * C3;
+                        for (int c = 0; c < n; c++) {
+                            axpy(dv + (size_t)c * hs, p[c], dy, hs);
+                            axpy(dk + (size_t)c * hs, ds[c], q, hs);
+                            axpy(dq, ds[c], base + (size_t)(k0 + c) * C3 + C, hs);
+                        }
+                    }
+                    for (int c = 0; c < nk; c++) {
+                        float *krow = dbase + (size_t)(k0 + c) * C3 + C;
+                        axpy(krow, 1.0f, dk + (size_t)c * hs, hs);
+                        axpy(krow + C, 1.0f, dv + (size_t)c * hs, hs);
+                    }
+                }
+            }
+        }
+        free(kt);
+        free(vt);
+        free(dk);
+        free(dv);
+        free(D);
     }
 }

@@ -1,12 +1,18 @@
-// Causal multi-head self-attention. qkv (B, T, 3C) holds q, k, v in that
-// order, each split into NH heads of size C/NH. att (B, NH, T, T) keeps the
-// softmax probabilities for the backward pass; out (B, T, C).
+// Causal multi-head self-attention, blocked with an online softmax (flash
+// attention on the CPU, docs/math.md section 6). qkv (B, T, 3C) holds q, k, v
+// in that order, each split into NH heads of size C/NH; out (B, T, C). No
+// T x T matrix is kept: the forward leaves lse (B, NH, T), the logsumexp of
+// each row's scaled scores, and the backward recomputes the probabilities
+// block by block from q, k and lse.
 #ifndef FOLDNORM_ATTENTION_H
 #define FOLDNORM_ATTENTION_H
 
-void attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-// Accumulates into dqkv (B, T, 3C).
-void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, int B,
-                        int T, int C, int NH);
+// Query and key positions per block (the last block of a row may be shorter).
+#define ATTENTION_BLOCK 64
+
+void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+// Accumulates into dqkv (B, T, 3C); out and lse are the forward's.
+void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
+                        const float *lse, int B, int T, int C, int NH);
 
 #endif

@@ -378,7 +378,7 @@ static void gpt2_allocate_activations(GPT2 *model, int B, int T) {
         L * BT * C, L * BT, L * BT,              // ln1, mean, rstd
         L * BT * 3 * C,                          // qkv
         L * BT * C,                              // atty
-        L * (size_t)B * NH * (size_t)T * (size_t)T, // att
+        L * (size_t)B * NH * (size_t)T,          // lse (no T x T kept: attention.h)
         L * BT * C,                              // residual2
         L * BT * C, L * BT, L * BT,              // ln2, mean, rstd
         L * BT * 4 * C, L * BT * 4 * C,          // fch, fch_gelu
@@ -547,7 +547,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
                      p.ln1w + lc, p.ln1b + lc, BT, C);
         matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
                        C, 3 * C);
-        attention_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T, a.qkv + 3 * lbtc, B,
+        attention_forward(a.atty + lbtc, a.lse + (size_t)l * B * NH * T, a.qkv + 3 * lbtc, B,
                           T, C, NH);
         projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
                                      attprojw + lc * C, attprojb + lc, BT, C, C, l, 0);
@@ -635,8 +635,8 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
                                       s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C, l,
                                       0);
         memset(s.dqkv, 0, 3 * btc * sizeof(float));
-        attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.att + (size_t)l * B * NH * T * T,
-                           B, T, C, NH);
+        attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.atty + lbtc,
+                           a.lse + (size_t)l * B * NH * T, B, T, C, NH);
         memset(s.dln, 0, btc * sizeof(float));
         matmul_backward(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
                         p.qkvw + 3 * lc * C, BT, C, 3 * C);

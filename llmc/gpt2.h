@@ -55,7 +55,7 @@ typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd;  // (L, B, T, C), (L, B, T) x2
     float *qkv;                        // (L, B, T, 3C)
     float *atty;                       // (L, B, T, C)
-    float *att;                        // (L, B, NH, T, T)
+    float *lse;                        // (L, B, NH, T) logsumexp of each attention row
     float *residual2;                  // (L, B, T, C)
     float *ln2, *ln2_mean, *ln2_rstd;  // like ln1
     float *fch, *fch_gelu;             // (L, B, T, 4C)

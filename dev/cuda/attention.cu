@@ -1,5 +1,6 @@
 // Causal attention (llmc/attention.cuh) against the CPU kernels of
-// llmc/attention.c on random q, k, v: the output, the attention matrix and dqkv; then timed at
+// llmc/attention.c on random q, k, v: the output, the attention matrix (from
+// the CPU's per-row logsumexp: exp(q.k / sqrt(hs) - lse)) and dqkv; then timed at
 // GPT-2 124M's shape (B=8, T=1024, NH=12, hs=64).
 #include <math.h>
 #include <string.h>
@@ -17,6 +18,28 @@ typedef struct {
     AttentionScratch s;
     floatX *qkv, *out, *att, *dout, *dqkv;
 } AttentionBuffers;
+
+// att (B, NH, T, T) of the CPU kernel: the blocked kernel keeps only lse (B, NH, T).
+static void probabilities_from_lse(double *att, const float *qkv, const float *lse, int B, int T,
+                                   int C, int NH) {
+    const int hs = C / NH;
+    const size_t C3 = (size_t)C * 3;
+    const double scale = 1.0 / sqrt((double)hs);
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < NH; h++) {
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * C3 + (size_t)h * hs;
+                double *row = att + (((size_t)b * NH + h) * T + t) * T;
+                for (int u = 0; u < T; u++) {
+                    const float *k = qkv + ((size_t)b * T + u) * C3 + C + (size_t)h * hs;
+                    double s = 0.0;
+                    for (int d = 0; d < hs; d++) s += (double)q[d] * k[d];
+                    row[u] = u <= t ? exp(s * scale - lse[((size_t)b * NH + h) * T + t]) : 0.0;
+                }
+            }
+        }
+    }
+}
 
 static AttentionBuffers alloc_buffers(int B, int T, int C, int NH) {
     AttentionBuffers a;
@@ -51,15 +74,15 @@ static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *
     attention_backward_cuda(ctx, &a.s, a.dqkv, a.dout, a.qkv, a.att, B, T, C, NH);
     CUDA_CHECK(cudaDeviceSynchronize());
     // the oracle: llmc/attention.c (the tested CPU kernels) on the same inputs
-    float *fout = (float *)host_alloc(btc * 4), *fatt = (float *)host_alloc(sq * 4);
+    float *fout = (float *)host_alloc(btc * 4), *flse = (float *)host_alloc((size_t)B * NH * T * 4);
     float *fdqkv = (float *)host_alloc(3 * btc * 4);
     memset(fdqkv, 0, 3 * btc * 4); // attention_backward accumulates
-    attention_forward(fout, fatt, qkv, B, T, C, NH);
-    attention_backward(fdqkv, dout, qkv, fatt, B, T, C, NH);
+    attention_forward(fout, flse, qkv, B, T, C, NH);
+    attention_backward(fdqkv, dout, qkv, fout, flse, B, T, C, NH);
     double *rout = (double *)host_alloc(btc * 8), *ratt = (double *)host_alloc(sq * 8);
     double *rdqkv = (double *)host_alloc(3 * btc * 8);
     for (size_t i = 0; i < btc; i++) rout[i] = fout[i];
-    for (size_t i = 0; i < sq; i++) ratt[i] = fatt[i];
+    probabilities_from_lse(ratt, qkv, flse, B, T, C, NH);
     for (size_t i = 0; i < 3 * btc; i++) rdqkv[i] = fdqkv[i];
     float *got = (float *)host_alloc(3 * btc * 4 > sq * 4 ? 3 * btc * 4 : sq * 4);
     int ok = 1;
@@ -70,7 +93,7 @@ static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *
     floatx_to_host(got, a.dqkv, 3 * btc);
     ok &= check_tensor("dqkv", got, rdqkv, 3 * btc, TOL);
     free_buffers(&a);
-    void *host[] = {h, qkv, dout, rout, ratt, rdqkv, fout, fatt, fdqkv, got};
+    void *host[] = {h, qkv, dout, rout, ratt, rdqkv, fout, flse, fdqkv, got};
     for (void *p : host) free(p);
     return ok;
 }
