@@ -25,19 +25,38 @@ static void transpose_block(float *restrict kt, const float *restrict x, size_t 
     }
 }
 
-// s[c] = scale * (a . x_c) for the first n rows x_c of a block held transposed in xt.
-static void block_dots(float *restrict s, const float *restrict a, const float *restrict xt, int n,
-                       int hs, float scale) {
-    for (int c = 0; c < n; c++) {
-        s[c] = 0.0f;
+// s[c] = scale * (a . x_c) for the rows x_c of a block held transposed in xt,
+// computed for the first `width` columns (a compile-time 32 or 64 after
+// inlining, so the accumulators stay in registers); columns past the block's
+// rows hold stale finite values and are ignored by the callers.
+static inline void block_dots(float *restrict s, const float *restrict a,
+                              const float *restrict xt, int hs, float scale, int width) {
+    float acc[BLK];
+#pragma omp simd
+    for (int c = 0; c < width; c++) {
+        acc[c] = 0.0f;
     }
     for (int d = 0; d < hs; d++) {
-        const float ad = a[d] * scale;
+        const float ad = a[d];
         const float *restrict row = xt + (size_t)d * BLK;
 #pragma omp simd
-        for (int c = 0; c < n; c++) {
-            s[c] += ad * row[c];
+        for (int c = 0; c < width; c++) {
+            acc[c] += ad * row[c];
         }
+    }
+#pragma omp simd
+    for (int c = 0; c < width; c++) {
+        s[c] = acc[c] * scale;
+    }
+}
+
+// block_dots over at least the first n columns.
+static void row_dots(float *restrict s, const float *restrict a, const float *restrict xt, int n,
+                     int hs, float scale) {
+    if (n <= BLK / 2) {
+        block_dots(s, a, xt, hs, scale, BLK / 2);
+    } else {
+        block_dots(s, a, xt, hs, scale, BLK);
     }
 }
 
@@ -46,6 +65,39 @@ static void axpy(float *restrict y, float alpha, const float *restrict x, int n)
 #pragma omp simd
     for (int i = 0; i < n; i++) {
         y[i] += alpha * x[i];
+    }
+}
+
+enum { ROW_CHUNK = 64 };
+
+// y[0, hs) += sum over c < n of w[c] x_c, x_c = x + c stride: y is held in
+// registers ROW_CHUNK floats at a time while the rows stream past.
+static void weighted_row_sum(float *restrict y, const float *restrict w, const float *restrict x,
+                             size_t stride, int n, int hs) {
+    int d0 = 0;
+    for (; d0 + ROW_CHUNK <= hs; d0 += ROW_CHUNK) {
+        float acc[ROW_CHUNK];
+#pragma omp simd
+        for (int j = 0; j < ROW_CHUNK; j++) {
+            acc[j] = y[d0 + j];
+        }
+        for (int c = 0; c < n; c++) {
+            const float wc = w[c];
+            const float *restrict xr = x + (size_t)c * stride + d0;
+#pragma omp simd
+            for (int j = 0; j < ROW_CHUNK; j++) {
+                acc[j] += wc * xr[j];
+            }
+        }
+#pragma omp simd
+        for (int j = 0; j < ROW_CHUNK; j++) {
+            y[d0 + j] = acc[j];
+        }
+    }
+    if (d0 < hs) {
+        for (int c = 0; c < n; c++) {
+            axpy(y + d0, w[c], x + (size_t)c * stride + d0, hs - d0);
+        }
     }
 }
 
@@ -60,7 +112,7 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
 #pragma omp parallel
     {
         const size_t block_floats = (size_t)BLK * hs;
-        float *kt = malloc_check(block_floats * sizeof(float), "attention forward scratch");
+        float *kt = calloc_check(block_floats, sizeof(float), "attention forward scratch");
         float *o = malloc_check(block_floats * sizeof(float), "attention forward scratch");
         float s[BLK], m[BLK], l[BLK];
 #pragma omp for collapse(3) schedule(dynamic)
@@ -80,7 +132,7 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
                         for (int r = 0; r < nq; r++) {
                             const int t = q0 + r;
                             const int n = t - k0 + 1 < nk ? t - k0 + 1 : nk; // causal: u <= t
-                            block_dots(s, base + (size_t)t * C3, kt, n, hs, scale);
+                            row_dots(s, base + (size_t)t * C3, kt, n, hs, scale);
                             float mx = m[r];
 #pragma omp simd reduction(max : mx)
                             for (int c = 0; c < n; c++) {
@@ -99,9 +151,8 @@ void attention_forward(float *out, float *lse, const float *qkv, int B, int T, i
                             for (int d = 0; d < hs; d++) {
                                 orow[d] *= rescale;
                             }
-                            for (int c = 0; c < n; c++) {
-                                axpy(orow, s[c], base + (size_t)(k0 + c) * C3 + 2 * (size_t)C, hs);
-                            }
+                            weighted_row_sum(orow, s, base + (size_t)k0 * C3 + 2 * (size_t)C, C3, n,
+                                             hs);
                         }
                     }
                     for (int r = 0; r < nq; r++) {
@@ -135,8 +186,8 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
     {
         const size_t block_floats = (size_t)BLK * hs;
         const char *what = "attention backward scratch";
-        float *kt = malloc_check(block_floats * sizeof(float), what);
-        float *vt = malloc_check(block_floats * sizeof(float), what);
+        float *kt = calloc_check(block_floats, sizeof(float), what); // zeroed: padding is finite
+        float *vt = calloc_check(block_floats, sizeof(float), what);
         float *dk = malloc_check(block_floats * sizeof(float), what);
         float *dv = malloc_check(block_floats * sizeof(float), what);
         float *D = malloc_check((size_t)T * sizeof(float), what);
@@ -168,24 +219,24 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
                         const int n = t - k0 + 1 < nk ? t - k0 + 1 : nk; // causal: u <= t
                         const float *q = base + (size_t)t * C3;
                         const float *dy = dout + ((size_t)b * T + t) * C + (size_t)h * hs;
-                        block_dots(p, q, kt, n, hs, scale);
+                        row_dots(p, q, kt, n, hs, scale);
                         const float m = row_lse[t];
 #pragma omp simd
                         for (int c = 0; c < n; c++) {
                             p[c] = fast_expf(p[c] - m);
                         }
-                        block_dots(ds, dy, vt, n, hs, 1.0f);
+                        row_dots(ds, dy, vt, n, hs, 1.0f);
                         const float Dt = D[t];
 #pragma omp simd
                         for (int c = 0; c < n; c++) {
                             ds[c] = p[c] * (ds[c] - Dt) * scale;
                         }
-                        float *dq = dbase + (size_t)t * C3;
                         for (int c = 0; c < n; c++) {
                             axpy(dv + (size_t)c * hs, p[c], dy, hs);
                             axpy(dk + (size_t)c * hs, ds[c], q, hs);
-                            axpy(dq, ds[c], base + (size_t)(k0 + c) * C3 + C, hs);
                         }
+                        weighted_row_sum(dbase + (size_t)t * C3, ds, base + (size_t)k0 * C3 + C, C3,
+                                         n, hs);
                     }
                     for (int c = 0; c < nk; c++) {
                         float *krow = dbase + (size_t)(k0 + c) * C3 + C;
