@@ -1,5 +1,5 @@
 // Causal multi-head self-attention, blocked with an online softmax (flash
-// attention on the CPU, docs/math.md section 6). qkv (B, T, 3C) holds q, k, v
+// attention on the CPU, docs/math.md section 7). qkv (B, T, 3C) holds q, k, v
 // in that order, each split into NH heads of size C/NH; out (B, T, C). No
 // T x T matrix is kept: the forward leaves lse (B, NH, T), the logsumexp of
 // each row's scaled scores, and the backward recomputes the probabilities
