@@ -269,8 +269,9 @@ int main(int argc, char **argv) {
     run.order = malloc_check((size_t)train.count * sizeof(int), "train order");
     Classifier model;
     if (resumed_from >= 0) {
-        vision_checkpoint_load(&model, &run.start, run.order, train.count, args.output_dir,
-                               resumed_from);
+        // the newest checkpoint that verifies (a damaged newer one is named and skipped)
+        resumed_from = vision_checkpoint_resume(&model, &run.start, run.order, train.count,
+                                                args.output_dir);
         check_model_fits_data(&model, args.output_dir, &train);
         NormMode mode;
         if (args.norm_mode != NULL && norm_mode_parse(args.norm_mode, &mode) == 0 &&

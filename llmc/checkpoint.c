@@ -236,7 +236,7 @@ void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int 
     }
 }
 
-int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
+int checkpoint_resume_with(const char *dir, CheckpointTryLoad try_load, void *ctx) {
     int count;
     int *steps = checkpoint_steps(dir, &count);
     int loaded = -1, tried = 0;
@@ -248,7 +248,7 @@ int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
             continue; // a state file alone is not a checkpoint
         }
         tried++;
-        if (checkpoint_try_load(model, progress, dir, steps[i], err, sizeof(err)) == 0) {
+        if (try_load(ctx, dir, steps[i], err, sizeof(err)) == 0) {
             loaded = steps[i];
         } else {
             fprintf(stderr, "warning: skipping the checkpoint of step %d: %s\n", steps[i], err);
@@ -266,6 +266,21 @@ int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
               err);
     }
     return loaded;
+}
+
+typedef struct {
+    GPT2 *model;
+    TrainProgress *progress;
+} Gpt2LoadTarget;
+
+static int gpt2_try_load(void *ctx, const char *dir, int step, char *err, size_t err_bytes) {
+    Gpt2LoadTarget *t = ctx;
+    return checkpoint_try_load(t->model, t->progress, dir, step, err, err_bytes);
+}
+
+int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
+    Gpt2LoadTarget target = {model, progress};
+    return checkpoint_resume_with(dir, gpt2_try_load, &target);
 }
 
 void checkpoint_prune(const char *dir, int keep) {

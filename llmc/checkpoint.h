@@ -41,6 +41,12 @@ void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int 
 // not is named with its reason on stderr, and a fallback is announced. -1 if
 // dir holds no checkpoint; dies if it holds some and none verifies.
 int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir);
+// The same for any trainer's checkpoints (same names): try_load loads step
+// of dir into what ctx points at and returns 0, or -1 with "PATH: reason" in
+// err, leaving nothing allocated; it never exits.
+typedef int (*CheckpointTryLoad)(void *ctx, const char *dir, int step, char *err,
+                                 size_t err_bytes);
+int checkpoint_resume_with(const char *dir, CheckpointTryLoad try_load, void *ctx);
 // Removes checkpoints older than the newest keep (keep <= 0: keep all).
 void checkpoint_prune(const char *dir, int keep);
 

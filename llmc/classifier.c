@@ -16,15 +16,26 @@ static void classifier_reset(Classifier *model, const VisionConfig *config) {
     vision_layout(config, &model->tensors);
 }
 
-void classifier_load(Classifier *model, const char *path, int expected_family) {
+int classifier_try_load(Classifier *model, const char *path, int expected_family, char *err,
+                        size_t err_bytes) {
     VisionConfig config;
     float *params;
     size_t n;
-    vision_model_read(path, expected_family, &config, &params, &n);
+    if (vision_model_load_file(path, expected_family, &config, &params, &n, err, err_bytes) != 0) {
+        return -1;
+    }
     classifier_reset(model, &config);
     model->ops->build(model, &config);
     memcpy(model->ops->params(model), params, n * sizeof(float));
     free(params);
+    return 0;
+}
+
+void classifier_load(Classifier *model, const char *path, int expected_family) {
+    char err[4096 + READER_ERR_BYTES];
+    if (classifier_try_load(model, path, expected_family, err, sizeof(err)) != 0) {
+        fatal("%s", err);
+    }
 }
 
 void classifier_save(const Classifier *model, const char *path) {

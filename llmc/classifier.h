@@ -38,6 +38,9 @@ typedef struct Classifier {
 // Reads the file once and builds the model it holds; when expected >= 0 a
 // file of another family is an error naming the file.
 void classifier_load(Classifier *model, const char *path, int expected_family);
+// The same, but 0, or -1 with "PATH: reason" in err (model untouched); never exits.
+int classifier_try_load(Classifier *model, const char *path, int expected_family, char *err,
+                        size_t err_bytes);
 void classifier_save(const Classifier *model, const char *path);
 // A model of a checked config, randomly initialised from seed.
 void classifier_init(Classifier *model, const VisionConfig *config, unsigned long long seed);

@@ -1,5 +1,6 @@
 #include "vision_checkpoint.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,17 +158,50 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
     return 0;
 }
 
-void vision_checkpoint_load(Classifier *model, VisionProgress *progress, int *order, int count,
-                            const char *dir, int step) {
+// Loads checkpoint step of dir; 0, or -1 with "PATH: reason" in err and the
+// model freed. Never exits.
+static int vision_checkpoint_try_load(Classifier *model, VisionProgress *progress, int *order,
+                                      int count, const char *dir, int step, char *err,
+                                      size_t err_bytes) {
     char model_path[PATH_CAP], state_path[PATH_CAP];
     checkpoint_paths(model_path, state_path, PATH_CAP, dir, step);
-    classifier_load(model, model_path, -1);
-    FILE *f = fopen_check(state_path, "rb");
-    Reader r;
-    char err[READER_ERR_BYTES];
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
-        vision_state_read(&r, step, model, count, progress, order, err, sizeof(err)) != 0) {
-        fatal("%s: %s", state_path, err);
+    if (classifier_try_load(model, model_path, -1, err, err_bytes) != 0) {
+        return -1;
     }
-    fclose(f);
+    char why[READER_ERR_BYTES];
+    FILE *f = fopen(state_path, "rb");
+    Reader r;
+    int rc = -1;
+    if (f == NULL) {
+        input_error(why, sizeof(why), "cannot open: %s", strerror(errno));
+    } else if (reader_init_file(&r, f, why, sizeof(why)) == 0) {
+        rc = vision_state_read(&r, step, model, count, progress, order, why, sizeof(why));
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    if (rc != 0) {
+        classifier_free(model);
+        return input_error(err, err_bytes, "%s: %s", state_path, why);
+    }
+    return 0;
+}
+
+typedef struct {
+    Classifier *model;
+    VisionProgress *progress;
+    int *order;
+    int count;
+} VisionLoadTarget;
+
+static int vision_try_load(void *ctx, const char *dir, int step, char *err, size_t err_bytes) {
+    VisionLoadTarget *t = ctx;
+    return vision_checkpoint_try_load(t->model, t->progress, t->order, t->count, dir, step, err,
+                                      err_bytes);
+}
+
+int vision_checkpoint_resume(Classifier *model, VisionProgress *progress, int *order, int count,
+                             const char *dir) {
+    VisionLoadTarget target = {model, progress, order, count};
+    return checkpoint_resume_with(dir, vision_try_load, &target);
 }

@@ -33,8 +33,11 @@ void vision_checkpoint_save(const Classifier *model, const VisionProgress *progr
 // state; 0, or -1 with the reason in err (the model's AdamW state untouched).
 int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionProgress *progress,
                       int *order, char *err, size_t err_bytes);
-// Loads model_STEP.bin into model and the state; dies naming the file.
-void vision_checkpoint_load(Classifier *model, VisionProgress *progress, int *order, int count,
-                            const char *dir, int step);
+// -y 1: loads the newest checkpoint in dir that reads and verifies, as
+// checkpoint_resume does for GPT-2 (newer ones that do not are named on
+// stderr, the fallback announced); its step, -1 if dir holds none; dies if
+// it holds some and none verifies.
+int vision_checkpoint_resume(Classifier *model, VisionProgress *progress, int *order, int count,
+                             const char *dir);
 
 #endif

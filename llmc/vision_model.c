@@ -1,5 +1,6 @@
 #include "vision_model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 #include "tensor_table.h"
 #include "utils.h"
 #include "vision_layout.h"
+
+enum { PATH_CAP = 4096 };
 
 void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEADER_INTS]) {
     memset(h, 0, VISION_HEADER_INTS * sizeof(int32_t));
@@ -170,38 +173,56 @@ int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_H
     return 0;
 }
 
-void vision_model_read(const char *path, int expected_family, VisionConfig *config,
-                       float **params, size_t *num_params) {
-    FILE *f = fopen_check(path, "rb");
+int vision_model_load_file(const char *path, int expected_family, VisionConfig *config,
+                           float **params, size_t *num_params, char *err, size_t err_bytes) {
+    *params = NULL;
+    *num_params = 0;
+    char why[READER_ERR_BYTES];
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return input_error(err, err_bytes, "%s: cannot open: %s", path, strerror(errno));
+    }
     Reader r;
     int32_t header[VISION_HEADER_INTS];
-    char err[READER_ERR_BYTES];
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
-    }
-    if (r.size < sizeof(header)) {
-        fatal("%s: %zu bytes, shorter than the %zu-byte model header", path, r.size,
-              sizeof(header));
-    }
-    if (reader_read(&r, header, sizeof(header), "the model header", err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
-    }
-    // any family: the header's (an unknown one is reported against ViT)
-    VisionFamily family = expected_family >= 0           ? (VisionFamily)expected_family
-                          : header[VH_FAMILY] == FAMILY_SWIN ? FAMILY_SWIN
-                                                             : FAMILY_VIT;
-    size_t n;
-    if (vision_header_parse(header, family, r.size, &n, err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
-    }
-    float *p = malloc_check(n == 0 ? 1 : n * sizeof(float), "parameters");
-    if (vision_params_parse(&r, header, p, n, err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
+    int rc = -1;
+    if (reader_init_file(&r, f, why, sizeof(why)) != 0) {
+        // why says it
+    } else if (r.size < sizeof(header)) {
+        input_error(why, sizeof(why), "%zu bytes, shorter than the %zu-byte model header", r.size,
+                    sizeof(header));
+    } else if (reader_read(&r, header, sizeof(header), "the model header", why, sizeof(why)) ==
+               0) {
+        // any family: the header's (an unknown one is reported against ViT)
+        VisionFamily family = expected_family >= 0               ? (VisionFamily)expected_family
+                              : header[VH_FAMILY] == FAMILY_SWIN ? FAMILY_SWIN
+                                                                 : FAMILY_VIT;
+        size_t n;
+        float *p = NULL;
+        if (vision_header_parse(header, family, r.size, &n, why, sizeof(why)) == 0) {
+            p = malloc(n == 0 ? 1 : n * sizeof(float));
+            if (p == NULL) {
+                input_error(why, sizeof(why), "out of memory for %zu parameters", n);
+            } else if (vision_params_parse(&r, header, p, n, why, sizeof(why)) == 0) {
+                vision_config_from_header(header, config);
+                *params = p;
+                *num_params = n;
+                p = NULL;
+                rc = 0;
+            }
+        }
+        free(p);
     }
     fclose(f);
-    vision_config_from_header(header, config);
-    *params = p;
-    *num_params = n;
+    return rc == 0 ? 0 : input_error(err, err_bytes, "%s: %s", path, why);
+}
+
+void vision_model_read(const char *path, int expected_family, VisionConfig *config,
+                       float **params, size_t *num_params) {
+    char err[PATH_CAP + READER_ERR_BYTES];
+    if (vision_model_load_file(path, expected_family, config, params, num_params, err,
+                               sizeof(err)) != 0) {
+        fatal("%s", err);
+    }
 }
 
 typedef struct {

@@ -56,7 +56,11 @@ int vision_model_parse(Reader *r, VisionFamily expected, int32_t header[VISION_H
 
 // Reads a model file once: its config and its parameters (*params: caller
 // frees), checked as vision_model_parse does. expected_family < 0 takes the
-// header's family. Dies with a message naming the file on any defect.
+// header's family. 0, or -1 with "PATH: reason" in err and nothing
+// allocated. Never exits.
+int vision_model_load_file(const char *path, int expected_family, VisionConfig *config,
+                           float **params, size_t *num_params, char *err, size_t err_bytes);
+// The same; dies with that message on any defect.
 void vision_model_read(const char *path, int expected_family, VisionConfig *config,
                        float **params, size_t *num_params);
 // Writes header + parameters atomically.

@@ -115,6 +115,30 @@ for s in 2 4 6; do flip_byte "$work/fallback/model_0000000$s.bin" 1500; done
 expect_error "-y 1 with every checkpoint corrupt" "none of the 3 checkpoints in .*fallback verifies" \
     bin/train_gpt2 "${flags[@]}" -o "$work/fallback" -y 1
 
+# ---- the same for train_vit: checkpoints at steps 1, 2, 3; the newest state damaged
+vflags=(-C 16 -L 1 -H 2 -b 10 -nt 100 -ne 50 -sd 3)
+bin/train_vit "${vflags[@]}" -x 3 -n 1 -o "$work/vit_full" > /dev/null 2>&1 || fail "train_vit -n 1"
+mkdir -p "$work/vit_fallback"
+cp "$work/vit_full"/model_0000000[12].bin "$work/vit_full"/state_0000000[12].bin \
+   "$work/vit_full/run.txt" "$work/vit_fallback/"
+flip_byte "$work/vit_fallback/state_00000002.bin" 300
+bin/train_vit "${vflags[@]}" -x 3 -n 1 -o "$work/vit_fallback" -y 1 > /dev/null 2> "$work/vit_fallback.err"
+rc=$?
+if [ $rc -eq 0 ] && ! grep -qE 'Sanitizer|runtime error:' "$work/vit_fallback.err" &&
+    grep -q "skipping the checkpoint of step 2: .*state_00000002.bin: checksum mismatch" "$work/vit_fallback.err" &&
+    grep -q "resuming from step 1, the newest checkpoint .* that verifies" "$work/vit_fallback.err" &&
+    cmp -s "$work/vit_full/model_00000003.bin" "$work/vit_fallback/model_00000003.bin"; then
+    ok "train_vit -y 1: a corrupt step-2 state is skipped (said on stderr), step 1 resumed, final weights bit-identical"
+else
+    fail "train_vit -y 1 fallback: exit $rc: $(head -c 400 "$work/vit_fallback.err")"
+fi
+# the resumed run rewrote steps 2 and 3: damage both that are left, drop step 3
+rm -f "$work/vit_fallback"/*_00000003.bin
+flip_byte "$work/vit_fallback/model_00000001.bin" 1500
+flip_byte "$work/vit_fallback/state_00000002.bin" 300
+expect_error "train_vit -y 1 with every checkpoint corrupt" "none of the 2 checkpoints in .*vit_fallback verifies" \
+    bin/train_vit "${vflags[@]}" -x 3 -n 1 -o "$work/vit_fallback" -y 1
+
 # ---- failed writes: EFBIG (ulimit -f, SIGXFSZ ignored so write returns EFBIG)
 snapshot() { (cd "$1" && sha256sum -- *.bin); }
 # limited KB CMD...: the command with files capped at KB kilobytes
