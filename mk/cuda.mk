@@ -41,6 +41,7 @@ $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
 
 CUDA_PROGRAMS += train_gpt2cu test_gpt2cu train_gpt2fp32cu test_gpt2fp32cu
 CUDA_PROGRAMS += train_vitcu test_vitcu train_vitfp32cu test_vitfp32cu
+CUDA_PROGRAMS += test_swincu test_swinfp32cu
 
 $(BUILD)/cuda/%.bf16.o: %.cu $(CUDA_HEADERS)
 	@mkdir -p $(dir $@)
@@ -64,6 +65,11 @@ $(BIN)/train_vitfp32cu: $(BUILD)/cuda/train_vit.fp32.o $(CUDA_HOST_LIB)
 $(BIN)/test_vitcu: $(BUILD)/cuda/test/test_vit.bf16.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
 $(BIN)/test_vitfp32cu: $(BUILD)/cuda/test/test_vit.fp32.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+
+$(BIN)/test_swincu: $(BUILD)/cuda/test/test_swin.bf16.o $(CUDA_HOST_LIB)
+	$(CUDA_LINK)
+$(BIN)/test_swinfp32cu: $(BUILD)/cuda/test/test_swin.fp32.o $(CUDA_HOST_LIB)
 	$(CUDA_LINK)
 
 # dev/cuda: one program per kernel family, fp32 and bf16

@@ -2,7 +2,7 @@
 # against dev/cuda/emu's shims and run on the CPU, every block's threads as
 # fibers -- a logic check, not a device run (docs/cuda.md). No nvcc needed.
 #   build/emu/{test_gpt2cu,test_gpt2fp32cu,train_gpt2cu,train_gpt2fp32cu}
-#   build/emu/{test_vitcu,test_vitfp32cu,train_vitcu,train_vitfp32cu}
+#   build/emu/{test_vitcu,test_vitfp32cu,train_vitcu,train_vitfp32cu}, build/emu/{test_swincu,test_swinfp32cu}
 #   build/emu/dev/cuda/<kernel>_{bf16,fp32}, build/emu/emu_selftest
 # rewrite_launches.py copies the .cu/.cuh sources into build/emu/src with
 # the launch syntax turned into emulator calls; the kernels are not edited.
@@ -19,14 +19,15 @@ EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM
                 -I$(EMU_SRC)/llmc -I$(EMU_DIR) -Illmc
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
 EMU_CUDA_SRCS := $(wildcard llmc/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
-                 test/test_vit.cu train_vit.cu \
+                 test/test_vit.cu test/test_swin.cu train_vit.cu \
                  $(EMU_DIR)/selftest.cu
 EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a
 EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime emu_blas emu_nccl)
 EMU_KERNELS := $(notdir $(basename $(wildcard dev/cuda/*.cu)))
 EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu \
-                  test_vitcu test_vitfp32cu train_vitcu train_vitfp32cu emu_selftest) \
+                  test_vitcu test_vitfp32cu train_vitcu train_vitfp32cu \
+                  test_swincu test_swinfp32cu emu_selftest) \
                 $(foreach k,$(EMU_KERNELS),$(EMU_BUILD)/dev/cuda/$(k)_bf16 $(EMU_BUILD)/dev/cuda/$(k)_fp32)
 EMU_LINK = $(EMU_CXX) $(EMU_OPT) $(filter %.o,$^) $(EMU_LIB) $(LLMC_LIB) $(LDLIBS) -o $@
 
@@ -65,6 +66,10 @@ $(EMU_BUILD)/train_gpt2fp32cu: $(EMU_BUILD)/obj/train_gpt2.fp32.o $(EMU_BUILD)/r
 $(EMU_BUILD)/test_vitcu: $(EMU_BUILD)/obj/test/test_vit.bf16.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
 $(EMU_BUILD)/test_vitfp32cu: $(EMU_BUILD)/obj/test/test_vit.fp32.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/test_swincu: $(EMU_BUILD)/obj/test/test_swin.bf16.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+$(EMU_BUILD)/test_swinfp32cu: $(EMU_BUILD)/obj/test/test_swin.fp32.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
 $(EMU_BUILD)/train_vitcu: $(EMU_BUILD)/obj/train_vit.bf16.o $(EMU_BUILD)/runtime/emu_main.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
