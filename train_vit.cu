@@ -1,20 +1,21 @@
-// ViT training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc): the
+// ViT and Swin training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc): the
 // CUDA counterpart of train_vit.c with the same flags (one table,
 // llmc/vit_train_args.c), data (llmc/vision_data.c: Fashion-MNIST IDX or
 // image shards, augmented on the host) and model files (llmc/vision_model.c:
 // a file written here loads in train_vit and back). bf16 mixed precision by
 // default, fp32 throughout when built with -DFOLDNORM_FP32 (train_vitfp32cu).
-// The model and its kernels live in llmc/vit_cuda.cuh. Data parallel over
+// The models live in llmc/vit_cuda.cuh and llmc/swin_cuda.cuh (one interface:
+// llmc/classifier_cuda.cuh). Data parallel over
 // NCCL (-pn/-pr/-pf or mpirun, as train_gpt2cu): -b images per GPU, the
-// gradients averaged with one all-reduce per step. Swin is not on the GPU
-// yet (refused by name), nor are resumable checkpoints (train_vit has none).
+// gradients averaged with one all-reduce per step. No resumable checkpoints
+// (train_vit has none).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "multi_gpu.cuh"
-#include "vit_cuda.cuh"
+#include "classifier_cuda.cuh"
 
 extern "C" {
 #include "classifier.h"
@@ -52,7 +53,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
     snprintf(about, sizeof(about),
-             "ViT training on an NVIDIA GPU, %s build (train_vit's flags; Swin not yet).\n",
+             "ViT and Swin training on an NVIDIA GPU, %s build (train_vit's flags).\n",
              FLOATX_NAME);
     CliSpec spec;
     memset(&spec, 0, sizeof(spec));
@@ -70,26 +71,23 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
                   gpu->process_rank);
     }
-    if (strcmp(a.model, "swin") == 0 || strcmp(a.model, "swin-tiny") == 0) {
-        cli_error(&spec, "-e %s: Swin is not yet on the GPU (train it with train_vit)", a.model);
-    }
     return a;
 }
 
 // Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
 // takes batches r, r + world, ... and the sums are reduced.
-static void evaluate(ViTCuda *model, MultiGpu *mg, const VisionSplit *s, int B, float *images,
+static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, int B, float *images,
                      int *labels, int *indices, float *mean_loss, float *accuracy) {
     double loss_sum = 0.0;
     int correct = 0;
-    const int K = model->config.num_classes;
+    const int K = classifier_cuda_num_classes(model);
     for (int start = mg->rank * B; start < s->count; start += B * mg->world) {
         const int n = s->count - start < B ? s->count - start : B;
         for (int b = 0; b < n; b++) indices[b] = start + b;
         vision_make_batch(images, labels, s, indices, n, NULL);
-        vitcuda_forward(model, images, labels, 0.0f, n);
-        loss_sum += (double)model->mean_loss * n;
-        correct += classifier_correct_count(model->logits_host, labels, n, K);
+        classifier_cuda_forward(model, images, labels, 0.0f, n);
+        loss_sum += (double)classifier_cuda_mean_loss(model) * n;
+        correct += classifier_correct_count(classifier_cuda_logits(model), labels, n, K);
     }
     // the ranks' sums: mean over ranks times ranks (counts stay integers below 2^24)
     loss_sum = (double)multi_gpu_mean(mg, (float)loss_sum) * mg->world;
@@ -100,11 +98,11 @@ static void evaluate(ViTCuda *model, MultiGpu *mg, const VisionSplit *s, int B, 
 
 // The GPU's fp32 master weights into the host model, written as a vision
 // model file (train_vit.c's model_STEP.bin).
-static void save_model(const ViTCuda *gpu, Classifier *host, const char *dir, int step) {
+static void save_model(const ClassifierCuda *gpu, Classifier *host, const char *dir, int step) {
     char path[4096];
     int n = snprintf(path, sizeof(path), "%s/model_%08d.bin", dir, step);
     if (n < 0 || (size_t)n >= sizeof(path)) fatal("-o: output directory path too long: %s", dir);
-    vitcuda_params_to_host(gpu, host->vit.params_memory);
+    classifier_cuda_params_to_host(gpu, host);
     classifier_save(host, path);
     printf("checkpoint: %s\n", path);
 }
@@ -117,10 +115,6 @@ int main(int argc, char **argv) {
                      args.max_test);
     Classifier host;
     vit_train_build_model(&host, &args, &train);
-    if (host.family != FAMILY_VIT) {
-        fatal("-e %s: a %s model; Swin is not yet on the GPU (train it with train_vit)",
-              args.model, vision_family_name(host.family));
-    }
     if (!cuda_device_present(argv[0])) {
         vision_split_free(&train);
         vision_split_free(&test);
@@ -145,19 +139,16 @@ int main(int argc, char **argv) {
                           "mode=%s seed=%llu %s B=%d steps=%d lr=%g precision=%s gpus=%d",
                           norm_mode_name(classifier_mode(&host)), args.seed, shape, B,
                           total_steps, (double)args.learning_rate, FLOATX_NAME, mg.world);
-    ViTCuda model;
-    vitcuda_init(&model, &host.vit, B);
+    ClassifierCuda model;
+    classifier_cuda_init(&model, &host, B);
     cudaDeviceProp prop;
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-    const ViTConfig *c = &model.config;
     if (lead) {
-        printf("train_vitcu | %s x %d | %s | ViT S=%d P=%d C=%d L=%d NH=%d mlp=%d K=%d, %zu "
-               "parameters, mode %s\n",
-               prop.name, mg.world, FLOATX_NAME, c->image_size, c->patch_size, c->channels,
-               c->num_layers, c->num_heads, c->mlp_ratio, c->num_classes, model.num_parameters,
-               norm_mode_name(model.mode));
+        printf("train_vitcu | %s x %d | %s | %s, %zu parameters, mode %s\n", prop.name, mg.world,
+               FLOATX_NAME, shape, classifier_cuda_num_parameters(&model),
+               norm_mode_name(classifier_cuda_mode(&model)));
         printf("data: %s, %d train / %d test images; B=%d x %d processes, %d steps (%d per "
                "epoch)\n",
                args.train_data, train.count, test.count, B, mg.world, total_steps,
@@ -189,18 +180,20 @@ int main(int argc, char **argv) {
             // this rank's slice of the global batch
             const size_t first = ((size_t)batch * mg.world + mg.rank) * B;
             vision_make_batch(images, labels, &train, order + first, B, flips);
-            vitcuda_forward(&model, images, labels, args.smoothing, B);
-            const float loss = multi_gpu_mean(&mg, model.mean_loss);
-            vitcuda_zero_grad(&model);
-            vitcuda_backward(&model, 1.0f / (float)B);
+            classifier_cuda_forward(&model, images, labels, args.smoothing, B);
+            const float loss = multi_gpu_mean(&mg, classifier_cuda_mean_loss(&model));
+            classifier_cuda_zero_grad(&model);
+            classifier_cuda_backward(&model, 1.0f / (float)B);
             // the mean gradient over the ranks: every rank makes the same update
-            multi_gpu_average(&mg, model.grads_memory, model.num_parameters, model.mm.stream);
+            size_t grad_count = 0;
+            float *grads = classifier_cuda_grads(&model, &grad_count);
+            multi_gpu_average(&mg, grads, grad_count, classifier_cuda_stream(&model));
             adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args.warmup_steps,
                                                         args.learning_rate, args.final_lr_fraction);
             if (!isfinite(loss)) {
                 fatal("step %d: the loss is not finite (%f); try a lower -l", step + 1, loss);
             }
-            const float grad_norm = vitcuda_update(&model, &adamw, args.grad_clip);
+            const float grad_norm = classifier_cuda_update(&model, &adamw, args.grad_clip);
             CUDA_CHECK(cudaDeviceSynchronize());
             const double seconds = now_seconds() - t0;
             if (step > 0) { // the first step pays for cuBLAS's setup
@@ -227,15 +220,15 @@ int main(int argc, char **argv) {
         }
         if (lead && args.output_dir != NULL) save_model(&model, &host, args.output_dir, step);
     }
-    if (lead) printf("final: family ViT mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
-           norm_mode_name(model.mode), FLOATX_NAME, test_accuracy, test_loss,
+    if (lead) printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
+           vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)), FLOATX_NAME, test_accuracy, test_loss,
            timed_images > 0 ? timed_images / timed_seconds : 0.0);
     free(images);
     free(labels);
     free(eval_indices);
     free(order);
     logger_free(&logger);
-    vitcuda_free(&model);
+    classifier_cuda_free(&model);
     multi_gpu_free(&mg);
     vision_split_free(&train);
     vision_split_free(&test);
