@@ -10,7 +10,8 @@
 //      the kept norms stay LN in cbwc (docs/math.md section 3).
 // Tolerances (max|ours - ref| / max|ref| per tensor; losses absolute): fp32
 // build 1e-4, as test/test_vit.cu (the CPU test's 1e-5 plus cuBLAS's blocked
-// sums); bf16 build 5e-2 relative and 1e-2 on the losses unless -r / -l.
+// sums); bf16 build per check and tensor kind from BF16_TOLERANCES below;
+// -r / -l set one tolerance for all instead.
 // Without a CUDA device it prints "SKIP: no CUDA device (...)" and exits 0.
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +38,67 @@ static double relative_error(const float *a, const float *b, size_t n) {
     return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
+// bf16: 2.5-3x the largest error measured under emulation (in brackets),
+// over 3 seeds x 3 modes x centring ops 0/1 x 2 configs (16x16x2 patch 2
+// embed 16 depths 2,2 heads 2,4 window 4 B 2; 24x24x3 patch 2 embed 8
+// depths 2,2,2 heads 2,2,4 window 3 B 3), ln's with the 10-step equivalence:
+// fp32 accumulation, bf16 storage (att too, read back by the backward), libm
+// exp/tanh; headroom for the device's fast-math intrinsics and tensor-core
+// sum orders. A gradient's kind is its name after the last '.' (s0.b1.rpb:
+// rpb). The relative position tables sum score gradients over every window
+// and image, hence the widest.
+static const struct {
+    const char *name;
+    double tol;
+} BF16_TOLERANCES[] = {
+    {"logits", 4e-2},            // 1.4e-2
+    {"loss", 4e-3},              // 1.2e-3 (absolute)
+    {"AdamW step losses", 5e-3}, // 1.5e-3 (absolute)
+    {"step losses", 6e-3},       // cbwc vs ln: 2.0e-3 (absolute)
+    {"patchw", 6e-2},            // 2.2e-2
+    {"patchb", 4e-2},            // 1.3e-2
+    {"pnw", 5e-2},               // 2.0e-2
+    {"pnb", 3e-2},               // 1.1e-2
+    {"ln1w", 7e-2},              // 2.5e-2
+    {"ln1b", 5e-2},              // 2.0e-2
+    {"qkvw", 5e-2},              // 1.8e-2
+    {"qkvb", 5e-2},              // 2.0e-2
+    {"rpb", 9e-2},               // 3.4e-2
+    {"projw", 4e-2},             // 1.5e-2
+    {"projb", 4e-2},             // 1.4e-2
+    {"ln2w", 7e-2},              // 2.7e-2
+    {"ln2b", 7e-2},              // 2.6e-2
+    {"fcw", 6e-2},               // 2.2e-2
+    {"fcb", 5e-2},               // 1.9e-2
+    {"fc2w", 5e-2},              // 1.9e-2
+    {"fc2b", 4e-2},              // 1.4e-2
+    {"mnw", 7e-2},               // 2.7e-2
+    {"mnb", 3e-2},               // 1.2e-2
+    {"redw", 4e-2},              // 1.3e-2
+    {"lnfw", 4e-2},              // 1.4e-2
+    {"lnfb", 3e-2},              // 1.1e-2
+    {"headw", 3e-2},             // 1.2e-2
+    {"headb", 1.5e-2},           // 4.5e-3
+};
+static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+
+// the bf16 tolerance of a check ("cbwc " and "grad " dropped, a gradient by its kind), or tol
+static double tolerance(const char *what, double tol) {
+    if (!bf16_table) return tol;
+    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
+    if (strncmp(what, "grad ", 5) == 0) {
+        what += 5;
+        const char *dot = strrchr(what, '.');
+        if (dot != NULL) what = dot + 1;
+    }
+    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
+        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
+    }
+    fatal("test_swincu: no bf16 tolerance for '%s'", what);
+}
+
 static int check(const char *what, double err, double tol) {
+    tol = tolerance(what, tol);
     int ok = isfinite(err) && err <= tol;
     printf("  %-26s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
     return ok;
@@ -165,7 +226,7 @@ static void usage(void) {
             "  Checks the GPU Swin against a debug state of dev/reference/swin.py.\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  defaults: %s (%s build)\n",
-            sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "-r 5e-2 -l 1e-2", FLOATX_NAME);
+            sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
 }
 
@@ -186,8 +247,8 @@ int main(int argc, char **argv) {
     for (int i = 3; i < argc; i += 2) {
         if (i + 1 >= argc) usage();
         const char *f = argv[i], *v = argv[i + 1];
-        if (strcmp(f, "-r") == 0) rel_tol = parse_number(f, v, 0.0, 1.0);
-        else if (strcmp(f, "-l") == 0) loss_tol = parse_number(f, v, 0.0, 1.0);
+        if (strcmp(f, "-r") == 0) rel_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
+        else if (strcmp(f, "-l") == 0) loss_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_number(f, v, 0.0, 1e5);
         else usage();
     }

@@ -12,7 +12,12 @@
 #      tokens, label-smoothed cross-entropy), both thread orders
 #   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
 #      losses equal train_vit's, the model file loads on the CPU; 2 ranks as
-#      threads (emulated NCCL) equal one process with the global batch; Swin refused
+#      threads (emulated NCCL) equal one process with the global batch
+#   3b. Swin (llmc/swin_cuda.cuh): test_swinfp32cu / test_swincu vs fresh
+#      dev/reference/swin.py states (2 stages, 2x2 windows + shift: ln, rms,
+#      cbwc; 3 stages with the centring ops: ln, and ln == cbwc over 8 steps
+#      with the rms control); train_vitfp32cu -e swin equal to train_vit
+#      (ln, cbwc -K 1), its model file loads on the CPU; train_vitcu -e swin
 #   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
 #      skipping the queries before its keys (the causal loop), and the cbwc
 #      centring of the tokens dropped
@@ -30,6 +35,7 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 targets="$E/test_vitcu $E/test_vitfp32cu $E/train_vitcu $E/train_vitfp32cu bin/train_vit bin/test_vit"
+targets+=" $E/test_swincu $E/test_swinfp32cu"
 for k in attention_bidir vit_kernels; do targets+=" $E/dev/cuda/${k}_fp32 $E/dev/cuda/${k}_bf16"; done
 # a no-op after `make test` (same SAN setting: make passes it down)
 make -s $targets > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; echo "FAIL make"; exit 1; }
@@ -123,13 +129,58 @@ else
     bad "train_vitfp32cu 2 ranks vs 1"; diff <(steps "$work/dp2.log") <(steps "$work/dp1.log") | head | sed 's/^/     /'
     tail -3 "$work/dp2.log" | sed 's/^/     /'
 fi
-for m in swin swin-tiny; do
-    if ! "$E/train_vitfp32cu" -e $m "${flags[@]}" > "$work/swin.log" 2>&1 && grep -q "not yet on the GPU" "$work/swin.log"; then
-        ok "train_vitfp32cu -e $m refused: $(grep -m1 'not yet' "$work/swin.log")"
+# 3b. Swin. A: 16x16x2, patch 2 -> 8x8 tokens, embed 16, window 4 (2x2 windows,
+#     shift 2), then 4x4 (one window); B: 24x24 RGB, patch 2, embed 8, window 3,
+#     3 stages (4x4 and 2x2 windows with shift 1, then 3x3), the centring ops.
+#     Embed 16 / 8: the bf16 kernels' 16-byte rows need C % 8 == 0.
+swin_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 16 --depths 2,2 --heads 2,4 --window 4 --B 2 --steps 4"
+swin_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3
+        --mlp-ratio 4 --B 3 --num-classes 4 --steps 3 --lr 3e-3 --centre-ops 1"
+for tag in ln_a rms_a cbwc_a ln_b; do
+    mode=${tag%_*} shape=swin_${tag#*_}
+    m=$(( (s + ${#tag} * 17 + ${#mode} * 5) % 1000000 ))
+    # shellcheck disable=SC2086
+    $PY dev/reference/swin.py --mode $mode --seed $m --model "$work/sw_$tag.bin" \
+        --state "$work/sw_${tag}_state.bin" ${!shape} > "$work/ref_sw_$tag.log" 2>&1 ||
+        { bad "reference swin $tag"; tail -5 "$work/ref_sw_$tag.log"; continue; }
+    extra=()
+    [ $tag = ln_b ] && extra=(--equivalence 8)
+    for b in test_swinfp32cu test_swincu; do
+        t0=$SECONDS
+        if "$E/$b" "$work/sw_$tag.bin" "$work/sw_${tag}_state.bin" "${extra[@]}" > "$work/$b.$tag.log" 2>&1; then
+            ok "$b swin $tag: logits, loss, gradients, steps${extra[*]:+, ${extra[*]}} ($((SECONDS - t0)) s)"
+        else
+            bad "$b swin $tag"; grep -E 'FAIL|error' "$work/$b.$tag.log" | head -20 | sed 's/^/     /'
+        fi
+    done
+done
+swin=(-i "$fmnist" -e swin -E 16 -P 2 -W 7 -b 8 -x 3 -nt 24 -ne 16 -pe 1 -u 2 -sd $((s + 7)))
+for run in "ln 0" "cbwc 1"; do
+    read -r mode k <<< "$run"
+    if "$E/train_vitfp32cu" -N $mode -K $k "${swin[@]}" -o "$work/swin_$mode" > "$work/train_swin_$mode.log" 2>&1 &&
+       grep -q "final: family Swin mode $mode fp32" "$work/train_swin_$mode.log" &&
+       bin/train_vit -N $mode -K $k "${swin[@]}" > "$work/train_swin_cpu_$mode.log" 2>&1 &&
+       [ -n "$(losses "$work/train_swin_cpu_$mode.log")" ] &&
+       [ "$(losses "$work/train_swin_$mode.log")" = "$(losses "$work/train_swin_cpu_$mode.log")" ]; then
+        ok "train_vitfp32cu -e swin -N $mode -K $k: the losses of train_vit ($(losses "$work/train_swin_$mode.log" | tr '\n' ' '))"
     else
-        bad "train_vitfp32cu -e $m not refused"; tail -3 "$work/swin.log" | sed 's/^/     /'
+        bad "train_vitfp32cu -e swin -N $mode -K $k vs train_vit:"; paste <(losses "$work/train_swin_$mode.log") <(losses "$work/train_swin_cpu_$mode.log") | sed 's/^/     /'
+        tail -3 "$work/train_swin_$mode.log" | sed 's/^/     /'
     fi
 done
+model=$(ls "$work/swin_cbwc"/model_*.bin 2>/dev/null | tail -1)
+if [ -n "$model" ] && bin/train_vit -e "$model" -i "$fmnist" -x 1 -b 8 -nt 24 -ne 16 > "$work/swin_cpu_load.log" 2>&1 &&
+   grep -q "family Swin mode cbwc" "$work/swin_cpu_load.log"; then
+    ok "train_vit trains on from train_vitfp32cu's Swin cbwc model file"
+else
+    bad "train_vit -e (the GPU's Swin model file)"; tail -3 "$work/swin_cpu_load.log" | sed 's/^/     /'
+fi
+if "$E/train_vitcu" -N rms "${swin[@]}" -x 2 > "$work/train_swin_bf16.log" 2>&1 &&
+   grep -q "final: family Swin mode rms bf16" "$work/train_swin_bf16.log"; then
+    ok "train_vitcu (bf16) -e swin -N rms: 2 steps"
+else
+    bad "train_vitcu -e swin -N rms"; tail -5 "$work/train_swin_bf16.log" | sed 's/^/     /'
+fi
 
 # 4. the test bites: each mutant of the rewritten sources must fail it (as dev/cuda/emu/mutation_check.sh)
 flags=$(make -s emu-flags) || bad "make emu-flags"
