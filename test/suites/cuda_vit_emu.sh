@@ -20,7 +20,8 @@
 #      (ln, cbwc -K 1), its model file loads on the CPU; train_vitcu -e swin
 #   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
 #      skipping the queries before its keys (the causal loop), and the cbwc
-#      centring of the tokens dropped
+#      centring of the tokens dropped; test_swinfp32cu: Swin's cbwc output
+#      gradient centring dropped
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/cuda_vit_emu
@@ -185,25 +186,26 @@ fi
 # 4. the test bites: each mutant of the rewritten sources must fail it (as dev/cuda/emu/mutation_check.sh)
 flags=$(make -s emu-flags) || bad "make emu-flags"
 compile=$(sed -n 1p <<< "$flags") link=$(sed -n 2p <<< "$flags")
-mutant() { # NAME FILE PYTHON-EXPRESSION STATE-TAG
-    local name=$1 file=$2 expr=$3 tag=$4 dir=$work/mutant_$1
+mutant() { # NAME FILE PYTHON-EXPRESSION STATE-TAG [vit|swin]
+    local name=$1 file=$2 expr=$3 tag=$4 test=${5:-vit} dir=$work/mutant_$1
     mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
     if ! python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
 if t == s: sys.exit('mutation did not apply')
 open(p, 'w').write(t)" "$dir/llmc/$file"; then bad "mutant $name: no longer applies to $file"; return; fi
     # shellcheck disable=SC2086
-    if ! $compile -iquote "$dir/llmc" -DFOLDNORM_FP32 -x c++ -c build/emu/src/test/test_vit.cu -o "$dir/test.o" > "$dir/build.log" 2>&1 ||
-       ! g++ "$dir/test.o" $link -o "$dir/test_vitfp32cu" >> "$dir/build.log" 2>&1; then
+    if ! $compile -iquote "$dir/llmc" -DFOLDNORM_FP32 -x c++ -c build/emu/src/test/test_$test.cu -o "$dir/test.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/test.o" $link -o "$dir/test_${test}fp32cu" >> "$dir/build.log" 2>&1; then
         bad "mutant $name does not build"; tail -5 "$dir/build.log"; return
     fi
-    if "$dir/test_vitfp32cu" "$work/$tag.bin" "$work/${tag}_state.bin" > "$dir/run.log" 2>&1; then
-        bad "mutant $name: test_vitfp32cu $tag still passes"
+    if "$dir/test_${test}fp32cu" "$work/$tag.bin" "$work/${tag}_state.bin" > "$dir/run.log" 2>&1; then
+        bad "mutant $name: test_${test}fp32cu $tag still passes"
     else
         ok "mutant $name caught on $tag ($(grep -m1 -E 'FAIL|error' "$dir/run.log" | sed 's/  */ /g'))"
     fi
 }
 mutant causal-dkdv flash_attention.cuh "s.replace('q0 = CAUSAL ? k_first : 0;', 'q0 = k_first;')" ln_small
 mutant uncentred-tokens vit_tokens.cuh "s.replace('to_float(p[c]) - mean)', 'to_float(p[c]))')" cbwc_small
+mutant swin-uncentred-dy swin_cuda.cuh "s.replace('if (m->mode != MODE_CBWC || !centred) return d;', 'return d;')" sw_cbwc_a swin
 
 echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"
 [ $fails -eq 0 ]
