@@ -11,8 +11,7 @@
 // forward for fresh weights); their output gradient is centred before their
 // backward; the cls token and the position rows are centred at the read.
 // One GPU; train_vit.cu averages the gradients over NCCL ranks between
-// backward and update. Swin would be a model file of its own beside this one
-// (its kernels: llmc/swin_window_attention.cuh, swin_patch_merge.cuh).
+// backward and update. Swin is llmc/swin_cuda.cuh.
 #ifndef FOLDNORM_VIT_CUDA_CUH
 #define FOLDNORM_VIT_CUDA_CUH
 

@@ -2,6 +2,7 @@
 #   bin/train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
 #   bin/train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
 #   bin/train_vitcu / test_vitcu, bin/train_vitfp32cu / test_vitfp32cu  the same for ViT
+#   bin/test_swincu / test_swinfp32cu       the GPU Swin's checks (trained by train_vit*cu)
 #   build/dev/cuda/<kernel>_{bf16,fp32} dev/cuda kernel checks + timings (make cuda-dev)
 # bf16 objects use --use_fast_math, fp32 ones exact expf/tanhf (the 1e-4 checks).
 # CUDA_ARCHS picks the targets (default sm_80 and sm_90; `make CUDA_ARCHS=90`

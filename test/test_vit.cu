@@ -324,7 +324,7 @@ int main(int argc, char **argv) {
         else usage();
     }
     Classifier model;
-    classifier_load(&model, argv[1], FAMILY_VIT); // Swin: not on the GPU yet (refused by name)
+    classifier_load(&model, argv[1], FAMILY_VIT); // Swin: test/test_swin.cu
     if (mode_name != NULL) {
         NormMode mode;
         if (norm_mode_parse(mode_name, &mode) != 0 || mode == MODE_FOLDED) {

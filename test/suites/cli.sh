@@ -64,10 +64,10 @@ invalid_value() {
     esac
 }
 
-# the GPU test programs belong to test/test_gpt2.cu, test/test_vit.cu (the emu harness), not to llmc/cli
+# the GPU test programs belong to test/test_gpt2.cu, test/test_vit.cu, test/test_swin.cu (the emu harness), not to llmc/cli
 for prog in bin/*; do
     name=$(basename "$prog")
-    case $name in test_gpt2cu | test_gpt2fp32cu | test_vitcu | test_vitfp32cu) continue ;; esac
+    case $name in test_gpt2cu | test_gpt2fp32cu | test_vitcu | test_vitfp32cu | test_swincu | test_swinfp32cu) continue ;; esac
     [ -x "$prog" ] || continue
     "$prog" -h > "$work/$name.help" 2> "$work/$name.help.err"
     rc=$?
