@@ -20,14 +20,18 @@ typedef struct {
 static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *host, int max_B) {
     memset(m, 0, sizeof(*m));
     m->family = host->family;
-    if (m->family == FAMILY_VIT) vitcuda_init(&m->vit, &host->vit, max_B);
-    else swincuda_init(&m->swin, &host->swin, max_B);
+    if (m->family == FAMILY_VIT)
+        vitcuda_init(&m->vit, &host->vit, max_B);
+    else
+        swincuda_init(&m->swin, &host->swin, max_B);
 }
 
 static inline void classifier_cuda_forward(ClassifierCuda *m, const float *images,
                                            const int *labels, float smoothing, int B) {
-    if (m->family == FAMILY_VIT) vitcuda_forward(&m->vit, images, labels, smoothing, B);
-    else swincuda_forward(&m->swin, images, labels, smoothing, B);
+    if (m->family == FAMILY_VIT)
+        vitcuda_forward(&m->vit, images, labels, smoothing, B);
+    else
+        swincuda_forward(&m->swin, images, labels, smoothing, B);
 }
 
 static inline float classifier_cuda_mean_loss(const ClassifierCuda *m) {
@@ -55,12 +59,16 @@ static inline cudaStream_t classifier_cuda_stream(const ClassifierCuda *m) {
 }
 
 static inline void classifier_cuda_zero_grad(ClassifierCuda *m) {
-    if (m->family == FAMILY_VIT) vitcuda_zero_grad(&m->vit);
-    else swincuda_zero_grad(&m->swin);
+    if (m->family == FAMILY_VIT)
+        vitcuda_zero_grad(&m->vit);
+    else
+        swincuda_zero_grad(&m->swin);
 }
 static inline void classifier_cuda_backward(ClassifierCuda *m, float loss_scale) {
-    if (m->family == FAMILY_VIT) vitcuda_backward(&m->vit, loss_scale);
-    else swincuda_backward(&m->swin, loss_scale);
+    if (m->family == FAMILY_VIT)
+        vitcuda_backward(&m->vit, loss_scale);
+    else
+        swincuda_backward(&m->swin, loss_scale);
 }
 static inline float classifier_cuda_update(ClassifierCuda *m, const AdamWConfig *cfg,
                                            float grad_clip) {
@@ -69,12 +77,16 @@ static inline float classifier_cuda_update(ClassifierCuda *m, const AdamWConfig 
 }
 // the fp32 master weights into the host classifier's parameters (file order)
 static inline void classifier_cuda_params_to_host(const ClassifierCuda *m, Classifier *host) {
-    if (m->family == FAMILY_VIT) vitcuda_params_to_host(&m->vit, host->vit.params_memory);
-    else swincuda_params_to_host(&m->swin, host->swin.params_memory);
+    if (m->family == FAMILY_VIT)
+        vitcuda_params_to_host(&m->vit, host->vit.params_memory);
+    else
+        swincuda_params_to_host(&m->swin, host->swin.params_memory);
 }
 static inline void classifier_cuda_free(ClassifierCuda *m) {
-    if (m->family == FAMILY_VIT) vitcuda_free(&m->vit);
-    else swincuda_free(&m->swin);
+    if (m->family == FAMILY_VIT)
+        vitcuda_free(&m->vit);
+    else
+        swincuda_free(&m->swin);
 }
 
 #endif

@@ -42,7 +42,7 @@ extern "C" {
 // one block's shapes, flags and activations (device pointers)
 typedef struct {
     int C, NH, res, window, shift, N, T, nW, hidden;
-    int foldable; // its norms are RMS in cbwc, its proj and fc2 centred
+    int foldable;         // its norms are RMS in cbwc, its proj and fc2 centred
     SwinBlockOffsets off; // device offsets
     floatX *ln1, *qkv, *att, *atty, *resid2, *ln2, *fch, *fch_gelu, *out;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
@@ -59,15 +59,15 @@ typedef struct {
 typedef struct {
     SwinConfig config;
     NormMode mode;
-    int count;                // parameter tensors
+    int count; // parameter tensors
     size_t *file_offsets, *dev_offsets, *sizes;
     int *decayed;
-    size_t num_parameters;    // in the file
-    size_t dev_parameters;    // with the alignment padding
-    SwinOffsets off;          // device offsets (off.blocks owned here)
+    size_t num_parameters; // in the file
+    size_t dev_parameters; // with the alignment padding
+    SwinOffsets off;       // device offsets (off.blocks owned here)
     float *params_memory, *grads_memory, *m_memory, *v_memory;
-    floatX *params_x_memory;  // == params_memory in fp32 builds
-    floatX *centred_memory;   // cbwc: V of the centred layers at their device offsets
+    floatX *params_x_memory; // == params_memory in fp32 builds
+    floatX *centred_memory;  // cbwc: V of the centred layers at their device offsets
     int centred_stale, adamw_step;
     int num_blocks, res0, PD, C_last, N_last;
     SwinBlockCuda *blocks;
@@ -96,22 +96,26 @@ template <typename T> static inline T *swincuda_alloc(size_t count) {
 
 __global__ void swincuda_to_floatx_kernel(floatX *out, const float *in, size_t n) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = from_float<floatX>(in[i]);
+    if (i < n)
+        out[i] = from_float<floatX>(in[i]);
 }
 
 // out = a + b (n elements), summed in fp32
 __global__ void swincuda_add_kernel(floatX *out, const floatX *a, const floatX *b, size_t n) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = from_float<floatX>(to_float(a[i]) + to_float(b[i]));
+    if (i < n)
+        out[i] = from_float<floatX>(to_float(a[i]) + to_float(b[i]));
 }
 
 // pooled (B, C) = the mean of x (B, N, C) over its N tokens, in token order
 __global__ void swincuda_pool_kernel(floatX *pooled, const floatX *x, int B, int N, int C) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= B * C) return;
+    if (i >= B * C)
+        return;
     const int b = i / C, c = i % C;
     float sum = 0.0f;
-    for (int t = 0; t < N; t++) sum += to_float(x[((size_t)b * N + t) * C + c]);
+    for (int t = 0; t < N; t++)
+        sum += to_float(x[((size_t)b * N + t) * C + c]);
     pooled[i] = from_float<floatX>(sum / (float)N);
 }
 
@@ -119,7 +123,8 @@ __global__ void swincuda_pool_kernel(floatX *pooled, const floatX *x, int B, int
 __global__ void swincuda_pool_backward_kernel(floatX *dx, const floatX *dpooled, int B, int N,
                                               int C) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (size_t)B * N * C) return;
+    if (i >= (size_t)B * N * C)
+        return;
     const int c = (int)(i % C);
     const size_t b = i / ((size_t)N * C);
     dx[i] = from_float<floatX>(to_float(dpooled[b * C + c]) / (float)N);
@@ -134,14 +139,16 @@ static inline void swincuda_add(floatX *out, const floatX *a, const floatX *b, s
 // the device offset of the tensor at file offset f
 static inline size_t swincuda_remap(const SwinCuda *m, size_t f) {
     for (int i = 0; i < m->count; i++) {
-        if (m->file_offsets[i] == f) return m->dev_offsets[i];
+        if (m->file_offsets[i] == f)
+            return m->dev_offsets[i];
     }
     fatal("swincuda: no parameter tensor at offset %zu", f);
 }
 
 // every offset field of the host layout mapped to the device's
 static inline void swincuda_remap_fields(const SwinCuda *m, size_t *fields, int n) {
-    for (int i = 0; i < n; i++) fields[i] = swincuda_remap(m, fields[i]);
+    for (int i = 0; i < n; i++)
+        fields[i] = swincuda_remap(m, fields[i]);
 }
 
 static inline void swincuda_layout(SwinCuda *m) {
@@ -191,7 +198,8 @@ static inline void swincuda_gather(const SwinCuda *m, float *host, const float *
 }
 
 static inline void swincuda_sync_params_x(SwinCuda *m) {
-    if ((void *)m->params_x_memory == (void *)m->params_memory) return;
+    if ((void *)m->params_x_memory == (void *)m->params_memory)
+        return;
     swincuda_to_floatx_kernel<<<ceil_div((long long)m->dev_parameters, 256), 256, 0,
                                 m->mm.stream>>>(m->params_x_memory, m->params_memory,
                                                 m->dev_parameters);
@@ -330,7 +338,8 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
 // initialised by llmc/swin.c) and allocates everything for up to max_B images.
 static inline void swincuda_init(SwinCuda *m, const Swin *host, int max_B) {
     memset(m, 0, sizeof(*m));
-    if (max_B <= 0) fatal("swincuda: batch size %d must be positive", max_B);
+    if (max_B <= 0)
+        fatal("swincuda: batch size %d must be positive", max_B);
     m->config = host->config;
     m->mode = host->mode;
     swincuda_layout(m);
@@ -375,7 +384,8 @@ static inline void swincuda_project(SwinCuda *m, size_t w, const size_t *b, int 
     cbwc_project_kernel<false><<<grid, CBWC_COLUMNS * CBWC_ROW_SLICES, 0, st>>>(
         m->centred_memory + w, m->params_memory + w, NULL, NULL, NULL, NULL, NULL, unused, OC, IC);
     CUDA_CHECK_LAUNCH();
-    if (b != NULL) cbwc_centre_bias_cuda(m->centred_memory + *b, m->params_memory + *b, 1, OC, st);
+    if (b != NULL)
+        cbwc_centre_bias_cuda(m->centred_memory + *b, m->params_memory + *b, 1, OC, st);
 }
 
 // the centred layers of llmc/swin.c's swin_refresh_centred
@@ -383,11 +393,13 @@ static inline void swincuda_cbwc_refresh(SwinCuda *m) {
     swincuda_project(m, m->off.patchw, &m->off.patchb, m->config.embed_dim, m->PD);
     for (int s = 1; s < m->config.num_stages; s++) {
         const SwinMergeCuda *mg = &m->merges[s];
-        if (mg->centred_reduction) swincuda_project(m, mg->off.redw, NULL, 2 * mg->C_in, 4 * mg->C_in);
+        if (mg->centred_reduction)
+            swincuda_project(m, mg->off.redw, NULL, 2 * mg->C_in, 4 * mg->C_in);
     }
     for (int i = 0; i < m->num_blocks; i++) {
         const SwinBlockCuda *k = &m->blocks[i];
-        if (!k->foldable) continue;
+        if (!k->foldable)
+            continue;
         swincuda_project(m, k->off.projw, &k->off.projb, k->C, k->C);
         swincuda_project(m, k->off.fc2w, &k->off.fc2b, k->C, k->hidden);
     }
@@ -431,14 +443,16 @@ static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const f
 // Returns with the logits (and the losses) on the host.
 static inline void swincuda_forward(SwinCuda *m, const float *images, const int *labels,
                                     float smoothing, int B) {
-    if (B > m->max_B || B <= 0) fatal("swincuda_forward: B=%d outside 1..%d", B, m->max_B);
+    if (B > m->max_B || B <= 0)
+        fatal("swincuda_forward: B=%d outside 1..%d", B, m->max_B);
     const SwinConfig *c = &m->config;
     const MatmulContext *mm = &m->mm;
     const cudaStream_t st = mm->stream;
     const floatX *p = m->params_x_memory;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0, K = c->num_classes;
     m->B = B;
-    if (m->mode == MODE_CBWC && m->centred_stale) swincuda_cbwc_refresh(m);
+    if (m->mode == MODE_CBWC && m->centred_stale)
+        swincuda_cbwc_refresh(m);
     CUDA_CHECK(cudaMemcpyAsync(m->images, images,
                                (size_t)B * c->image_channels * c->image_size * c->image_size *
                                    sizeof(float),
@@ -464,8 +478,8 @@ static inline void swincuda_forward(SwinCuda *m, const float *images, const int 
             }
             swin_patch_merge_forward_cuda(mg->merged, x, B, mg->res_out, mg->C_in, st);
             residual_norm_forward(swincuda_layer(m, mg->foldable), NULL, mg->normed, mg->mean,
-                                  mg->rstd, mg->merged, NULL, p + mg->off.normw,
-                                  p + mg->off.normb, n, C4, st);
+                                  mg->rstd, mg->merged, NULL, p + mg->off.normw, p + mg->off.normb,
+                                  n, C4, st);
             matmul_forward_cuda(mm, mg->out, mg->normed,
                                 swincuda_weights(m, mg->off.redw, mg->centred_reduction), NULL, n,
                                 C4, 2 * mg->C_in);
@@ -493,24 +507,28 @@ static inline void swincuda_forward(SwinCuda *m, const float *images, const int 
                                    cudaMemcpyDeviceToHost, st));
     }
     CUDA_CHECK(cudaStreamSynchronize(st));
-    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(m->logits_x_host[i]);
+    for (size_t i = 0; i < (size_t)B * K; i++)
+        m->logits_host[i] = to_float(m->logits_x_host[i]);
     if (labels == NULL) {
         m->mean_loss = -1.0f;
         return;
     }
     double sum = 0.0;
-    for (int b = 0; b < B; b++) sum += m->losses_host[b];
+    for (int b = 0; b < B; b++)
+        sum += m->losses_host[b];
     m->mean_loss = (float)(sum / B);
     m->smoothing = smoothing;
 }
 
 static inline void swincuda_zero_grad(SwinCuda *m) {
-    CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->dev_parameters * sizeof(float), m->mm.stream));
+    CUDA_CHECK(
+        cudaMemsetAsync(m->grads_memory, 0, m->dev_parameters * sizeof(float), m->mm.stream));
 }
 
 // dy of a layer: centred (into branch) for a centred layer in cbwc
 static inline const floatX *swincuda_dy(SwinCuda *m, const floatX *d, int centred, int N, int OC) {
-    if (m->mode != MODE_CBWC || !centred) return d;
+    if (m->mode != MODE_CBWC || !centred)
+        return d;
     centre_rows_cuda(m->branch, d, N, OC, m->mm.stream);
     return m->branch;
 }
@@ -547,7 +565,8 @@ static inline void swincuda_block_backward(SwinCuda *m, SwinBlockCuda *k, const 
 
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
-    if (m->mean_loss < 0.0f) fatal("swincuda_backward: needs a forward pass with labels first");
+    if (m->mean_loss < 0.0f)
+        fatal("swincuda_backward: needs a forward pass with labels first");
     const SwinConfig *c = &m->config;
     const floatX *p = m->params_x_memory;
     float *g = m->grads_memory;
@@ -558,20 +577,20 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
     classifier_loss_cuda(m->losses, m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B,
                          K, st);
     column_sum_accumulate(g + m->off.headb, m->reduce, m->dlogits, B, K, st);
-    matmul_backward_cuda(mm, m->dpooled, g + m->off.headw, m->dlogits, m->pooled,
-                         p + m->off.headw, B, CL, K);
+    matmul_backward_cuda(mm, m->dpooled, g + m->off.headw, m->dlogits, m->pooled, p + m->off.headw,
+                         B, CL, K);
     swincuda_pool_backward_kernel<<<ceil_div((long long)B * NL * CL, 256), 256, 0, st>>>(
         m->dln, m->dpooled, B, NL, CL);
     CUDA_CHECK_LAUNCH();
     floatX *d = m->d_a, *other = m->d_b;
     CUDA_CHECK(cudaMemsetAsync(d, 0, (size_t)B * NL * CL * sizeof(floatX), st));
     const floatX *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out
-                           : c->centre_ops  ? m->stream0
-                                            : m->pn;
+                           : c->centre_ops   ? m->stream0
+                                             : m->pn;
     const int last_foldable = swin_stage_stream_zero_mean(c, c->num_stages - 1);
-    norm_backward(swincuda_layer(m, last_foldable), d, g + m->off.lnfw, g + m->off.lnfb,
-                  m->reduce, m->dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL,
-                  CL, m->num_sms, st);
+    norm_backward(swincuda_layer(m, last_foldable), d, g + m->off.lnfw, g + m->off.lnfb, m->reduce,
+                  m->dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL, m->num_sms,
+                  st);
     const floatX *stream0 = c->centre_ops ? m->stream0 : m->pn;
     int b = m->num_blocks - 1;
     for (int s = c->num_stages - 1; s >= 0; s--) {
@@ -590,13 +609,15 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
                           g + mg->off.normb, m->reduce, m->dln, mg->merged, p + mg->off.normw,
                           mg->mean, mg->rstd, n, C4, m->num_sms, st);
             swin_patch_merge_backward_cuda(other, m->datty, B, mg->res_out, mg->C_in, st);
-            if (c->centre_ops) centre_rows_cuda(other, other, B * 4 * mg->N_out, mg->C_in, st);
+            if (c->centre_ops)
+                centre_rows_cuda(other, other, B * 4 * mg->N_out, mg->C_in, st);
             floatX *t = d;
             d = other;
             other = t;
         }
     }
-    if (c->centre_ops) centre_rows_cuda(d, d, BN0, E, st); // the centring op is its own adjoint
+    if (c->centre_ops)
+        centre_rows_cuda(d, d, BN0, E, st); // the centring op is its own adjoint
     CUDA_CHECK(cudaMemsetAsync(m->dln, 0, (size_t)BN0 * E * sizeof(floatX), st));
     norm_backward(swincuda_layer(m, 1), m->dln, g + m->off.pnw, g + m->off.pnb, m->reduce, d,
                   m->patch_out, p + m->off.pnw, m->pn_mean, m->pn_rstd, BN0, E, m->num_sms, st);
@@ -648,25 +669,31 @@ static inline void swincuda_grads_to_host(const SwinCuda *m, float *out) {
 }
 
 static inline void swincuda_free(SwinCuda *m) {
-    void *buffers[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory,
-                       m->centred_memory, m->images, m->patches, m->patch_out, m->pn,
-                       m->stream0, m->lnf, m->pooled, m->logits, m->dlogits, m->pn_mean,
-                       m->pn_rstd, m->lnf_mean, m->lnf_rstd, m->losses, m->d_a, m->d_b, m->dln,
-                       m->datty, m->branch, m->dqkv, m->dfch, m->dfch_gelu, m->dpooled,
-                       m->reduce, m->sumsq, m->labels};
+    void *buffers[] = {
+        m->params_memory, m->grads_memory, m->m_memory,  m->v_memory, m->centred_memory,
+        m->images,        m->patches,      m->patch_out, m->pn,       m->stream0,
+        m->lnf,           m->pooled,       m->logits,    m->dlogits,  m->pn_mean,
+        m->pn_rstd,       m->lnf_mean,     m->lnf_rstd,  m->losses,   m->d_a,
+        m->d_b,           m->dln,          m->datty,     m->branch,   m->dqkv,
+        m->dfch,          m->dfch_gelu,    m->dpooled,   m->reduce,   m->sumsq,
+        m->labels};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
-        if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
+        if (buffers[i] != NULL)
+            CUDA_CHECK(cudaFree(buffers[i]));
     }
     for (int s = 1; s < m->config.num_stages; s++) {
         SwinMergeCuda *mg = &m->merges[s];
         void *mb[] = {mg->merged, mg->normed, mg->out, mg->mean, mg->rstd};
-        for (size_t i = 0; i < 5; i++) CUDA_CHECK(cudaFree(mb[i]));
+        for (size_t i = 0; i < 5; i++)
+            CUDA_CHECK(cudaFree(mb[i]));
     }
     for (int b = 0; b < m->num_blocks; b++) {
         SwinBlockCuda *k = &m->blocks[b];
-        void *kb[] = {k->ln1, k->qkv, k->att, k->atty, k->resid2, k->ln2, k->fch, k->fch_gelu,
-                      k->out, k->ln1_mean, k->ln1_rstd, k->ln2_mean, k->ln2_rstd};
-        for (size_t i = 0; i < sizeof(kb) / sizeof(kb[0]); i++) CUDA_CHECK(cudaFree(kb[i]));
+        void *kb[] = {k->ln1,      k->qkv,      k->att,      k->atty, k->resid2,
+                      k->ln2,      k->fch,      k->fch_gelu, k->out,  k->ln1_mean,
+                      k->ln1_rstd, k->ln2_mean, k->ln2_rstd};
+        for (size_t i = 0; i < sizeof(kb) / sizeof(kb[0]); i++)
+            CUDA_CHECK(cudaFree(kb[i]));
     }
     if ((void *)m->params_x_memory != (void *)m->params_memory) {
         CUDA_CHECK(cudaFree(m->params_x_memory));

@@ -32,7 +32,8 @@ static double relative_error(const float *a, const float *b, size_t n) {
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)a[i] - (double)b[i]);
         double m = fabs((double)b[i]);
-        if (!(d <= max_diff)) max_diff = d;
+        if (!(d <= max_diff))
+            max_diff = d;
         max_ref = m > max_ref ? m : max_ref;
     }
     return max_ref == 0.0 ? max_diff : max_diff / max_ref;
@@ -84,15 +85,19 @@ static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
 
 // the bf16 tolerance of a check ("cbwc " and "grad " dropped, a gradient by its kind), or tol
 static double tolerance(const char *what, double tol) {
-    if (!bf16_table) return tol;
-    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
+    if (!bf16_table)
+        return tol;
+    if (strncmp(what, "cbwc ", 5) == 0)
+        what += 5;
     if (strncmp(what, "grad ", 5) == 0) {
         what += 5;
         const char *dot = strrchr(what, '.');
-        if (dot != NULL) what = dot + 1;
+        if (dot != NULL)
+            what = dot + 1;
     }
     for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
-        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
+        if (strcmp(what, BF16_TOLERANCES[i].name) == 0)
+            return BF16_TOLERANCES[i].tol;
     }
     fatal("test_swincu: no bf16 tolerance for '%s'", what);
 }
@@ -139,7 +144,8 @@ static int check_reference(const Swin *host, const VisionDebugState *s, double r
             swincuda_zero_grad(&gpu);
             swincuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
             const double d = fabs(gpu.mean_loss - s->losses[k]);
-            if (!(d <= worst)) worst = d;
+            if (!(d <= worst))
+                worst = d;
             swincuda_backward(&gpu, 1.0f / (float)s->B);
         }
         ok &= check("AdamW step losses", worst, loss_tol);
@@ -164,13 +170,16 @@ static ModeRun run_mode(const Swin *host, NormMode mode, const VisionDebugState 
     r.grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     r.losses = (float *)malloc_check((size_t)steps * sizeof(float), "losses");
     for (int k = 0; k < steps; k++) {
-        if (k > 0) swincuda_update(&gpu, &s->adamw, s->grad_clip);
+        if (k > 0)
+            swincuda_update(&gpu, &s->adamw, s->grad_clip);
         swincuda_zero_grad(&gpu);
         swincuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
-        if (k == 0) memcpy(r.logits, gpu.logits_host, BK * sizeof(float));
+        if (k == 0)
+            memcpy(r.logits, gpu.logits_host, BK * sizeof(float));
         r.losses[k] = gpu.mean_loss;
         swincuda_backward(&gpu, 1.0f / (float)s->B);
-        if (k == 0) swincuda_grads_to_host(&gpu, r.grads);
+        if (k == 0)
+            swincuda_grads_to_host(&gpu, r.grads);
     }
     swincuda_free(&gpu);
     return r;
@@ -186,13 +195,14 @@ static double worst_loss_gap(const float *a, const float *b, int n) {
     double worst = 0.0;
     for (int k = 0; k < n; k++) {
         double d = fabs((double)a[k] - (double)b[k]);
-        if (!(d <= worst)) worst = d;
+        if (!(d <= worst))
+            worst = d;
     }
     return worst;
 }
 
-static int check_equivalence(const Swin *host, const VisionDebugState *s, int steps,
-                             double rel_tol, double loss_tol) {
+static int check_equivalence(const Swin *host, const VisionDebugState *s, int steps, double rel_tol,
+                             double loss_tol) {
     const size_t BK = (size_t)s->B * host->config.num_classes, P = host->num_parameters;
     ModeRun ln = run_mode(host, MODE_LN, s, steps);
     ModeRun cbwc = run_mode(host, MODE_CBWC, s, steps);
@@ -209,8 +219,8 @@ static int check_equivalence(const Swin *host, const VisionDebugState *s, int st
     const double rms_grad_gap = relative_error(rms.grads, ln.grads, P);
     const double need = fmax(3.0 * cbwc_grad_gap, 1e-3);
     const int control = isfinite(rms_grad_gap) && rms_grad_gap > need;
-    printf("  %-26s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln grads", rms_grad_gap,
-           need, control ? "ok" : "FAIL");
+    printf("  %-26s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln grads", rms_grad_gap, need,
+           control ? "ok" : "FAIL");
     printf("  %-26s %.3e  (cbwc vs ln: %.3e)\n", "rms vs ln step losses",
            worst_loss_gap(rms.losses, ln.losses, steps), gap);
     ok &= control;
@@ -240,17 +250,23 @@ static double parse_number(const char *flag, const char *v, double lo, double hi
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') usage();
+    if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-')
+        usage();
     double rel_tol = sizeof(floatX) == 4 ? 1e-4 : 5e-2;
     double loss_tol = sizeof(floatX) == 4 ? 1e-4 : 1e-2;
     int equivalence_steps = 0;
     for (int i = 3; i < argc; i += 2) {
-        if (i + 1 >= argc) usage();
+        if (i + 1 >= argc)
+            usage();
         const char *f = argv[i], *v = argv[i + 1];
-        if (strcmp(f, "-r") == 0) rel_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
-        else if (strcmp(f, "-l") == 0) loss_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
-        else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_number(f, v, 0.0, 1e5);
-        else usage();
+        if (strcmp(f, "-r") == 0)
+            rel_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
+        else if (strcmp(f, "-l") == 0)
+            loss_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
+        else if (strcmp(f, "--equivalence") == 0)
+            equivalence_steps = (int)parse_number(f, v, 0.0, 1e5);
+        else
+            usage();
     }
     Classifier model;
     classifier_load(&model, argv[1], FAMILY_SWIN);
@@ -273,11 +289,12 @@ int main(int argc, char **argv) {
     }
     printf("test_swincu (%s): %s mode, S=%d Cin=%d P=%d E=%d stages=%d W=%d centre_ops=%d B=%d, "
            "%d AdamW steps\n",
-           FLOATX_NAME, norm_mode_name(host->mode), c->image_size, c->image_channels,
-           c->patch_size, c->embed_dim, c->num_stages, c->window, c->centre_ops, s.B, s.num_steps);
+           FLOATX_NAME, norm_mode_name(host->mode), c->image_size, c->image_channels, c->patch_size,
+           c->embed_dim, c->num_stages, c->window, c->centre_ops, s.B, s.num_steps);
     int ok = check_reference(host, &s, rel_tol, loss_tol);
     if (equivalence_steps > 0) {
-        if (host->mode != MODE_LN) fatal("--equivalence: %s must be an ln model", argv[1]);
+        if (host->mode != MODE_LN)
+            fatal("--equivalence: %s must be an ln model", argv[1]);
         ok &= check_equivalence(host, &s, equivalence_steps, rel_tol, loss_tol);
     }
     printf("%s\n", ok ? "OK" : "FAILED");
