@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (at most 7 minutes): builds with all cores, then
-#   build; fp32 tests; bf16 tests; ViT tests (fp32, bf16); dev/cuda kernel checks; compute-sanitizer
+#   build; fp32 tests; bf16 tests; ViT and Swin tests (fp32, bf16); Fashion-MNIST training
+#   (ViT, Swin; images/s); dev/cuda kernel checks; compute-sanitizer
 #   memcheck, racecheck, initcheck, synccheck on the small fp32 test; d12
 #   training steps in every mode (and llm.c's train_gpt2cu side by side when
 #   LLMC_DIR is given); norm kernels vs copy bandwidth; Swin's window
@@ -62,7 +63,8 @@ fi
 
 if stage "build" 240; then
     if timeout 240 make -j"$(nproc)" CUDA_ARCHS=90 train_gpt2cu test_gpt2cu train_gpt2fp32cu \
-            test_gpt2fp32cu train_vitcu test_vitcu train_vitfp32cu test_vitfp32cu cuda-dev > "$logs/build.log" 2>&1; then
+            test_gpt2fp32cu train_vitcu test_vitcu train_vitfp32cu test_vitfp32cu test_swincu \
+            test_swinfp32cu cuda-dev > "$logs/build.log" 2>&1; then
         row "build (sm_90, -j$(nproc))" "ok ($((SECONDS - t_start)) s)"
     else
         row "build" "FAILED (combined.log: build)"; tail -30 "$logs/build.log"; flush; exit 1
@@ -102,6 +104,47 @@ vit_tests() {
 if [ $have_states = 1 ] && stage "ViT tests" 60; then
     vit_tests test_vitfp32cu vit_fp32
     vit_tests test_vitcu vit_bf16
+fi
+
+# Swin (issue 15): test_swin*cu against dev/reference/swin.py's states; ln_b (centring ops on)
+# also checks ln == cbwc over 8 steps
+swin_tests() {
+    local bin=$1 prefix=$2 tag seed
+    [ -f "$states/swin_seeds.txt" ] || { row "$prefix" "SKIP (no swin states: rerun dev/gpu/make_states.sh)"; return; }
+    while read -r tag seed; do
+        local extra=()
+        [ "$tag" = ln_b ] && extra=(--equivalence 8)
+        run "${prefix}_$tag" 60 "bin/$bin" "$states/swin_$tag.bin" "$states/swin_${tag}_state.bin" "${extra[@]}"
+    done < "$states/swin_seeds.txt"
+}
+if [ $have_states = 1 ] && stage "Swin tests" 60; then
+    swin_tests test_swinfp32cu swin_fp32
+    swin_tests test_swincu swin_bf16
+fi
+
+# Fashion-MNIST end to end on the device (bf16), one row per family and mode with its
+# images/s and test accuracy: Debian's files where installed, else data/fashion-mnist (copy
+# /usr/share/datasets/fashion-mnist there and carry it)
+fmnist=/usr/share/datasets/fashion-mnist
+[ -d "$fmnist" ] || fmnist=data/fashion-mnist
+if stage "Fashion-MNIST training (bf16)" 90; then
+    if [ -d "$fmnist" ]; then
+        for fam in vit swin; do
+            for mode in ln rms cbwc; do
+                log=$logs/fmnist_${fam}_$mode.log
+                if timeout 14 bin/train_vitcu -i "$fmnist" -e $fam -N $mode -b 128 -ep 1 -x 60 \
+                        -nt 8192 -ne 2048 > "$log" 2>&1 && grep -q '^final:' "$log"; then
+                    row "train_vitcu $fam $mode (B=128)" "$(grep '^final:' "$log" | awk '{
+                        for (i = 1; i < NF; i++) if ($i == "images_per_s" || $i == "test_accuracy") v[$i] = $(i + 1)
+                        printf "%s images/s, test accuracy %s", v["images_per_s"], v["test_accuracy"] }')"
+                else
+                    row "train_vitcu $fam $mode" "FAIL (combined.log: fmnist_${fam}_$mode)"; tail -10 "$log"
+                fi
+            done
+        done
+    else
+        row "Fashion-MNIST training" "SKIP (no $fmnist: copy /usr/share/datasets/fashion-mnist to data/fashion-mnist and carry it)"
+    fi
 fi
 
 if stage "dev/cuda kernel checks" 40; then

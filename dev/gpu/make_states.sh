@@ -4,6 +4,7 @@
 # files replay any device failure in the emulator:
 #   build/emu/test_gpt2fp32cu dev/gpu/states/ln_small.bin dev/gpu/states/ln_small_state.bin --curve 20 --seed 101
 #   build/emu/test_vitfp32cu dev/gpu/states/vit_ln_small.bin dev/gpu/states/vit_ln_small_state.bin --curve 20 --seed 107
+#   build/emu/test_swinfp32cu dev/gpu/states/swin_ln_a.bin dev/gpu/states/swin_ln_a_state.bin
 # usage: dev/gpu/make_states.sh [DIR]   (default dev/gpu/states, ignored by git)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,6 +39,21 @@ for mode in ln rms cbwc; do
         echo "$mode $shape $seed" >> "$dir/vit_seeds.txt.tmp"
     done
 done
+# Swin (dev/reference/swin.py) for test_swincu: test/suites/cuda_vit_emu.sh's two configs
+# (a: 16x16x2, 2 stages, window 4 with shift; b: 24x24 RGB, 3 stages, window 3, centring ops)
+swin_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 16 --depths 2,2 --heads 2,4 --window 4 --B 2 --steps 4"
+swin_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3
+        --mlp-ratio 4 --B 3 --num-classes 4 --steps 3 --lr 3e-3 --centre-ops 1"
+rm -f "$dir/swin_seeds.txt.tmp"
+for tag in ln_a rms_a cbwc_a ln_b cbwc_b; do
+    seed=$((seed + 1))
+    var=swin_${tag#*_}
+    # shellcheck disable=SC2086
+    $PY dev/reference/swin.py --mode "${tag%_*}" --seed $seed --model "$dir/swin_$tag.bin" \
+        --state "$dir/swin_${tag}_state.bin" ${!var} > /dev/null
+    echo "$tag $seed" >> "$dir/swin_seeds.txt.tmp"
+done
+mv "$dir/swin_seeds.txt.tmp" "$dir/swin_seeds.txt"
 mv "$dir/vit_seeds.txt.tmp" "$dir/vit_seeds.txt"
 mv "$dir/seeds.txt.tmp" "$dir/seeds.txt"
 echo "wrote $(ls "$dir" | wc -l) files to $dir ($(du -sh "$dir" | cut -f1))"
