@@ -24,6 +24,7 @@ extern "C" {
 #include "logger.h"
 #include "rand.h"
 #include "schedule.h"
+#include "stop_signal.h"
 #include "vision_data.h"
 #include "vit_train_args.h"
 }
@@ -110,6 +111,7 @@ static void save_model(const ClassifierCuda *gpu, Classifier *host, const char *
 int main(int argc, char **argv) {
     GpuArgs gpu;
     VitTrainArgs args = parse_args(argc, argv, &gpu);
+    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, write the model, exit
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
@@ -172,7 +174,8 @@ int main(int argc, char **argv) {
     long long timed_images = 0;
     float test_loss = NAN, test_accuracy = NAN;
     int step = 0;
-    for (int epoch = 0; step < total_steps; epoch++) {
+    int stopped_by = 0; // the stop signal, agreed by all ranks after each step
+    for (int epoch = 0; step < total_steps && stopped_by == 0; epoch++) {
         vision_shuffle(order, train.count, &rng);
         for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
             CUDA_CHECK(cudaDeviceSynchronize());
@@ -209,6 +212,16 @@ int main(int argc, char **argv) {
                        seconds * 1e3, global_B / seconds);
                 fflush(stdout);
             }
+            stopped_by = -multi_gpu_min_int(&mg, -stop_signal_received());
+            if (stopped_by != 0) break;
+        }
+        if (stopped_by != 0) { // the step is finished: keep it, say so, exit 128 + signal
+            if (lead) {
+                printf("stopped by %s after step %d\n", stop_signal_name(stopped_by), step);
+                if (args.output_dir != NULL) save_model(&model, &host, args.output_dir, step);
+                printf("train_vitcu has no resume yet: the model file trains on with -e FILE\n");
+            }
+            break;
         }
         evaluate(&model, &mg, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
         if (lead) printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
@@ -233,5 +246,5 @@ int main(int argc, char **argv) {
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&host);
-    return EXIT_SUCCESS;
+    return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;
 }

@@ -130,6 +130,22 @@ else
     bad "train_vitfp32cu 2 ranks vs 1"; diff <(steps "$work/dp2.log") <(steps "$work/dp1.log") | head | sed 's/^/     /'
     tail -3 "$work/dp2.log" | sed 's/^/     /'
 fi
+# stop signals: SIGTERM mid-run finishes the step, writes the model file, exits 143
+# (llmc/stop_signal.c); the file trains on in train_vit
+sig=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 400 -nt 3200 -ne 16 -pe 1 -u 2 -sd $((s + 9)))
+"$E/train_vitfp32cu" "${sig[@]}" -o "$work/sig" > "$work/sig.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do grep -q '^step' "$work/sig.log" 2> /dev/null && break; sleep 0.1; done
+kill -TERM $pid 2> /dev/null; wait $pid; rc=$?
+stopped=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\)$/\1/p' "$work/sig.log")
+model=$work/sig/model_$(printf %08d "${stopped:-0}").bin
+if [ $rc -eq 143 ] && [ -n "$stopped" ] && [ "$stopped" -lt 400 ] && [ -f "$model" ] &&
+   bin/train_vit -i "$fmnist" -e "$model" -b 8 -x 1 -nt 32 -ne 16 > "$work/sig_cpu.log" 2>&1; then
+    ok "train_vitfp32cu: SIGTERM after step $stopped of 400: exit 143, the model file written, train_vit trains on from it"
+else
+    bad "train_vitfp32cu SIGTERM: exit $rc, step '${stopped}'"; tail -3 "$work/sig.log" | sed 's/^/     /'
+fi
+
 # 3b. Swin. A: 16x16x2, patch 2 -> 8x8 tokens, embed 16, window 4 (2x2 windows,
 #     shift 2), then 4x4 (one window); B: 24x24 RGB, patch 2, embed 8, window 3,
 #     3 stages (4x4 and 2x2 windows with shift 1, then 3x3), the centring ops.
