@@ -273,6 +273,21 @@ static void phi_text(TextBuf *b, int dim, int depth, int heads, int vocab) {
     emit(b, "layernorm final_layernorm x%d\nlinear lm_head final_layernorm out=%d\n", depth, vocab);
 }
 
+// "-d<L>" with 1 <= L <= 1000 and nothing after it: L, else 0.
+static int depth_suffix(const char *s) {
+    if (strncmp(s, "-d", 2) != 0 || s[2] < '1' || s[2] > '9') {
+        return 0;
+    }
+    int depth = 0;
+    for (s += 2; *s != '\0'; s++) {
+        if (*s < '0' || *s > '9' || depth > 100) {
+            return 0;
+        }
+        depth = 10 * depth + (*s - '0');
+    }
+    return depth <= 1000 ? depth : 0;
+}
+
 char *graph_builtin_text(const char *name) {
     if (strncmp(name, "gpt2-", 5) == 0) {
         GPT2Config cfg;
@@ -296,17 +311,23 @@ char *graph_builtin_text(const char *name) {
         {"opt-125m", 768, 12, 12, 768, 1}, {"opt-350m", 1024, 24, 16, 512, 2},
         {"phi-2", 2560, 32, 32, 0, 3}};
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-        if (strcmp(name, others[i].name) != 0) {
+        size_t n = strlen(others[i].name);
+        if (strncmp(name, others[i].name, n) != 0) {
+            continue;
+        }
+        // NAME-d<L>: the same architecture with L blocks (small test models)
+        int depth = name[n] == '\0' ? others[i].depth : depth_suffix(name + n);
+        if (depth <= 0) {
             continue;
         }
         TextBuf b;
         buf_init(&b);
         if (others[i].kind == 0) {
-            bert_text(&b, others[i].dim, others[i].depth, others[i].heads, 30522);
+            bert_text(&b, others[i].dim, depth, others[i].heads, 30522);
         } else if (others[i].kind == 3) {
-            phi_text(&b, others[i].dim, others[i].depth, others[i].heads, 51200);
+            phi_text(&b, others[i].dim, depth, others[i].heads, 51200);
         } else {
-            opt_text(&b, others[i].dim, others[i].depth, others[i].heads, others[i].embed_dim,
+            opt_text(&b, others[i].dim, depth, others[i].heads, others[i].embed_dim,
                      others[i].kind == 1);
         }
         return b.text;

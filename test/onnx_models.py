@@ -11,6 +11,8 @@ Models (written here, independent of the C code):
   gpt_dyn     gpt_o17 with symbolic batch and sequence axes
   bert_o17/14 a BERT-like post-LN stack (word + position + token-type embeddings)
   vit_o17/14  a ViT-like stack (conv patches, cls token, positions, pre-LN)
+  opt125_o17/14  an OPT-125m-like stack (pre-LN, Hugging Face's module layout)
+  opt350_o17/14  an OPT-350m-like one (post-LN, project_in/out, no final LN)
 expected.txt holds one line per model: NAME<TAB>foldcheck's last line as
 worked out by hand from where the norms sit (see the comments at each model).
 
@@ -167,6 +169,86 @@ class ViT(nn.Module):
         return self.head(self.lnf(x)[:, 0])
 
 
+class OptAttention(nn.Module):
+    # OPT's attention: separate q/k/v projections, q scaled before the scores, causal
+    def __init__(self, C, NH):
+        super().__init__()
+        self.q_proj, self.k_proj, self.v_proj = nn.Linear(C, C), nn.Linear(C, C), nn.Linear(C, C)
+        self.out_proj = nn.Linear(C, C)
+        self.NH = NH
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q = self.q_proj(x) * (C // self.NH) ** -0.5
+        q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2)
+                   for t in (q, self.k_proj(x), self.v_proj(x)))
+        s = (q @ k.transpose(-2, -1)).masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1),
+                                                  float("-inf"))
+        return self.out_proj((F.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class OptLayer(nn.Module):
+    # Hugging Face's OPTDecoderLayer: ReLU MLP (fc1, fc2); do_layer_norm_before
+    # = True (125m): x + attn(LN(x)), then + fc2(relu(fc1(LN(.)))); False
+    # (350m): LN(x + attn(x)), then LN(. + fc2(relu(fc1(.))))
+    def __init__(self, C, NH, pre_ln):
+        super().__init__()
+        self.self_attn = OptAttention(C, NH)
+        self.self_attn_layer_norm, self.final_layer_norm = Norm(C), Norm(C)
+        self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+        self.pre_ln = pre_ln
+
+    def forward(self, x):
+        if self.pre_ln:
+            x = x + self.self_attn(self.self_attn_layer_norm(x))
+            return x + self.fc2(F.relu(self.fc1(self.final_layer_norm(x))))
+        x = self.self_attn_layer_norm(x + self.self_attn(x))
+        return self.final_layer_norm(x + self.fc2(F.relu(self.fc1(x))))
+
+
+class OPT(nn.Module):
+    # OPT-125m style (pre_ln, embed == C): 2L + 1 LNs, all foldable; S =
+    # embed_tokens, embed_positions, L out_proj, L fc2.
+    # OPT-350m style (post-LN, embeddings E wide through project_in /
+    # project_out, no final LN): 2L LNs, none foldable: the first LN's input
+    # x0 + attn(x0) would be zero-mean with project_in, the positions and
+    # out_proj centred, but x0 also feeds q/k/v (a shift they do not absorb);
+    # every later LN reads an LN's affine output plus a branch.
+    # Positions: OPT's learned table with its offset 2 (rows 2 .. T + 1 used).
+    def __init__(self, pre_ln, V=64, T=16, C=32, E=32, NH=2, L=2):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(V, E)
+        self.embed_positions = nn.Embedding(T + 2, C)
+        self.project_in = nn.Linear(E, C, bias=False) if E != C else None
+        self.project_out = nn.Linear(C, E, bias=False) if E != C else None
+        self.layers = nn.ModuleList(OptLayer(C, NH, pre_ln) for _ in range(L))
+        self.final_layer_norm = Norm(C) if pre_ln else None
+        self.lm_head = nn.Linear(E, V, bias=False)
+
+    def cbwc_layers(self):
+        if self.final_layer_norm is None:
+            return []
+        return [self.embed_tokens, self.embed_positions] + [
+            m for l in self.layers for m in (l.self_attn.out_proj, l.fc2)]
+
+    def norms(self):
+        ns = [n for l in self.layers for n in (l.self_attn_layer_norm, l.final_layer_norm)]
+        return ns + ([self.final_layer_norm] if self.final_layer_norm is not None else [])
+
+    def forward(self, idx):
+        x = self.embed_tokens(idx)
+        if self.project_in is not None:
+            x = self.project_in(x)
+        x = x + self.embed_positions(torch.arange(idx.shape[1]) + 2)
+        for layer in self.layers:
+            x = layer(x)
+        if self.final_layer_norm is not None:
+            x = self.final_layer_norm(x)
+        if self.project_out is not None:
+            x = self.project_out(x)
+        return self.lm_head(x)
+
+
 class RefGPT(nn.Module):
     """dev/reference/gpt2.py's model, logits only."""
 
@@ -250,6 +332,15 @@ for opset in (17, 14):
     export(vit, (img,), f"vit_o{opset}", opset, ["img"])
     expected.append((f"vit_o{opset}", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 3}"))
 
+torch.manual_seed(4)
+opt_pre = OPT(pre_ln=True, L=L)
+opt_post = OPT(pre_ln=False, E=16, L=L)
+for opset in (17, 14):
+    export(opt_pre, (idx,), f"opt125_o{opset}", opset, ["idx"])
+    expected.append((f"opt125_o{opset}", f"foldable: {2 * L + 1}/{2 * L + 1} LNs, cbwc layers: {2 * L + 2}"))
+    export(opt_post, (idx,), f"opt350_o{opset}", opset, ["idx"])
+    expected.append((f"opt350_o{opset}", f"foldable: 0/{2 * L} LNs, cbwc layers: 0"))
+
 with open(os.path.join(OUT, "expected.txt"), "w") as f:
     for name, line in expected:
         f.write(f"{name}\t{line}\n")
@@ -264,4 +355,24 @@ with torch.no_grad():
     print(f"gpt: centring mlp.fc (outside S) alone: max rel diff {d:.2e} (must exceed 1e-3)")
     ok = ok and d > 1e-3
 ok = check_fold("bert", lambda: BERT(L=L), (idx, types), [0], extra_norm=1) and ok
+ok = check_fold("opt125", lambda: OPT(pre_ln=True, L=L), (idx,), range(2 * L + 1), extra_norm=None) and ok
+with torch.no_grad():  # outside S: layer 0's fc1 (it feeds the ReLU, not the stream)
+    o2 = OPT(pre_ln=True, L=L)
+    o2.load_state_dict(opt_pre.state_dict())
+    centre(o2.layers[0].fc1)
+    d = rel_diff(o2(idx), opt_pre(idx))
+    print(f"opt125: centring layers.0.fc1 (outside S) alone: max rel diff {d:.2e} (must exceed 1e-3)")
+    ok = ok and d > 1e-3
+# post-LN: nothing folds; centring what would make LN 0's input zero-mean
+# (project_in, the positions, layers.0.out_proj) already changes the outputs,
+# because x0 also feeds q/k/v
+with torch.no_grad():
+    o3 = OPT(pre_ln=False, E=16, L=L)
+    o3.load_state_dict(opt_post.state_dict())
+    for layer in (o3.project_in, o3.embed_positions, o3.layers[0].self_attn.out_proj):
+        centre(layer)
+    d = rel_diff(o3(idx), opt_post(idx))
+    print(f"opt350: centring project_in, the positions, layers.0.out_proj (LN 0's would-be set): "
+          f"max rel diff {d:.2e} (must exceed 1e-3)")
+    ok = ok and d > 1e-3
 sys.exit(0 if ok else 1)

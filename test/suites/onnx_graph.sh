@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # foldcheck on ONNX models (issue 18): small real PyTorch models exported by
-# torch.onnx.export (test/onnx_models.py: the GPT-2 reference, GPT-, BERT- and
-# ViT-like stacks, opsets 14 and 17, i.e. LayerNormalization and its
-# decomposed form) give the verdicts worked out by hand and those of the
+# torch.onnx.export (test/onnx_models.py: the GPT-2 reference, GPT-, BERT-,
+# ViT-, OPT-125m- and OPT-350m-like stacks, opsets 14 and 17, i.e.
+# LayerNormalization and its decomposed form) give the verdicts worked out by hand and those of the
 # built-in graph of the same architecture; the fold the verdict allows leaves
 # the PyTorch outputs unchanged; ops the analysis does not model are reported
 # by ONNX op type; malformed ONNX files are errors naming the file.
@@ -34,6 +34,24 @@ done < "$work/expected.txt"
 want=$(bin/foldcheck gpt2-d2c32h2v64t16 | tail -1)
 got=$(bin/foldcheck "$work/gpt_ref.onnx" 2> /dev/null | tail -1)
 [ "$got" = "$want" ] && ok "gpt_ref.onnx == built-in gpt2-d2c32h2v64t16: $got" || bad "gpt_ref: '$got' vs built-in '$want'"
+# OPT: the built-ins cut to the exports' depth (opt-125m-d2, opt-350m-d2; widths do not enter the verdicts)
+for pair in opt125:opt-125m-d2 opt350:opt-350m-d2; do
+    want=$(bin/foldcheck "${pair#*:}" | tail -1)
+    for opset in 17 14; do
+        got=$(bin/foldcheck "$work/${pair%%:*}_o$opset.onnx" 2> /dev/null | tail -1)
+        [ "$got" = "$want" ] && ok "${pair%%:*}_o$opset.onnx == built-in ${pair#*:}: $got" ||
+            bad "${pair%%:*}_o$opset: '$got' vs built-in ${pair#*:} '$want'"
+    done
+done
+for name in opt-350m-d0 opt-350m-d opt-125m-d2x opt-125m-d1001; do
+    bin/foldcheck $name > /dev/null 2> "$work/builtin.err"
+    [ $? -eq 1 ] && grep -q "$name: neither a file nor a built-in" "$work/builtin.err" && ok "bad built-in depth $name: error" ||
+        bad "built-in $name: $(cat "$work/builtin.err")"
+done
+bin/foldcheck "$work/opt350_o17.onnx" > "$work/opt350.out" 2> /dev/null
+grep -qE "LN /layers.0/self_attn_layer_norm/ln/LayerNormalization +NOT foldable: input /layers.0/Add would be zero-mean with /project_in/MatMul centred, but that shifts what /layers.0/self_attn/[qkv]_proj/MatMul \(linear\) reads" "$work/opt350.out" &&
+    ok "opt350_o17: the first post-LN blamed on project_in's stream also feeding q/k/v" ||
+    bad "opt350_o17: $(grep layers.0/self_attn_layer_norm "$work/opt350.out")"
 
 # node names are optional in ONNX: without them the output names stand in
 $PY -c "
