@@ -137,7 +137,8 @@ void graph_ln_reason(const Graph *g, const GraphAnalysis *a, int i, char *buf, s
 // vit-tiny, vit-small, vit-base, swin-tiny, swin-small, bert-base, bert-large,
 // opt-125m, opt-350m, phi-2 (each also as NAME-d<L>: L blocks instead of the
 // named depth, 1 <= L <= 1000), and the swin ones with
-// a "-centred" suffix ("-centered" accepted too) (an explicit centring op after the patch norm).
+// a "-centred" suffix ("-centered" accepted too) (an explicit centring op after the patch norm),
+// swin-tiny-s2 and swin-tiny-s2-centred (Swin-Tiny's first two stages only).
 // Returns NULL for an unknown name.
 char *graph_builtin_text(const char *name);
 // The GPT-2 graph for a config (L layers, C channels, NH heads, V vocab).

@@ -93,11 +93,15 @@ static void vit_text(TextBuf *b, int dim, int depth, int heads) {
     emit(b, "linear head cls_select out=1000\n");
 }
 
-static void swin_text(TextBuf *b, int embed, const int depths[4], const int heads[4],
+// The first STAGES (1 to 4) stages of Swin v1 (final norm after the last).
+static void swin_text(TextBuf *b, int embed, const int depths[4], const int heads[4], int stages,
                       int centred) {
     emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
          embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
          heads[3], centred ? ", explicit centring after the patch norm and before each merge" : "");
+    if (stages < 4) {
+        emit(b, "# only the first %d stages\n", stages);
+    }
     emit(b, "graph swin\ninput patches dim=48  # 3x4x4 pixels per patch\n");
     emit(b, "conv patch_embed.proj patches out=%d\n", embed);
     emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
@@ -109,7 +113,7 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
         snprintf(x, sizeof(x), "patch_embed.norm");
     }
     int dim = embed;
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < stages; s++) {
         for (int k = 0; k < depths[s]; k++) {
             char p[48];
             snprintf(p, sizeof(p), "layers.%d.blocks.%d", s, k);
@@ -136,7 +140,7 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
             emit(b, "add %s.res2 %s.res1 %s.mlp.fc2\n", p, p, p);
             snprintf(x, sizeof(x), "%s.res2", p);
         }
-        if (s == 3) {
+        if (s == stages - 1) {
             break;
         }
         // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
@@ -334,15 +338,16 @@ char *graph_builtin_text(const char *name) {
     }
     static const int heads[4] = {3, 6, 12, 24};
     static const int tiny[4] = {2, 2, 6, 2}, small[4] = {2, 2, 18, 2};
-    static const struct { const char *name; const int *depths; int centred; } swins[] = {
-        {"swin-tiny", tiny, 0}, {"swin-tiny-centred", tiny, 1},
-        {"swin-small", small, 0}, {"swin-small-centred", small, 1},
-        {"swin-tiny-centered", tiny, 1}, {"swin-small-centered", small, 1}}; // US spelling: aliases
+    static const struct { const char *name; const int *depths; int stages, centred; } swins[] = {
+        {"swin-tiny", tiny, 4, 0}, {"swin-tiny-centred", tiny, 4, 1},
+        {"swin-small", small, 4, 0}, {"swin-small-centred", small, 4, 1},
+        {"swin-tiny-centered", tiny, 4, 1}, {"swin-small-centered", small, 4, 1}, // US spelling
+        {"swin-tiny-s2", tiny, 2, 0}, {"swin-tiny-s2-centred", tiny, 2, 1}}; // 2 stages (tests)
     for (size_t i = 0; i < sizeof(swins) / sizeof(swins[0]); i++) {
         if (strcmp(name, swins[i].name) == 0) {
             TextBuf b;
             buf_init(&b);
-            swin_text(&b, 96, swins[i].depths, heads, swins[i].centred);
+            swin_text(&b, 96, swins[i].depths, heads, swins[i].stages, swins[i].centred);
             return b.text;
         }
     }

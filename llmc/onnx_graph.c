@@ -1714,6 +1714,20 @@ static int any_act(const Ctx *c, const Onnx__NodeProto *n) {
     return 0;
 }
 
+// x - mean(x) read by anything but the rest of a decomposed LN (Pow or Mul
+// squaring it, Div by the deviation) is an explicit centring op (Swin's
+// centring ops, llmc/swin.c -k 1): from here on an activation, the centre node.
+static void centred_inputs_as_acts(Ctx *c, const Onnx__NodeProto *n) {
+    for (size_t i = 0; i < n->n_input; i++) {
+        int v = in_value(c, n, i);
+        if (v >= 0 && c->values[v].kind == V_CENTRED) {
+            int node = as_node(c, v, n->op_type);
+            c->values[v].kind = V_ACT;
+            c->values[v].node = node;
+        }
+    }
+}
+
 static void map_node(Ctx *c, const Onnx__NodeProto *n) {
     const char *op = n->op_type;
     int ms = n->domain != NULL && strcmp(n->domain, "com.microsoft") == 0;
@@ -1781,6 +1795,9 @@ static void map_node(Ctx *c, const Onnx__NodeProto *n) {
     if (!std_domain) {
         make_opaque(c, n, op, NULL);
         return;
+    }
+    if (strcmp(op, "Pow") != 0 && strcmp(op, "Mul") != 0 && strcmp(op, "Div") != 0) {
+        centred_inputs_as_acts(c, n);
     }
     static const struct {
         const char *name;

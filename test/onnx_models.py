@@ -13,10 +13,13 @@ Models (written here, independent of the C code):
   vit_o17/14  a ViT-like stack (conv patches, cls token, positions, pre-LN)
   opt125_o17/14  an OPT-125m-like stack (pre-LN, Hugging Face's module layout)
   opt350_o17/14  an OPT-350m-like one (post-LN, project_in/out, no final LN)
+  swin_o17/14 dev/reference/swin.py's Swin at a tiny config (2 stages, shifted
+              windows, relative position bias, patch merging)
+  swinc_o17/14  the same with its explicit centring ops (--centre-ops 1)
 expected.txt holds one line per model: NAME<TAB>foldcheck's last line as
 worked out by hand from where the norms sit (see the comments at each model).
 
-The numerical check: for the GPT-like and BERT-like models the fold the
+The numerical check: for the GPT-, BERT-, OPT- and Swin models the fold the
 verdict allows (centre the CBWC layers, LN -> RMSNorm for the foldable LNs)
 must leave the outputs unchanged (1e-5 relative), while also folding an LN
 the verdict calls not foldable must change them. Exits 1 on a failed check.
@@ -31,6 +34,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "dev", "reference"))
 import gpt2 as ref  # noqa: E402
+import swin  # noqa: E402
 
 torch.manual_seed(0)
 OUT = sys.argv[1]
@@ -261,6 +265,35 @@ class RefGPT(nn.Module):
         return self.m(idx, torch.zeros_like(idx))[0]
 
 
+class RefSwin(nn.Module):
+    """dev/reference/swin.py's Swin (16x16x2 images, patch 2, embed 8, depths
+    2,2, heads 2,4, window 4 with the shifted second block), logits only;
+    centre_ops: its explicit x - mean(x) after the patch norm and before the
+    merge. mode: swin.py's norm mode (ln, rms: every norm RMS; cbwc: the
+    foldable ones RMS with their writers centred)."""
+
+    def __init__(self, centre_ops, mode="ln", centred=()):
+        super().__init__()
+        self.cfg = dict(image_size=16, image_channels=2, patch_size=2, num_classes=5, embed_dim=8,
+                        depths=[2, 2], heads=[2, 4], window=4, mlp_ratio=2, centre_ops=centre_ops,
+                        num_stages=2)
+        self.arch = swin.Arch(self.cfg)
+        P = swin.init_params(self.arch, torch.Generator().manual_seed(5))
+        with torch.no_grad():
+            for name in centred:  # the weight (and bias) of a layer, centred over its outputs
+                P[name + "w"] -= P[name + "w"].mean(0, keepdim=True)
+                if name + "b" in P:
+                    P[name + "b"] -= P[name + "b"].mean()
+        self.names = list(P)
+        self.p = nn.ParameterList(P[n] for n in self.names)
+        self.mode = mode
+
+    def forward(self, img):
+        P = dict(zip(self.names, self.p))
+        labels = torch.zeros(img.shape[0], dtype=torch.long)
+        return swin.swin_forward(P, self.arch, self.mode, img, labels, 0.0)[0]
+
+
 def centre(module):
     """CBWC on a layer: its outputs (rows of a table, a linear map's outputs
     with the bias, a learned tensor) centred over the feature axis."""
@@ -341,6 +374,19 @@ for opset in (17, 14):
     export(opt_post, (idx,), f"opt350_o{opset}", opset, ["idx"])
     expected.append((f"opt350_o{opset}", f"foldable: 0/{2 * L} LNs, cbwc layers: 0"))
 
+# Swin (2 stages): without the centring ops the patch norm, the last stage's
+# 4 block norms and the final norm fold (S = patch conv, the merge's
+# reduction, stage 1's projs and fc2s); stage 0's norms read the patch norm's
+# output, and centring stage 0 would shift what the merge's concat + LN read.
+# With them all 11 fold, S = conv, stage 0's projs and fc2 but its last fc2
+# (whose output reaches only the centring op), the reduction, stage 1's 4.
+img16 = torch.randn(2, 2, 16, 16)
+for opset in (17, 14):
+    export(RefSwin(0), (img16,), f"swin_o{opset}", opset, ["img"])
+    expected.append((f"swin_o{opset}", "foldable: 6/11 LNs, cbwc layers: 6"))
+    export(RefSwin(1), (img16,), f"swinc_o{opset}", opset, ["img"])
+    expected.append((f"swinc_o{opset}", "foldable: 11/11 LNs, cbwc layers: 9"))
+
 with open(os.path.join(OUT, "expected.txt"), "w") as f:
     for name, line in expected:
         f.write(f"{name}\t{line}\n")
@@ -375,4 +421,25 @@ with torch.no_grad():
     print(f"opt350: centring project_in, the positions, layers.0.out_proj (LN 0's would-be set): "
           f"max rel diff {d:.2e} (must exceed 1e-3)")
     ok = ok and d > 1e-3
+
+def swin_check(what, ln, other, must_match):
+    with torch.no_grad():
+        d = rel_diff(other(img16), ln(img16))
+    limit = "tolerance 1e-5" if must_match else "must exceed 1e-3"
+    print(f"swin: {what}: max rel diff {d:.2e} ({limit})")
+    return d < 1e-5 if must_match else d > 1e-3
+
+
+# swin.py's cbwc mode folds the verdict's 6 LNs and centres exactly its 6 layers
+ok = swin_check("fold per the verdict (6 LNs, 6 layers centred)", RefSwin(0), RefSwin(0, "cbwc"), True) and ok
+# outside S: stage 0's last fc2, whose per-token shift reaches the merge's
+# concat + LN unnormalised (the merge LN's verdict)
+ok = swin_check("centring layers.0.blocks.1.mlp.fc2 (outside S) alone", RefSwin(0),
+                RefSwin(0, centred=["s0.b1.fc2"]), False) and ok
+swin_s = ["patch", "s0.b0.proj", "s0.b0.fc2", "s0.b1.proj", "s1.red"] + [
+    f"s1.b{i}.{m}" for i in (0, 1) for m in ("proj", "fc2")]
+ok = swin_check("centring ops: every LN -> RMS, the verdict's 9 layers centred", RefSwin(1),
+                RefSwin(1, "rms", swin_s), True) and ok
+ok = swin_check("centring ops: the same without layers.0.blocks.0.attn.proj", RefSwin(1),
+                RefSwin(1, "rms", [n for n in swin_s if n != "s0.b0.proj"]), False) and ok
 sys.exit(0 if ok else 1)

@@ -149,6 +149,7 @@ int main(int argc, char **argv) {
                  "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
                  "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
                  "             swin-tiny, swin-small, swin-tiny-centred, swin-small-centred,\n"
+                 "             swin-tiny-s2, swin-tiny-s2-centred (the first two stages),\n"
                  "             bert-base, bert-large, opt-125m, opt-350m, phi-2 (these five\n"
                  "             also as NAME-d<L>: L blocks, e.g. opt-350m-d2)\n",
         .flags = flags,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # foldcheck on ONNX models (issue 18): small real PyTorch models exported by
 # torch.onnx.export (test/onnx_models.py: the GPT-2 reference, GPT-, BERT-,
-# ViT-, OPT-125m- and OPT-350m-like stacks, opsets 14 and 17, i.e.
+# ViT-, OPT-125m- and OPT-350m-like stacks, the Swin reference with and without
+# its centring ops, opsets 14 and 17, i.e.
 # LayerNormalization and its decomposed form) give the verdicts worked out by hand and those of the
 # built-in graph of the same architecture; the fold the verdict allows leaves
 # the PyTorch outputs unchanged; ops the analysis does not model are reported
@@ -34,8 +35,9 @@ done < "$work/expected.txt"
 want=$(bin/foldcheck gpt2-d2c32h2v64t16 | tail -1)
 got=$(bin/foldcheck "$work/gpt_ref.onnx" 2> /dev/null | tail -1)
 [ "$got" = "$want" ] && ok "gpt_ref.onnx == built-in gpt2-d2c32h2v64t16: $got" || bad "gpt_ref: '$got' vs built-in '$want'"
-# OPT: the built-ins cut to the exports' depth (opt-125m-d2, opt-350m-d2; widths do not enter the verdicts)
-for pair in opt125:opt-125m-d2 opt350:opt-350m-d2; do
+# OPT: the built-ins cut to the exports' depth (opt-125m-d2, opt-350m-d2; widths do not enter the verdicts);
+# Swin (2 stages): Swin-Tiny's first two stages (swin-tiny-s2, -centred)
+for pair in opt125:opt-125m-d2 opt350:opt-350m-d2 swin:swin-tiny-s2 swinc:swin-tiny-s2-centred; do
     want=$(bin/foldcheck "${pair#*:}" | tail -1)
     for opset in 17 14; do
         got=$(bin/foldcheck "$work/${pair%%:*}_o$opset.onnx" 2> /dev/null | tail -1)
@@ -48,6 +50,11 @@ for name in opt-350m-d0 opt-350m-d opt-125m-d2x opt-125m-d1001; do
     [ $? -eq 1 ] && grep -q "$name: neither a file nor a built-in" "$work/builtin.err" && ok "bad built-in depth $name: error" ||
         bad "built-in $name: $(cat "$work/builtin.err")"
 done
+# the centring op x - mean(x) read by an LN, the residual add and the merge's slices
+bin/foldcheck "$work/swinc_o17.onnx" > /dev/null 2> "$work/swinc.err"
+grep -q "opaque (not modelled, treated as not zero-mean): Reshape x10 MatMul x8 Add x5 Softmax x3 Transpose x3 Mul x8$" "$work/swinc.err" &&
+    ok "swinc_o17: opaque only inside attention (no LayerNormalization, Add or Slice)" ||
+    bad "swinc_o17: $(cat "$work/swinc.err")"
 bin/foldcheck "$work/opt350_o17.onnx" > "$work/opt350.out" 2> /dev/null
 grep -qE "LN /layers.0/self_attn_layer_norm/ln/LayerNormalization +NOT foldable: input /layers.0/Add would be zero-mean with /project_in/MatMul centred, but that shifts what /layers.0/self_attn/[qkv]_proj/MatMul \(linear\) reads" "$work/opt350.out" &&
     ok "opt350_o17: the first post-LN blamed on project_in's stream also feeding q/k/v" ||
