@@ -135,7 +135,7 @@ void graph_ln_reason(const Graph *g, const GraphAnalysis *a, int i, char *buf, s
 // Built-in networks, written as graph text (caller frees). Names:
 // gpt2-<descriptor> (gpt2-d12, gpt2-d4c128h4v256t64, see gpt2_parse_descriptor),
 // vit-tiny, vit-small, vit-base, swin-tiny, swin-small, bert-base, bert-large,
-// opt-125m, opt-350m, phi-2 (each also as NAME-d<L>: L blocks instead of the
+// opt-125m, opt-350m, phi-2 (these and the vit ones also as NAME-d<L>: L blocks instead of the
 // named depth, 1 <= L <= 1000), and the swin ones with
 // a "-centred" suffix ("-centered" accepted too) (an explicit centring op after the patch norm),
 // swin-tiny-s2 and swin-tiny-s2-centred (Swin-Tiny's first two stages only).

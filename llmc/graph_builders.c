@@ -303,12 +303,18 @@ char *graph_builtin_text(const char *name) {
     static const struct { const char *name; int dim, depth, heads; } vits[] = {
         {"vit-tiny", 192, 12, 3}, {"vit-small", 384, 12, 6}, {"vit-base", 768, 12, 12}};
     for (size_t i = 0; i < sizeof(vits) / sizeof(vits[0]); i++) {
-        if (strcmp(name, vits[i].name) == 0) {
-            TextBuf b;
-            buf_init(&b);
-            vit_text(&b, vits[i].dim, vits[i].depth, vits[i].heads);
-            return b.text;
+        size_t n = strlen(vits[i].name);
+        if (strncmp(name, vits[i].name, n) != 0) {
+            continue;
         }
+        int depth = name[n] == '\0' ? vits[i].depth : depth_suffix(name + n); // NAME-d<L>
+        if (depth <= 0) {
+            continue;
+        }
+        TextBuf b;
+        buf_init(&b);
+        vit_text(&b, vits[i].dim, depth, vits[i].heads);
+        return b.text;
     }
     static const struct { const char *name; int dim, depth, heads, embed_dim, kind; } others[] = {
         {"bert-base", 768, 12, 12, 0, 0}, {"bert-large", 1024, 24, 16, 0, 0},

@@ -150,8 +150,8 @@ int main(int argc, char **argv) {
                  "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
                  "             swin-tiny, swin-small, swin-tiny-centred, swin-small-centred,\n"
                  "             swin-tiny-s2, swin-tiny-s2-centred (the first two stages),\n"
-                 "             bert-base, bert-large, opt-125m, opt-350m, phi-2 (these five\n"
-                 "             also as NAME-d<L>: L blocks, e.g. opt-350m-d2)\n",
+                 "             bert-base, bert-large, opt-125m, opt-350m, phi-2 (these and\n"
+                 "             the vit ones also as NAME-d<L>: L blocks, e.g. opt-350m-d2)\n",
         .flags = flags,
         .num_flags = CLI_COUNT(flags),
         .min_positional = 1,

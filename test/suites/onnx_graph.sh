@@ -37,7 +37,9 @@ got=$(bin/foldcheck "$work/gpt_ref.onnx" 2> /dev/null | tail -1)
 [ "$got" = "$want" ] && ok "gpt_ref.onnx == built-in gpt2-d2c32h2v64t16: $got" || bad "gpt_ref: '$got' vs built-in '$want'"
 # OPT: the built-ins cut to the exports' depth (opt-125m-d2, opt-350m-d2; widths do not enter the verdicts);
 # Swin (2 stages): Swin-Tiny's first two stages (swin-tiny-s2, -centred)
-for pair in opt125:opt-125m-d2 opt350:opt-350m-d2 swin:swin-tiny-s2 swinc:swin-tiny-s2-centred; do
+# BERT (with its MLM head) and ViT: bert-base-d2, vit-tiny-d2
+for pair in opt125:opt-125m-d2 opt350:opt-350m-d2 swin:swin-tiny-s2 swinc:swin-tiny-s2-centred \
+            bert:bert-base-d2 vit:vit-tiny-d2; do
     want=$(bin/foldcheck "${pair#*:}" | tail -1)
     for opset in 17 14; do
         got=$(bin/foldcheck "$work/${pair%%:*}_o$opset.onnx" 2> /dev/null | tail -1)
