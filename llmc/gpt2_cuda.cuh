@@ -24,6 +24,7 @@ extern "C" {
 #include "cbwc.cuh"
 #include "crossentropy.cuh"
 #include "cuda_common.cuh"
+#include "cuda_params.cuh"
 #include "encoder.cuh"
 #include "flash_attention.cuh"
 #include "gelu.cuh"
@@ -116,22 +117,8 @@ typedef struct {
     void *grads_ready_ctx;
 } GPT2Cuda;
 
-template <typename T> static inline T *cuda_alloc(size_t count) {
-    T *p = NULL;
-    CUDA_CHECK(cudaMalloc((void **)&p, (count > 0 ? count : 1) * sizeof(T)));
-    return p;
-}
-
-__global__ void float_to_floatx_kernel(floatX *out, const float *in, size_t n) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = from_float<floatX>(in[i]);
-}
-
 static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
-    if ((void *)m->params_x_memory == (void *)m->params_memory) return;
-    float_to_floatx_kernel<<<ceil_div((long long)m->num_parameters, 256), 256, 0, m->mm.stream>>>(
-        m->params_x_memory, m->params_memory, m->num_parameters);
-    CUDA_CHECK_LAUNCH();
+    cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
 }
 
 // Copies the parameters of a host model (loaded or initialised by llmc/gpt2.c)
@@ -164,14 +151,9 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     m->params_memory = cuda_alloc<float>(P);
     CUDA_CHECK(cudaMemcpy(m->params_memory, host->params_memory, P * sizeof(float),
                           cudaMemcpyHostToDevice));
-#ifdef FOLDNORM_FP32
-    m->params_x_memory = m->params_memory;
-#else
-    m->params_x_memory = cuda_alloc<floatX>(P);
-#endif
+    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
     gpt2cuda_sync_params_x(m);
-    m->grads_memory = cuda_alloc<float>(P);
-    CUDA_CHECK(cudaMemset(m->grads_memory, 0, P * sizeof(float)));
+    m->grads_memory = cuda_alloc_zeroed(P);
     point_params(&m->params, m->param_sizes, m->params_memory);
     point_params(&m->grads, m->param_sizes, m->grads_memory);
     point_params(&m->params_x, m->param_sizes, m->params_x_memory);
@@ -437,12 +419,7 @@ static inline double gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
 // gpt2cuda_params_gathered.
 static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, float grad_scale) {
     const size_t S = m->shard.shard_params;
-    if (m->m_memory == NULL) {
-        m->m_memory = cuda_alloc<float>(S);
-        m->v_memory = cuda_alloc<float>(S);
-        CUDA_CHECK(cudaMemset(m->m_memory, 0, S * sizeof(float)));
-        CUDA_CHECK(cudaMemset(m->v_memory, 0, S * sizeof(float)));
-    }
+    cuda_moments_ensure(&m->m_memory, &m->v_memory, S);
     m->adamw_step += 1;
     const int sharded = m->shard.world > 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
@@ -546,9 +523,7 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
-    if ((void *)m->params_x_memory != (void *)m->params_memory) {
-        CUDA_CHECK(cudaFree(m->params_x_memory));
-    }
+    cuda_params_x_free(m->params_x_memory, m->params_memory);
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     token_buckets_free(&m->buckets);
     free(m->losses_host);

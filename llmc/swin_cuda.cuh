@@ -29,6 +29,7 @@ extern "C" {
 #include "cbwc.cuh"
 #include "classifier_loss.cuh"
 #include "cuda_common.cuh"
+#include "cuda_params.cuh"
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
@@ -87,18 +88,6 @@ typedef struct {
     int num_sms;
     MatmulContext mm;
 } SwinCuda;
-
-template <typename T> static inline T *swincuda_alloc(size_t count) {
-    T *p = NULL;
-    CUDA_CHECK(cudaMalloc((void **)&p, (count > 0 ? count : 1) * sizeof(T)));
-    return p;
-}
-
-__global__ void swincuda_to_floatx_kernel(floatX *out, const float *in, size_t n) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        out[i] = from_float<floatX>(in[i]);
-}
 
 // out = a + b (n elements), summed in fp32
 __global__ void swincuda_add_kernel(floatX *out, const floatX *a, const floatX *b, size_t n) {
@@ -198,12 +187,7 @@ static inline void swincuda_gather(const SwinCuda *m, float *host, const float *
 }
 
 static inline void swincuda_sync_params_x(SwinCuda *m) {
-    if ((void *)m->params_x_memory == (void *)m->params_memory)
-        return;
-    swincuda_to_floatx_kernel<<<ceil_div((long long)m->dev_parameters, 256), 256, 0,
-                                m->mm.stream>>>(m->params_x_memory, m->params_memory,
-                                                m->dev_parameters);
-    CUDA_CHECK_LAUNCH();
+    cuda_params_sync_x(m->params_x_memory, m->params_memory, m->dev_parameters, m->mm.stream);
 }
 
 static inline void swincuda_build_shapes(SwinCuda *m) {
@@ -256,23 +240,23 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     const size_t B = (size_t)max_B, E = (size_t)m->config.embed_dim;
     const size_t N0 = (size_t)m->res0 * m->res0, K = (size_t)m->config.num_classes;
     const SwinConfig *c = &m->config;
-    m->images = swincuda_alloc<float>(B * c->image_channels * c->image_size * c->image_size);
-    m->patches = swincuda_alloc<floatX>(B * N0 * m->PD);
-    m->patch_out = swincuda_alloc<floatX>(B * N0 * E);
-    m->pn = swincuda_alloc<floatX>(B * N0 * E);
-    m->pn_mean = swincuda_alloc<float>(B * N0);
-    m->pn_rstd = swincuda_alloc<float>(B * N0);
-    m->stream0 = swincuda_alloc<floatX>(B * N0 * E);
+    m->images = cuda_alloc<float>(B * c->image_channels * c->image_size * c->image_size);
+    m->patches = cuda_alloc<floatX>(B * N0 * m->PD);
+    m->patch_out = cuda_alloc<floatX>(B * N0 * E);
+    m->pn = cuda_alloc<floatX>(B * N0 * E);
+    m->pn_mean = cuda_alloc<float>(B * N0);
+    m->pn_rstd = cuda_alloc<float>(B * N0);
+    m->stream0 = cuda_alloc<floatX>(B * N0 * E);
     // widest rows of the scratch: any stream (N C), merge input (N_out 4C), hidden, qkv
     size_t nc = B * N0 * E, nh = 0, rows = B * N0, reduce = 0, widest = K;
     for (int s = 1; s < c->num_stages; s++) {
         SwinMergeCuda *mg = &m->merges[s];
         const size_t n = B * mg->N_out, C4 = 4 * (size_t)mg->C_in;
-        mg->merged = swincuda_alloc<floatX>(n * C4);
-        mg->normed = swincuda_alloc<floatX>(n * C4);
-        mg->mean = swincuda_alloc<float>(n);
-        mg->rstd = swincuda_alloc<float>(n);
-        mg->out = swincuda_alloc<floatX>(n * 2 * mg->C_in);
+        mg->merged = cuda_alloc<floatX>(n * C4);
+        mg->normed = cuda_alloc<floatX>(n * C4);
+        mg->mean = cuda_alloc<float>(n);
+        mg->rstd = cuda_alloc<float>(n);
+        mg->out = cuda_alloc<floatX>(n * 2 * mg->C_in);
         nc = n * C4 > nc ? n * C4 : nc;
         size_t r = norm_backward_scratch_floats((int)n, (int)C4, m->num_sms);
         reduce = r > reduce ? r : reduce;
@@ -280,19 +264,19 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     for (int b = 0; b < m->num_blocks; b++) {
         SwinBlockCuda *k = &m->blocks[b];
         const size_t n = B * k->N, C = (size_t)k->C, H = (size_t)k->hidden;
-        k->ln1 = swincuda_alloc<floatX>(n * C);
-        k->ln1_mean = swincuda_alloc<float>(n);
-        k->ln1_rstd = swincuda_alloc<float>(n);
-        k->qkv = swincuda_alloc<floatX>(n * 3 * C);
-        k->att = swincuda_alloc<floatX>(B * k->nW * k->NH * k->T * k->T);
-        k->atty = swincuda_alloc<floatX>(n * C);
-        k->resid2 = swincuda_alloc<floatX>(n * C);
-        k->ln2 = swincuda_alloc<floatX>(n * C);
-        k->ln2_mean = swincuda_alloc<float>(n);
-        k->ln2_rstd = swincuda_alloc<float>(n);
-        k->fch = swincuda_alloc<floatX>(n * H);
-        k->fch_gelu = swincuda_alloc<floatX>(n * H);
-        k->out = swincuda_alloc<floatX>(n * C);
+        k->ln1 = cuda_alloc<floatX>(n * C);
+        k->ln1_mean = cuda_alloc<float>(n);
+        k->ln1_rstd = cuda_alloc<float>(n);
+        k->qkv = cuda_alloc<floatX>(n * 3 * C);
+        k->att = cuda_alloc<floatX>(B * k->nW * k->NH * k->T * k->T);
+        k->atty = cuda_alloc<floatX>(n * C);
+        k->resid2 = cuda_alloc<floatX>(n * C);
+        k->ln2 = cuda_alloc<floatX>(n * C);
+        k->ln2_mean = cuda_alloc<float>(n);
+        k->ln2_rstd = cuda_alloc<float>(n);
+        k->fch = cuda_alloc<floatX>(n * H);
+        k->fch_gelu = cuda_alloc<floatX>(n * H);
+        k->out = cuda_alloc<floatX>(n * C);
         nc = n * C > nc ? n * C : nc;
         nh = n * H > nh ? n * H : nh;
         widest = H > widest ? H : widest;
@@ -310,25 +294,25 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     const size_t bias = (size_t)column_sum_chunks((int)rows) * widest;
     reduce = bias > reduce ? bias : reduce;
     const size_t NL = B * m->N_last * m->C_last;
-    m->lnf = swincuda_alloc<floatX>(NL);
-    m->lnf_mean = swincuda_alloc<float>(B * m->N_last);
-    m->lnf_rstd = swincuda_alloc<float>(B * m->N_last);
-    m->pooled = swincuda_alloc<floatX>(B * m->C_last);
-    m->logits = swincuda_alloc<floatX>(B * K);
-    m->dlogits = swincuda_alloc<floatX>(B * K);
-    m->losses = swincuda_alloc<float>(B);
-    m->d_a = swincuda_alloc<floatX>(nc);
-    m->d_b = swincuda_alloc<floatX>(nc);
-    m->dln = swincuda_alloc<floatX>(nc);
-    m->datty = swincuda_alloc<floatX>(nc);
-    m->branch = swincuda_alloc<floatX>(nc);
-    m->dqkv = swincuda_alloc<floatX>(3 * nc);
-    m->dfch = swincuda_alloc<floatX>(nh);
-    m->dfch_gelu = swincuda_alloc<floatX>(nh);
-    m->dpooled = swincuda_alloc<floatX>(B * m->C_last);
-    m->reduce = swincuda_alloc<float>(reduce);
-    m->sumsq = swincuda_alloc<double>(SUMSQ_BLOCKS);
-    m->labels = swincuda_alloc<int>(B);
+    m->lnf = cuda_alloc<floatX>(NL);
+    m->lnf_mean = cuda_alloc<float>(B * m->N_last);
+    m->lnf_rstd = cuda_alloc<float>(B * m->N_last);
+    m->pooled = cuda_alloc<floatX>(B * m->C_last);
+    m->logits = cuda_alloc<floatX>(B * K);
+    m->dlogits = cuda_alloc<floatX>(B * K);
+    m->losses = cuda_alloc<float>(B);
+    m->d_a = cuda_alloc<floatX>(nc);
+    m->d_b = cuda_alloc<floatX>(nc);
+    m->dln = cuda_alloc<floatX>(nc);
+    m->datty = cuda_alloc<floatX>(nc);
+    m->branch = cuda_alloc<floatX>(nc);
+    m->dqkv = cuda_alloc<floatX>(3 * nc);
+    m->dfch = cuda_alloc<floatX>(nh);
+    m->dfch_gelu = cuda_alloc<floatX>(nh);
+    m->dpooled = cuda_alloc<floatX>(B * m->C_last);
+    m->reduce = cuda_alloc<float>(reduce);
+    m->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
+    m->labels = cuda_alloc<int>(B);
     m->losses_host = (float *)malloc_check(B * sizeof(float), "swincuda losses");
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "swincuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "swincuda logits copy");
@@ -351,24 +335,19 @@ static inline void swincuda_init(SwinCuda *m, const Swin *host, int max_B) {
     matmul_context_create(&m->mm);
     swincuda_build_shapes(m);
     const size_t P = m->dev_parameters;
-    m->params_memory = swincuda_alloc<float>(P);
+    m->params_memory = cuda_alloc<float>(P);
     swincuda_scatter(m, m->params_memory, host->params_memory);
-#ifdef FOLDNORM_FP32
-    m->params_x_memory = m->params_memory;
-#else
-    m->params_x_memory = swincuda_alloc<floatX>(P);
-#endif
+    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
     swincuda_sync_params_x(m);
-    m->grads_memory = swincuda_alloc<float>(P);
-    CUDA_CHECK(cudaMemset(m->grads_memory, 0, P * sizeof(float)));
+    m->grads_memory = cuda_alloc_zeroed(P);
     if (host->m_memory != NULL) {
-        m->m_memory = swincuda_alloc<float>(P);
-        m->v_memory = swincuda_alloc<float>(P);
+        m->m_memory = cuda_alloc<float>(P);
+        m->v_memory = cuda_alloc<float>(P);
         swincuda_scatter(m, m->m_memory, host->m_memory);
         swincuda_scatter(m, m->v_memory, host->v_memory);
     }
     m->adamw_step = host->adamw_step;
-    m->centred_memory = swincuda_alloc<floatX>(P);
+    m->centred_memory = cuda_alloc<floatX>(P);
     m->centred_stale = 1;
     swincuda_allocate(m, max_B);
     m->max_B = max_B;
@@ -637,12 +616,7 @@ static inline float swincuda_update(SwinCuda *m, const AdamWConfig *cfg, float g
     const size_t P = m->dev_parameters;
     const double norm = swincuda_grad_norm(m);
     const float grad_scale = clip_grad_scale(norm, grad_clip);
-    if (m->m_memory == NULL) {
-        m->m_memory = swincuda_alloc<float>(P);
-        m->v_memory = swincuda_alloc<float>(P);
-        CUDA_CHECK(cudaMemset(m->m_memory, 0, P * sizeof(float)));
-        CUDA_CHECK(cudaMemset(m->v_memory, 0, P * sizeof(float)));
-    }
+    cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
     m->adamw_step += 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
     for (int i = 0; i < m->count; i++) {
@@ -695,9 +669,7 @@ static inline void swincuda_free(SwinCuda *m) {
         for (size_t i = 0; i < sizeof(kb) / sizeof(kb[0]); i++)
             CUDA_CHECK(cudaFree(kb[i]));
     }
-    if ((void *)m->params_x_memory != (void *)m->params_memory) {
-        CUDA_CHECK(cudaFree(m->params_x_memory));
-    }
+    cuda_params_x_free(m->params_x_memory, m->params_memory);
     free(m->blocks);
     free(m->off.blocks);
     free(m->file_offsets);

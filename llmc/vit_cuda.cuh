@@ -28,6 +28,7 @@ extern "C" {
 #include "cbwc.cuh"
 #include "classifier_loss.cuh"
 #include "cuda_common.cuh"
+#include "cuda_params.cuh"
 #include "flash_attention.cuh"
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
@@ -117,23 +118,8 @@ typedef struct {
     MatmulContext mm;
 } ViTCuda;
 
-template <typename T> static inline T *vitcuda_alloc(size_t count) {
-    T *p = NULL;
-    CUDA_CHECK(cudaMalloc((void **)&p, (count > 0 ? count : 1) * sizeof(T)));
-    return p;
-}
-
-__global__ void vitcuda_float_to_floatx_kernel(floatX *out, const float *in, size_t n) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) out[i] = from_float<floatX>(in[i]);
-}
-
 static inline void vitcuda_sync_params_x(ViTCuda *m) {
-    if ((void *)m->params_x_memory == (void *)m->params_memory) return;
-    vitcuda_float_to_floatx_kernel<<<ceil_div((long long)m->num_parameters, 256), 256, 0,
-                                     m->mm.stream>>>(m->params_x_memory, m->params_memory,
-                                                     m->num_parameters);
-    CUDA_CHECK_LAUNCH();
+    cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
 }
 
 static inline int vitcuda_patch_dim(const ViTConfig *c) {
@@ -162,23 +148,18 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B) {
     matmul_context_create(&m->mm);
 
     const size_t P = m->num_parameters;
-    m->params_memory = vitcuda_alloc<float>(P);
+    m->params_memory = cuda_alloc<float>(P);
     CUDA_CHECK(cudaMemcpy(m->params_memory, host->params_memory, P * sizeof(float),
                           cudaMemcpyHostToDevice));
-#ifdef FOLDNORM_FP32
-    m->params_x_memory = m->params_memory;
-#else
-    m->params_x_memory = vitcuda_alloc<floatX>(P);
-#endif
+    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
     vitcuda_sync_params_x(m);
-    m->grads_memory = vitcuda_alloc<float>(P);
-    CUDA_CHECK(cudaMemset(m->grads_memory, 0, P * sizeof(float)));
+    m->grads_memory = cuda_alloc_zeroed(P);
     vitcuda_point_params(&m->params, m->param_sizes, m->params_memory);
     vitcuda_point_params(&m->grads, m->param_sizes, m->grads_memory);
     vitcuda_point_params(&m->params_x, m->param_sizes, m->params_x_memory);
     if (host->m_memory != NULL) { // a resumed host model: its moments come along
-        m->m_memory = vitcuda_alloc<float>(P);
-        m->v_memory = vitcuda_alloc<float>(P);
+        m->m_memory = cuda_alloc<float>(P);
+        m->v_memory = cuda_alloc<float>(P);
         CUDA_CHECK(cudaMemcpy(m->m_memory, host->m_memory, P * sizeof(float), cudaMemcpyHostToDevice));
         CUDA_CHECK(cudaMemcpy(m->v_memory, host->v_memory, P * sizeof(float), cudaMemcpyHostToDevice));
     }
@@ -188,58 +169,58 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B) {
     const size_t H = C * (size_t)c->mlp_ratio, T = (size_t)vit_num_tokens(c), Np = T - 1;
     const size_t PD = (size_t)vitcuda_patch_dim(c), K = (size_t)c->num_classes;
     const size_t S = (size_t)c->image_size, Cin = (size_t)c->image_channels;
-    m->centred_patchw = vitcuda_alloc<floatX>(C * PD);
-    m->centred_patchb = vitcuda_alloc<floatX>(C);
-    m->centred_attprojw = vitcuda_alloc<floatX>(L * C * C);
-    m->centred_attprojb = vitcuda_alloc<floatX>(L * C);
-    m->centred_fcprojw = vitcuda_alloc<floatX>(L * C * H);
-    m->centred_fcprojb = vitcuda_alloc<floatX>(L * C);
+    m->centred_patchw = cuda_alloc<floatX>(C * PD);
+    m->centred_patchb = cuda_alloc<floatX>(C);
+    m->centred_attprojw = cuda_alloc<floatX>(L * C * C);
+    m->centred_attprojb = cuda_alloc<floatX>(L * C);
+    m->centred_fcprojw = cuda_alloc<floatX>(L * C * H);
+    m->centred_fcprojb = cuda_alloc<floatX>(L * C);
     m->centred_stale = 1;
 
     const size_t B = (size_t)max_B, BT = B * T;
     ViTActivationsCuda *a = &m->acts;
-    a->images = vitcuda_alloc<float>(B * Cin * S * S);
-    a->patches = vitcuda_alloc<floatX>(B * Np * PD);
-    a->patch_out = vitcuda_alloc<floatX>(B * Np * C);
-    a->encoded = vitcuda_alloc<floatX>(BT * C);
-    a->ln1 = vitcuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = vitcuda_alloc<float>(L * BT);
-    a->ln1_rstd = vitcuda_alloc<float>(L * BT);
-    a->qkv = vitcuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = vitcuda_alloc<floatX>(L * BT * C);
-    a->lse = vitcuda_alloc<float>(L * B * NH * T);
-    a->residual2 = vitcuda_alloc<floatX>(L * BT * C);
-    a->ln2 = vitcuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = vitcuda_alloc<float>(L * BT);
-    a->ln2_rstd = vitcuda_alloc<float>(L * BT);
-    a->fch = vitcuda_alloc<floatX>(L * BT * H);
-    a->fch_gelu = vitcuda_alloc<floatX>(L * BT * H);
-    a->residual3 = vitcuda_alloc<floatX>(L * BT * C);
-    a->lnf = vitcuda_alloc<floatX>(BT * C);
-    a->lnf_mean = vitcuda_alloc<float>(BT);
-    a->lnf_rstd = vitcuda_alloc<float>(BT);
-    a->lnf_cls = vitcuda_alloc<floatX>(B * C);
-    a->logits = vitcuda_alloc<floatX>(B * K);
-    a->dlogits = vitcuda_alloc<floatX>(B * K);
-    a->losses = vitcuda_alloc<float>(B);
+    a->images = cuda_alloc<float>(B * Cin * S * S);
+    a->patches = cuda_alloc<floatX>(B * Np * PD);
+    a->patch_out = cuda_alloc<floatX>(B * Np * C);
+    a->encoded = cuda_alloc<floatX>(BT * C);
+    a->ln1 = cuda_alloc<floatX>(L * BT * C);
+    a->ln1_mean = cuda_alloc<float>(L * BT);
+    a->ln1_rstd = cuda_alloc<float>(L * BT);
+    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
+    a->atty = cuda_alloc<floatX>(L * BT * C);
+    a->lse = cuda_alloc<float>(L * B * NH * T);
+    a->residual2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2_mean = cuda_alloc<float>(L * BT);
+    a->ln2_rstd = cuda_alloc<float>(L * BT);
+    a->fch = cuda_alloc<floatX>(L * BT * H);
+    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
+    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    a->lnf = cuda_alloc<floatX>(BT * C);
+    a->lnf_mean = cuda_alloc<float>(BT);
+    a->lnf_rstd = cuda_alloc<float>(BT);
+    a->lnf_cls = cuda_alloc<floatX>(B * C);
+    a->logits = cuda_alloc<floatX>(B * K);
+    a->dlogits = cuda_alloc<floatX>(B * K);
+    a->losses = cuda_alloc<float>(B);
 
     ViTScratchCuda *s = &m->scratch;
-    s->dresidual = vitcuda_alloc<floatX>(BT * C);
-    s->branch = vitcuda_alloc<floatX>(BT * C);
-    s->dln = vitcuda_alloc<floatX>(BT * C);
-    s->datty = vitcuda_alloc<floatX>(BT * C);
-    s->dqkv = vitcuda_alloc<floatX>(BT * 3 * C);
-    s->dfch = vitcuda_alloc<floatX>(BT * H);
-    s->dfch_gelu = vitcuda_alloc<floatX>(BT * H);
-    s->dlnf_cls = vitcuda_alloc<floatX>(B * C);
-    s->dpatch = vitcuda_alloc<floatX>(B * Np * C);
-    s->attention_D = vitcuda_alloc<float>(B * NH * T);
+    s->dresidual = cuda_alloc<floatX>(BT * C);
+    s->branch = cuda_alloc<floatX>(BT * C);
+    s->dln = cuda_alloc<floatX>(BT * C);
+    s->datty = cuda_alloc<floatX>(BT * C);
+    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
+    s->dfch = cuda_alloc<floatX>(BT * H);
+    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+    s->dlnf_cls = cuda_alloc<floatX>(B * C);
+    s->dpatch = cuda_alloc<floatX>(B * Np * C);
+    s->attention_D = cuda_alloc<float>(B * NH * T);
     const size_t widest = H > 3 * C ? H : 3 * C; // bias gradients: fcb (H), qkvb (3C)
     size_t norm_floats = norm_backward_scratch_floats((int)BT, (int)C, m->num_sms);
     size_t bias_floats = (size_t)column_sum_chunks((int)BT) * (widest > K ? widest : K);
-    s->reduce = vitcuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
-    s->sumsq = vitcuda_alloc<double>(SUMSQ_BLOCKS);
-    m->labels = vitcuda_alloc<int>(B);
+    s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
+    s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
+    m->labels = cuda_alloc<int>(B);
     m->losses_host = (float *)malloc_check(B * sizeof(float), "vitcuda losses");
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "vitcuda logits copy");
@@ -436,12 +417,7 @@ static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float gra
     const size_t P = m->num_parameters;
     const double norm = vitcuda_grad_norm(m);
     const float grad_scale = clip_grad_scale(norm, grad_clip);
-    if (m->m_memory == NULL) {
-        m->m_memory = vitcuda_alloc<float>(P);
-        m->v_memory = vitcuda_alloc<float>(P);
-        CUDA_CHECK(cudaMemset(m->m_memory, 0, P * sizeof(float)));
-        CUDA_CHECK(cudaMemset(m->v_memory, 0, P * sizeof(float)));
-    }
+    cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
     m->adamw_step += 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
     const bool cbwc = m->mode == MODE_CBWC;
@@ -503,9 +479,7 @@ static inline void vitcuda_free(ViTCuda *m) {
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
-    if ((void *)m->params_x_memory != (void *)m->params_memory) {
-        CUDA_CHECK(cudaFree(m->params_x_memory));
-    }
+    cuda_params_x_free(m->params_x_memory, m->params_memory);
     free(m->losses_host);
     free(m->logits_host);
     free(m->logits_x_host);
