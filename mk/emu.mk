@@ -19,7 +19,7 @@ EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM
                 -I$(EMU_SRC)/llmc -I$(EMU_DIR) -Illmc
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
 EMU_CUDA_SRCS := $(wildcard llmc/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
-                 test/test_vit.cu test/test_swin.cu train_vit.cu \
+                 test/test_vit.cu test/test_swin.cu test/test_cuda_compare.h train_vit.cu \
                  $(EMU_DIR)/selftest.cu
 EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a

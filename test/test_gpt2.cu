@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpt2_cuda.cuh"
+#include "test_cuda_compare.h"
 
 extern "C" {
 #include "debug_state.h" // the reader test/test_gpt2.c uses (llmc/debug_state.c)
@@ -27,31 +28,13 @@ static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
     "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 
-// max|a - b| / max|b| over rows of len values (row strides stride_a, stride_b)
-static double relative_error(const float *a, const float *b, size_t rows, size_t len,
-                             size_t stride_a, size_t stride_b) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t i = 0; i < len; i++) {
-            double d = fabs((double)a[r * stride_a + i] - (double)b[r * stride_b + i]);
-            double m = fabs((double)b[r * stride_b + i]);
-            if (!(d <= max_diff)) max_diff = d; // NaN propagates
-            max_ref = m > max_ref ? m : max_ref;
-        }
-    }
-    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
-}
-
 // bf16: 2.5-4x the largest error measured under emulation (in brackets:
 // fp32 accumulation, bf16 storage, libm exp/tanh) over 4 seeds x 3 modes x 2
 // shapes (L=2 C=64 B=2 T=16; L=3 C=48 NH=6 V=301 T=24) and 2 seeds x 3
 // modes at L=2 C=64 B=4 T=32 with the 20-step curve: headroom for the
 // device's fast-math intrinsics and tensor-core sum orders, which the
 // emulator does not reproduce. "cbwc X" (the equivalence) uses X's.
-static const struct {
-    const char *name;
-    double tol;
-} BF16_TOLERANCES[] = {
+static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"logits", 2e-2},              // 6.7e-3
     {"loss", 5e-4},                // 5.0e-5 (wider: the device's fast-math logf/expf)
     {"grad wte", 3e-2},            // 1.0e-2
@@ -80,17 +63,12 @@ static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
 static double tolerance(const char *what, double tol) {
     if (!bf16_table) return tol;
     if (strncmp(what, "cbwc ", 5) == 0) what += 5;
-    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
-        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
-    }
-    fatal("test_gpt2cu: no bf16 tolerance for '%s'", what);
+    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                               what, "test_gpt2cu");
 }
 
 static int check(const char *what, double err, double tol) {
-    tol = tolerance(what, tol);
-    int ok = isfinite(err) && err <= tol;
-    printf("  %-22s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
-    return ok;
+    return report_check(what, err, tolerance(what, tol), 22);
 }
 
 // per-tensor gradient errors of gpu vs ref (host copies)
@@ -102,7 +80,7 @@ static int check_grads(const GPT2 *host, const float *ours, const float *ref, do
         size_t n = host->param_sizes[i];
         char name[64];
         snprintf(name, sizeof(name), "%s%s", prefix, PARAM_NAMES[i]);
-        ok &= check(name, relative_error(ours + offset, ref + offset, 1, n, n, n), tol);
+        ok &= check(name, relative_error(ours + offset, ref + offset, n), tol);
         offset += n;
     }
     return ok;
@@ -124,7 +102,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
     float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
     gpt2cuda_logits_to_host(&gpu, logits);
-    ok &= check("logits", relative_error(logits, s->logits, BT, V, Vp, V), rel_tol);
+    ok &= check("logits", relative_error_rows(logits, s->logits, BT, V, Vp, V), rel_tol);
     ok &= check("loss", fabs(gpu.mean_loss - s->loss) / fabs(s->loss), rel_tol);
     gpt2cuda_zero_grad(&gpu);
     gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
@@ -153,11 +131,6 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     return ok;
 }
 
-// logits (host, B*T*Vp), grads (host) and step losses of a GPU run in one mode
-typedef struct {
-    float *logits, *grads, *losses;
-} ModeRun;
-
 static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s, int steps) {
     GPT2 copy = *host;
     copy.mode = mode;
@@ -182,21 +155,6 @@ static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s
     return r;
 }
 
-static void mode_run_free(ModeRun *r) {
-    free(r->logits);
-    free(r->grads);
-    free(r->losses);
-}
-
-static double worst_loss_gap(const float *a, const float *b, int n) {
-    double worst = 0.0;
-    for (int k = 0; k < n; k++) {
-        double d = fabs((double)a[k] - (double)b[k]);
-        if (!(d <= worst)) worst = d;
-    }
-    return worst;
-}
-
 // 2. LN == CBWC+RMS from the same weights (docs/math.md section 2); rms differs
 static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int steps, double rel_tol,
                              double loss_tol) {
@@ -207,7 +165,7 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     ModeRun rms = run_mode(host, MODE_RMS, s, steps);
     int ok = 1;
     printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
-    ok &= check("cbwc logits", relative_error(cbwc.logits, ln.logits, BT, V, Vp, Vp), rel_tol);
+    ok &= check("cbwc logits", relative_error_rows(cbwc.logits, ln.logits, BT, V, Vp, Vp), rel_tol);
     ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     ok &= check("cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps), loss_tol);
     // the control: plain RMSNorm is another model, its losses must move away

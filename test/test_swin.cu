@@ -19,24 +19,12 @@
 #include <string.h>
 
 #include "swin_cuda.cuh"
+#include "test_cuda_compare.h"
 
 extern "C" {
 #include "classifier.h"
 #include "debug_state.h"
 #include "reader.h"
-}
-
-// max|a - b| / max|b| over n values (NaN propagates)
-static double relative_error(const float *a, const float *b, size_t n) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        double m = fabs((double)b[i]);
-        if (!(d <= max_diff))
-            max_diff = d;
-        max_ref = m > max_ref ? m : max_ref;
-    }
-    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
 // bf16: 2.5-3x the largest error measured under emulation (in brackets),
@@ -48,10 +36,7 @@ static double relative_error(const float *a, const float *b, size_t n) {
 // sum orders. A gradient's kind is its name after the last '.' (s0.b1.rpb:
 // rpb). The relative position tables sum score gradients over every window
 // and image, hence the widest.
-static const struct {
-    const char *name;
-    double tol;
-} BF16_TOLERANCES[] = {
+static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"logits", 4e-2},            // 1.4e-2
     {"loss", 4e-3},              // 1.2e-3 (absolute)
     {"AdamW step losses", 5e-3}, // 1.5e-3 (absolute)
@@ -95,18 +80,12 @@ static double tolerance(const char *what, double tol) {
         if (dot != NULL)
             what = dot + 1;
     }
-    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
-        if (strcmp(what, BF16_TOLERANCES[i].name) == 0)
-            return BF16_TOLERANCES[i].tol;
-    }
-    fatal("test_swincu: no bf16 tolerance for '%s'", what);
+    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                               what, "test_swincu");
 }
 
 static int check(const char *what, double err, double tol) {
-    tol = tolerance(what, tol);
-    int ok = isfinite(err) && err <= tol;
-    printf("  %-26s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
-    return ok;
+    return report_check(what, err, tolerance(what, tol), 26);
 }
 
 // per-tensor gradient errors of ours vs ref, file order; the worst printed with its name
@@ -155,10 +134,6 @@ static int check_reference(const Swin *host, const VisionDebugState *s, double r
     return ok;
 }
 
-typedef struct {
-    float *logits, *grads, *losses;
-} ModeRun;
-
 static ModeRun run_mode(const Swin *host, NormMode mode, const VisionDebugState *s, int steps) {
     Swin copy = *host;
     copy.mode = mode;
@@ -183,22 +158,6 @@ static ModeRun run_mode(const Swin *host, NormMode mode, const VisionDebugState 
     }
     swincuda_free(&gpu);
     return r;
-}
-
-static void mode_run_free(ModeRun *r) {
-    free(r->logits);
-    free(r->grads);
-    free(r->losses);
-}
-
-static double worst_loss_gap(const float *a, const float *b, int n) {
-    double worst = 0.0;
-    for (int k = 0; k < n; k++) {
-        double d = fabs((double)a[k] - (double)b[k]);
-        if (!(d <= worst))
-            worst = d;
-    }
-    return worst;
 }
 
 static int check_equivalence(const Swin *host, const VisionDebugState *s, int steps, double rel_tol,
@@ -272,16 +231,9 @@ int main(int argc, char **argv) {
     classifier_load(&model, argv[1], FAMILY_SWIN);
     const Swin *host = &model.swin;
     VisionDebugState s;
-    FILE *f = fopen_check(argv[2], "rb");
-    Reader r;
-    char err[READER_ERR_BYTES];
     const SwinConfig *c = &host->config;
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
-        vision_debug_state_parse(&s, &r, FAMILY_SWIN, c->image_size, c->image_channels,
-                                 c->num_classes, host->num_parameters, err, sizeof(err)) != 0) {
-        fatal("%s: %s", argv[2], err);
-    }
-    fclose(f);
+    vision_state_load(&s, argv[2], FAMILY_SWIN, c->image_size, c->image_channels, c->num_classes,
+                      host->num_parameters);
     if (!cuda_device_present(argv[0])) {
         vision_debug_state_free(&s);
         classifier_free(&model);

@@ -18,24 +18,13 @@
 #include <string.h>
 
 #include "vit_cuda.cuh"
+#include "test_cuda_compare.h"
 
 extern "C" {
 #include "classifier.h"
 #include "debug_state.h" // the reader test/test_vit.c uses (llmc/debug_state.c)
 #include "rand.h"
 #include "reader.h"
-}
-
-// max|a - b| / max|b| over n values (NaN propagates)
-static double relative_error(const float *a, const float *b, size_t n) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - (double)b[i]);
-        double m = fabs((double)b[i]);
-        if (!(d <= max_diff)) max_diff = d;
-        max_ref = m > max_ref ? m : max_ref;
-    }
-    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
 }
 
 // bf16: 2.5-3x the largest error measured under emulation (in brackets:
@@ -45,10 +34,7 @@ static double relative_error(const float *a, const float *b, size_t n) {
 // 10-step equivalence; 12x12x3 patch 3 C=32 NH=2 L=3 mlp 2 K=5 B=5 with a
 // 5-step curve): headroom for the device's fast-math intrinsics and
 // tensor-core sum orders, which the emulator does not reproduce.
-static const struct {
-    const char *name;
-    double tol;
-} BF16_TOLERANCES[] = {
+static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"logits", 5e-2},            // 1.7e-2
     {"loss", 5e-3},              // 1.8e-3 (absolute)
     {"grad patchw", 4e-2},       // 1.2e-2
@@ -81,17 +67,12 @@ static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
 static double tolerance(const char *what, double tol) {
     if (!bf16_table) return tol;
     if (strncmp(what, "cbwc ", 5) == 0) what += 5;
-    for (size_t i = 0; i < sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]); i++) {
-        if (strcmp(what, BF16_TOLERANCES[i].name) == 0) return BF16_TOLERANCES[i].tol;
-    }
-    fatal("test_vitcu: no bf16 tolerance for '%s'", what);
+    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                               what, "test_vitcu");
 }
 
 static int check(const char *what, double err, double tol) {
-    tol = tolerance(what, tol);
-    int ok = isfinite(err) && err <= tol;
-    printf("  %-22s %.3e  (tol %.1e)  %s\n", what, err, tol, ok ? "ok" : "FAIL");
-    return ok;
+    return report_check(what, err, tolerance(what, tol), 22);
 }
 
 // per-tensor gradient errors of ours vs ref (host copies)
@@ -144,11 +125,6 @@ static int check_reference(const ViT *host, const VisionDebugState *s, double re
     return ok;
 }
 
-// logits, grads (host) and step losses of a GPU run in one mode
-typedef struct {
-    float *logits, *grads, *losses;
-} ModeRun;
-
 static ModeRun run_mode(const ViT *host, NormMode mode, const VisionDebugState *s, int steps) {
     ViT copy = *host;
     copy.mode = mode;
@@ -170,21 +146,6 @@ static ModeRun run_mode(const ViT *host, NormMode mode, const VisionDebugState *
     }
     vitcuda_free(&gpu);
     return r;
-}
-
-static void mode_run_free(ModeRun *r) {
-    free(r->logits);
-    free(r->grads);
-    free(r->losses);
-}
-
-static double worst_loss_gap(const float *a, const float *b, int n) {
-    double worst = 0.0;
-    for (int k = 0; k < n; k++) {
-        double d = fabs((double)a[k] - (double)b[k]);
-        if (!(d <= worst)) worst = d;
-    }
-    return worst;
 }
 
 // 2. LN == CBWC+RMS from the same weights (docs/math.md section 3); rms differs
@@ -293,16 +254,9 @@ static double parse_tolerance(const char *flag, const char *v) {
 
 // The vision debug state for this model; dies naming the file.
 static void state_load(VisionDebugState *s, const char *path, const ViT *model) {
-    FILE *f = fopen_check(path, "rb");
-    Reader r;
-    char err[READER_ERR_BYTES];
     const ViTConfig *c = &model->config;
-    if (reader_init_file(&r, f, err, sizeof(err)) != 0 ||
-        vision_debug_state_parse(s, &r, FAMILY_VIT, c->image_size, c->image_channels,
-                                 c->num_classes, model->num_parameters, err, sizeof(err)) != 0) {
-        fatal("%s: %s", path, err);
-    }
-    fclose(f);
+    vision_state_load(s, path, FAMILY_VIT, c->image_size, c->image_channels, c->num_classes,
+                      model->num_parameters);
 }
 
 int main(int argc, char **argv) {
