@@ -24,7 +24,7 @@ ifneq ($(NCCL_HEADER),)
   NVCC_FLAGS += -DFOLDNORM_NCCL
   CUDA_LDLIBS += -lnccl
 endif
-CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/*.cuh)
+CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/*.cuh) test/test_cuda_compare.h
 # the host side needs only these llmc/ objects (no tokenizer: GPU machines lack pcre2/cJSON)
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
