@@ -11,7 +11,7 @@
 #   2. the vision dev/cuda checks (bidirectional attention, patch embedding,
 #      tokens, label-smoothed cross-entropy), both thread orders
 #   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
-#      losses equal train_vit's, the model file loads on the CPU; 2 ranks as
+#      losses equal train_vit's (main.log, 1e-5), the model file loads on the CPU; 2 ranks as
 #      threads (emulated NCCL) equal one process with the global batch
 #   3b. Swin (llmc/swin_cuda.cuh): test_swinfp32cu / test_swincu vs fresh
 #      dev/reference/swin.py states (2 stages, 2x2 windows + shift: ln, rms,
@@ -90,6 +90,16 @@ done
 fmnist=/usr/share/datasets/fashion-mnist
 flags=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 4 -nt 32 -ne 16 -pe 1 -u 2 -sd $((s + 3)))
 losses() { sed -n 's/^step .*| loss \([0-9.]*\) .*/\1/p' "$1"; }
+# same_curve GPU_DIR CPU_DIR: the two main.log's train losses (6 decimals), step by step, within
+# 1e-5 relative: fp32 on both sides with the same batches and flips, summed in other orders
+# (emulated GEMMs in double, OpenBLAS in fp32), agree to ~1e-7 here; the printed 4-decimal losses
+# can still round apart at a boundary (2.352850 prints 2.3529 on one side, 2.3528 on the other)
+same_curve() {
+    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0
+                   if (FNR == NR) { a[$2] = v; n++ } else { m++; if (!($2 in a)) bad = 1
+                     d = a[$2] - v; if (d < 0) d = -d; if (d > 1e-5 * (v < 0 ? -v : v > 1 ? v : 1)) bad = 1 } }
+                   END { exit (bad || n == 0 || n != m) }' "$1/main.log" "$2/main.log"
+}
 for mode in ln cbwc; do
     if "$E/train_vitfp32cu" -N $mode "${flags[@]}" -o "$work/fp32_$mode" > "$work/train_fp32_$mode.log" 2>&1 &&
        grep -q "images/s" "$work/train_fp32_$mode.log" && grep -q "test accuracy" "$work/train_fp32_$mode.log"; then
@@ -97,13 +107,11 @@ for mode in ln cbwc; do
     else
         bad "train_vitfp32cu -N $mode"; tail -5 "$work/train_fp32_$mode.log" | sed 's/^/     /'; continue
     fi
-    bin/train_vit -N $mode "${flags[@]}" > "$work/train_cpu_$mode.log" 2>&1 || bad "train_vit -N $mode (CPU)"
-    # printed to 4 decimals: fp32 on both sides, the same batches and flips
-    if [ -n "$(losses "$work/train_cpu_$mode.log")" ] &&
-       [ "$(losses "$work/train_fp32_$mode.log")" = "$(losses "$work/train_cpu_$mode.log")" ]; then
-        ok "train_vitfp32cu -N $mode: the losses of train_vit ($(losses "$work/train_cpu_$mode.log" | tr '\n' ' '))"
+    bin/train_vit -N $mode "${flags[@]}" -o "$work/cpu_$mode" > "$work/train_cpu_$mode.log" 2>&1 || bad "train_vit -N $mode (CPU)"
+    if same_curve "$work/fp32_$mode" "$work/cpu_$mode"; then
+        ok "train_vitfp32cu -N $mode: the losses of train_vit to 1e-5 ($(losses "$work/train_cpu_$mode.log" | tr '\n' ' '))"
     else
-        bad "train_vitfp32cu -N $mode losses differ from train_vit's:"; paste <(losses "$work/train_fp32_$mode.log") <(losses "$work/train_cpu_$mode.log") | sed 's/^/     /'
+        bad "train_vitfp32cu -N $mode losses differ from train_vit's:"; paste <(grep trl "$work/fp32_$mode/main.log") <(grep trl "$work/cpu_$mode/main.log") | sed 's/^/     /'
     fi
     model=$(ls "$work/fp32_$mode"/model_*.bin 2>/dev/null | tail -1)
     if [ -n "$model" ] && bin/train_vit -e "$model" "${flags[@]}" -x 1 > "$work/cpu_load_$mode.log" 2>&1 &&
@@ -176,12 +184,11 @@ for run in "ln 0" "cbwc 1"; do
     read -r mode k <<< "$run"
     if "$E/train_vitfp32cu" -N $mode -K $k "${swin[@]}" -o "$work/swin_$mode" > "$work/train_swin_$mode.log" 2>&1 &&
        grep -q "final: family Swin mode $mode fp32" "$work/train_swin_$mode.log" &&
-       bin/train_vit -N $mode -K $k "${swin[@]}" > "$work/train_swin_cpu_$mode.log" 2>&1 &&
-       [ -n "$(losses "$work/train_swin_cpu_$mode.log")" ] &&
-       [ "$(losses "$work/train_swin_$mode.log")" = "$(losses "$work/train_swin_cpu_$mode.log")" ]; then
-        ok "train_vitfp32cu -e swin -N $mode -K $k: the losses of train_vit ($(losses "$work/train_swin_$mode.log" | tr '\n' ' '))"
+       bin/train_vit -N $mode -K $k "${swin[@]}" -o "$work/swin_cpu_$mode" > "$work/train_swin_cpu_$mode.log" 2>&1 &&
+       same_curve "$work/swin_$mode" "$work/swin_cpu_$mode"; then
+        ok "train_vitfp32cu -e swin -N $mode -K $k: the losses of train_vit to 1e-5 ($(losses "$work/train_swin_$mode.log" | tr '\n' ' '))"
     else
-        bad "train_vitfp32cu -e swin -N $mode -K $k vs train_vit:"; paste <(losses "$work/train_swin_$mode.log") <(losses "$work/train_swin_cpu_$mode.log") | sed 's/^/     /'
+        bad "train_vitfp32cu -e swin -N $mode -K $k vs train_vit:"; paste <(grep trl "$work/swin_$mode/main.log") <(grep trl "$work/swin_cpu_$mode/main.log") | sed 's/^/     /'
         tail -3 "$work/train_swin_$mode.log" | sed 's/^/     /'
     fi
 done
