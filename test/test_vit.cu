@@ -33,30 +33,34 @@ extern "C" {
 // 2 shapes (8x8x2 patch 2 C=24 NH=3 L=2 B=3 with the 20-step curve and ln's
 // 10-step equivalence; 12x12x3 patch 3 C=32 NH=2 L=3 mlp 2 K=5 B=5 with a
 // 5-step curve): headroom for the device's fast-math intrinsics and
-// tensor-core sum orders, which the emulator does not reproduce.
+// tensor-core sum orders, which the emulator does not reproduce. Gradients:
+// 1e-1 for every tensor, because 3 seeds were too few: over 14 more seeds of
+// the odd shape (ln, cbwc, rms) the worst were ln2w 4.6e-2, fcw 3.9e-2, qkvb
+// 3.7e-2, ln1b 3.4e-2 (seed 8), and CI seed 915677407 gave fcprojb 3.0e-2;
+// 1e-1 is ~2.2x the worst (the fp32 checks at 1e-4 catch the mutants).
 static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"logits", 5e-2},            // 1.7e-2
     {"loss", 5e-3},              // 1.8e-3 (absolute)
-    {"grad patchw", 4e-2},       // 1.2e-2
-    {"grad patchb", 3e-2},       // 1.1e-2
-    {"grad cls", 6e-2},          // 2.3e-2 (cbwc; 1.3e-2 vs the reference)
-    {"grad pos", 6e-2},          // 2.3e-2 (cbwc; 1.3e-2 vs the reference)
-    {"grad ln1w", 4e-2},         // 1.2e-2
-    {"grad ln1b", 4e-2},         // 1.5e-2
-    {"grad qkvw", 3e-2},         // 9.6e-3
-    {"grad qkvb", 4e-2},         // 1.4e-2
-    {"grad attprojw", 3e-2},     // 1.1e-2
-    {"grad attprojb", 5e-2},     // 1.8e-2
-    {"grad ln2w", 6e-2},         // 2.1e-2
-    {"grad ln2b", 4e-2},         // 1.4e-2
-    {"grad fcw", 4e-2},          // 1.3e-2
-    {"grad fcb", 3e-2},          // 1.2e-2
-    {"grad fcprojw", 4e-2},      // 1.5e-2
-    {"grad fcprojb", 3e-2},      // 1.2e-2
-    {"grad lnfw", 3e-2},         // 1.2e-2
-    {"grad lnfb", 2e-2},         // 7.1e-3
-    {"grad headw", 3e-2},        // 1.2e-2
-    {"grad headb", 1.5e-2},      // 4.5e-3
+    {"grad patchw", 1e-1}, // 3 seeds: 1.2e-2
+    {"grad patchb", 1e-1}, // 3 seeds: 1.1e-2
+    {"grad cls", 1e-1},    // 3 seeds: 2.3e-2 (cbwc; 1.3e-2 vs the reference)
+    {"grad pos", 1e-1},    // 3 seeds: 2.3e-2 (cbwc; 1.3e-2 vs the reference)
+    {"grad ln1w", 1e-1},   // 3 seeds: 1.2e-2
+    {"grad ln1b", 1e-1},   // 3 seeds: 1.5e-2
+    {"grad qkvw", 1e-1},   // 3 seeds: 9.6e-3
+    {"grad qkvb", 1e-1},   // 3 seeds: 1.4e-2
+    {"grad attprojw", 1e-1}, // 3 seeds: 1.1e-2
+    {"grad attprojb", 1e-1}, // 3 seeds: 1.8e-2
+    {"grad ln2w", 1e-1},   // 3 seeds: 2.1e-2
+    {"grad ln2b", 1e-1},   // 3 seeds: 1.4e-2
+    {"grad fcw", 1e-1},    // 3 seeds: 1.3e-2
+    {"grad fcb", 1e-1},    // 3 seeds: 1.2e-2
+    {"grad fcprojw", 1e-1}, // 3 seeds: 1.5e-2
+    {"grad fcprojb", 1e-1}, // 3 seeds: 1.2e-2
+    {"grad lnfw", 1e-1},   // 3 seeds: 1.2e-2
+    {"grad lnfb", 1e-1},   // 3 seeds: 7.1e-3
+    {"grad headw", 1e-1},  // 3 seeds: 1.2e-2
+    {"grad headb", 1e-1},  // 3 seeds: 4.5e-3
     {"AdamW step losses", 1e-2}, // 2.8e-3 (absolute)
     {"step losses", 1.5e-2},     // cbwc vs ln: 5.1e-3 (absolute)
     {"curve gpu vs cpu", 2e-2},  // 5.6e-3 (absolute, 20 steps: errors compound)
