@@ -14,16 +14,22 @@
 #       trained side by side (bin/equivalence_steps): max relative difference
 #       of the logits and every gradient at log-spaced steps, GPT-2, ViT,
 #       Swin and Swin -K 1
+#   scripts/study.sh speed quick|full          RMS vs LN norm kernels over a grid
+#       of rows x C beside the copy bandwidth (bench_norms), the training step
+#       per mode (bench_gpt2), folded vs LN inference over T (bench_fold); all
+#       ratios from one process each, side by side
 #
 # quick: seconds (make test runs it, so the runner cannot rot); full: sized
 # for this 2-core machine (docs/results.md gives the figures and times).
 # Runs go to out/exp/STUDY/ (or $STUDY_OUT): RUN/main.log and RUN/stdout.txt
 # per run (RUN = [MODEL_]MODE_seedN), summary.csv, and curves.png drawn by
 # scripts/plot_runs.py (mean and min-max band over the seeds).
+# (speed: norms.md, step.md, fold.md, the tables as the benchmarks print them,
+# and speed.png; nothing is averaged over seeds.)
 # Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -31,7 +37,7 @@ case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, 
 out=${STUDY_OUT:-out/exp/$study}
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft equivalence_steps > /dev/null
+make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
 t_start=$SECONDS
@@ -188,8 +194,64 @@ equivalence)
         --title "ln vs cbwc over training, rms the control ($preset, commit $commit)" \
         -o "$out/curves.png" > /dev/null
     ;;
+speed)
+    # ratios are measured side by side inside one process per benchmark (the
+    # copy, LN and RMS in one rotation; the modes of one step in one round);
+    # a busy machine shows as spread, not as a bias between the columns
+    if [ $preset = quick ]; then
+        norm_shapes=("256 64" "512 128") norm_reps=(-r 5 -w 1)
+        step_models=("d2c64h4v256t64 4 64") step_reps=(-r 2 -w 1)
+        fold=(-e d2c64h4v256t256 -b "1 2" -t "64 256" -r 3 -w 1 -tb 5)
+    else
+        norm_shapes=("1024 256" "1024 768" "1024 1600" "4096 256" "4096 768" "4096 1600"
+                     "16384 256" "16384 768" "16384 1600")
+        norm_reps=(-r 50 -w 5)
+        step_models=("d4c128h4v50257t256 8 64" "d12 4 64") step_reps=(-r 6 -w 1)
+        fold=(-e d4c256h4v256t4096 -b "1 8" -t "64 256 1024 4096" -r 7 -w 1 -tb 60)
+    fi
+    # bench ARGS... > FILE.md, the command recorded
+    bench() {
+        local file=$1; shift
+        echo "== $*" | tee -a "$out/commands.txt"
+        if ! "$@" >> "$out/$file"; then echo "study.sh: $* failed" >&2; exit 1; fi
+        echo >> "$out/$file"
+    }
+    : > "$out/norms.md"; : > "$out/step.md"; : > "$out/fold.md"
+    for shape in "${norm_shapes[@]}"; do
+        set -- $shape
+        bench norms.md bin/bench_norms -nr $1 -C $2 "${norm_reps[@]}"
+    done
+    for m in "${step_models[@]}"; do
+        set -- $m
+        bench step.md bin/bench_gpt2 -e $1 -b $2 -t $3 "${step_reps[@]}"
+    done
+    bench fold.md bin/bench_fold "${fold[@]}"
+    # summary.csv: one row per comparison, ln the baseline; speedup = ln / other
+    echo "part,config,ln,other_mode,other,unit,speedup" > "$out/summary.csv"
+    awk -F'|' '/^\| [0-9]+ x [0-9]+ \| (LN|RMS|copy)/ {
+            shape = $2; gsub(/^ +| +$/, "", shape); gsub(/ /, "", shape); k = $3; gsub(/^ +| +$/, "", k)
+            t[shape, k] = $4 + 0; g[shape, k] = $6 + 0; if (!(shape in seen)) { seen[shape] = 1; order[++n] = shape } }
+        END { for (i = 1; i <= n; i++) { s = order[i]
+                  for (j = 1; j <= 3; j++) { op = j == 1 ? "fwd" : j == 2 ? "bwd" : "fwd+bwd"
+                      a = t[s, "LN " op]; b = t[s, "RMS " op]
+                      printf "norm %s,%s,%.2f,rms,%.2f,us,%.4f\n", op, s, a, b, a / b }
+                  c = g[s, "copy (OpenMP)"]  # the bandwidth the kernels are measured against
+                  printf "copy,%s,%.2f,copy,%.2f,GB/s,1\n", s, c, c } }' "$out/norms.md" >> "$out/summary.csv"
+    awk -F'|' '/^bench_gpt2:/ { model = $0; sub(/^bench_gpt2: /, "", model); sub(/ \(.*\), B=/, " B=", model)
+                                sub(/, [0-9]+ threads.*/, "", model); gsub(/,/, "", model) }
+        /^\| (ln|rms|cbwc) \|/ { m = $2; gsub(/ /, "", m); ms[m] = $6 + 0
+            if (m == "cbwc") for (k = 1; k <= 2; k++) { o = k == 1 ? "rms" : "cbwc"
+                printf "train step,%s,%.2f,%s,%.2f,ms,%.4f\n", model, ms["ln"], o, ms[o], ms["ln"] / ms[o] } }' \
+        "$out/step.md" >> "$out/summary.csv"
+    awk -F'|' '/^\| [0-9]+ \| [0-9]+ \| [0-9]+ \|/ {
+            printf "inference,B=%d T=%d,%.3f,folded,%.3f,ms,%.4f\n", $2, $3, $5, $6, $5 / $6 }' \
+        "$out/fold.md" >> "$out/summary.csv"
+    $PY scripts/plot_speed.py "$out/summary.csv" --title "speed ($preset, commit $commit)" \
+        -o "$out/speed.png" > /dev/null
+    ;;
 *)
-    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft, equivalence)" >&2; exit 1 ;;
+    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft, equivalence, speed)" >&2; exit 1 ;;
 esac
-echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $(($(wc -l < "$out/summary.csv") - 1)) runs"
+rows=$(($(wc -l < "$out/summary.csv") - 1))
+echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $rows $([ $study = speed ] && echo comparisons || echo runs)"
 column -s, -t < "$out/summary.csv"

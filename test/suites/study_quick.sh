@@ -5,7 +5,10 @@
 # (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; sft without residual
 # dropout) its final losses equal ln's to fp32 chaos; in the equivalence study
 # cbwc stays within 1e-4 of ln (logits and every gradient) while the rms
-# control differs by more than 1e-5 in every tensor at every step.
+# control differs by more than 1e-5 in every tensor at every step; the speed
+# study has every comparison (norms per shape with the copy, the step per
+# mode, folded inference per B and T) with positive times and its ratios
+# equal to the times' quotient.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/study_quick
@@ -14,7 +17,7 @@ PY=${PYTHON:-/usr/bin/python3}
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-for study in gpt-pretrain vision sft equivalence; do
+for study in gpt-pretrain vision sft equivalence speed; do
     if STUDY_OUT="$work/$study" scripts/study.sh $study quick > "$work/$study.log" 2>&1; then
         ok "$study quick: $(grep '^study ' "$work/$study.log")"
     else
@@ -48,6 +51,15 @@ for fam in ("vit", "swin", "swin_k1"):
     ln, cb = final(vis, "test_loss", model=fam, mode="ln"), final(vis, "test_loss", model=fam, mode="cbwc")
     for seed in ln:
         assert abs(ln[seed] - cb[seed]) < 2e-3 * abs(ln[seed]), f"{fam} seed {seed}: {ln[seed]} vs {cb[seed]}"
+speed = rows("speed")
+parts = [r["part"] for r in speed]
+assert (parts.count("copy"), parts.count("norm fwd"), parts.count("train step"), parts.count("inference")) \
+    == (2, 2, 2, 4), parts
+for r in speed:
+    ln, other, ratio = float(r["ln"]), float(r["other"]), float(r["speedup"])
+    assert ln > 0 and other > 0 and abs(ratio - ln / other) < 1e-3 * ratio + 1e-4, r
+p = os.path.join(w, "speed", "speed.png")
+assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 pngs = glob.glob(os.path.join(w, "*", "curves*.png"))
 assert len(pngs) == 7, pngs
 for p in pngs:
