@@ -5,7 +5,8 @@
 # leaves it out) and with llm.c's train_gpt2.c when LLMC_DIR names an llm.c
 # checkout (its source: never part of this repository, see
 # docs/performance.md); (b) AdamW and the LN vs RMS kernels vs a memory copy;
-# (c) folded vs LN inference. Not a test: it prints figures, it asserts nothing.
+# (c) folded vs LN inference; (d) the matmul libraries (OpenBLAS, BLIS,
+# oneDNN fp32 and bf16) at d12's shapes. Not a test: it prints figures, it asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -104,6 +105,11 @@ echo
 echo "## AdamW over GPT-2 124M's parameters vs a copy"
 echo
 bin/bench_adamw
+echo
+echo "## Matmul libraries at d12's linear layers: OpenBLAS vs BLIS vs oneDNN (fp32), oneDNN bf16"
+echo
+make -s bench_gemm
+bin/bench_gemm
 echo
 echo "## LayerNorm vs RMSNorm kernels"
 echo
