@@ -111,43 +111,50 @@ static float bilinear(const uint8_t *img, int side, int c, float y, float x) {
     return (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy;
 }
 
-void image_shard_sample(const ImageShard *s, int index, float *out, Rng *rng) {
+ImageCrop image_shard_draw_crop(const ImageShard *s, Rng *rng) {
+    const int side = s->side, crop = s->crop;
+    float centre = (float)(side - crop) / 2.0f;
+    ImageCrop c = {centre, centre, (float)crop, (float)crop, 0};
+    if (rng == NULL) return c;
+    // torchvision's RandomResizedCrop: 10 tries of area/aspect, else the whole image
+    float area = (float)side * side;
+    c.h = c.w = (float)side;
+    c.y0 = c.x0 = 0.0f;
+    for (int attempt = 0; attempt < 10; attempt++) {
+        float target = area * (0.08f + 0.92f * rng_uniform(rng));
+        float log_ratio = logf(3.0f / 4.0f) + (logf(4.0f / 3.0f) - logf(3.0f / 4.0f)) * rng_uniform(rng);
+        float ratio = expf(log_ratio);
+        float cw = sqrtf(target * ratio), ch = sqrtf(target / ratio);
+        if (cw <= side && ch <= side) {
+            c.w = cw;
+            c.h = ch;
+            c.y0 = (side - ch) * rng_uniform(rng);
+            c.x0 = (side - cw) * rng_uniform(rng);
+            break;
+        }
+    }
+    c.flip = rng_u32(rng) & 1u;
+    return c;
+}
+
+void image_shard_render(const ImageShard *s, int index, ImageCrop win, float *out) {
     const int side = s->side, crop = s->crop;
     const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
-    // the source window (y0, x0, h, w) mapped onto crop x crop
-    float y0 = (float)(side - crop) / 2.0f, x0 = y0, h = (float)crop, w = (float)crop;
-    int flip = 0;
-    if (rng != NULL) {
-        // torchvision's RandomResizedCrop: 10 tries of area/aspect, else the whole image
-        float area = (float)side * side;
-        h = w = (float)side;
-        y0 = x0 = 0.0f;
-        for (int attempt = 0; attempt < 10; attempt++) {
-            float target = area * (0.08f + 0.92f * rng_uniform(rng));
-            float log_ratio = logf(3.0f / 4.0f) + (logf(4.0f / 3.0f) - logf(3.0f / 4.0f)) * rng_uniform(rng);
-            float ratio = expf(log_ratio);
-            float cw = sqrtf(target * ratio), ch = sqrtf(target / ratio);
-            if (cw <= side && ch <= side) {
-                w = cw;
-                h = ch;
-                y0 = (side - ch) * rng_uniform(rng);
-                x0 = (side - cw) * rng_uniform(rng);
-                break;
-            }
-        }
-        flip = rng_u32(rng) & 1u;
-    }
     for (int c = 0; c < 3; c++) {
         for (int y = 0; y < crop; y++) {
-            float sy = y0 + ((float)y + 0.5f) * h / (float)crop - 0.5f;
+            float sy = win.y0 + ((float)y + 0.5f) * win.h / (float)crop - 0.5f;
             for (int x = 0; x < crop; x++) {
-                int xs = flip ? crop - 1 - x : x;
-                float sx = x0 + ((float)xs + 0.5f) * w / (float)crop - 0.5f;
+                int xs = win.flip ? crop - 1 - x : x;
+                float sx = win.x0 + ((float)xs + 0.5f) * win.w / (float)crop - 0.5f;
                 float v = bilinear(img, side, c, sy, sx) / 255.0f;
                 out[((size_t)c * crop + y) * crop + x] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
             }
         }
     }
+}
+
+void image_shard_sample(const ImageShard *s, int index, float *out, Rng *rng) {
+    image_shard_render(s, index, image_shard_draw_crop(s, rng), out);
 }
 
 void image_shard_free(ImageShard *s) {

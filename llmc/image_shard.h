@@ -31,10 +31,21 @@ int image_shard_parse(Reader *r, ImageShard *shard, char *err, size_t err_bytes)
 // than header + labels + pixels, or a label outside [0, num_classes).
 void image_shard_read(ImageShard *shard, const char *path);
 void image_shard_write(const char *path, const ImageShard *shard);
-// Image index as floats (3, crop, crop), normalized with the ImageNet mean and
-// std. rng != NULL (training): a random resized crop (area 8%-100%, aspect
-// 3/4-4/3, bilinear) and a random horizontal flip; rng == NULL: the centre
-// crop of size crop.
+// The source window (top-left y0, x0, size h x w, in stored pixels) that one
+// image's crop x crop output samples, and whether it is mirrored.
+typedef struct {
+    float y0, x0, h, w;
+    int flip;
+} ImageCrop;
+
+// rng != NULL (training): a random resized crop (area 8%-100%, aspect
+// 3/4-4/3) and a random horizontal flip, drawn from rng; rng == NULL: the
+// centre crop of size crop. Only draws: the pixels are image_shard_render's.
+ImageCrop image_shard_draw_crop(const ImageShard *shard, Rng *rng);
+// Image index through window as floats (3, crop, crop), bilinear, normalized
+// with the ImageNet mean and std. Reads only: safe from several threads.
+void image_shard_render(const ImageShard *shard, int index, ImageCrop window, float *out);
+// image_shard_render of image_shard_draw_crop(shard, rng).
 void image_shard_sample(const ImageShard *shard, int index, float *out, Rng *rng);
 void image_shard_free(ImageShard *shard);
 

@@ -2,6 +2,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -81,28 +82,45 @@ void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_p
     }
 }
 
-void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
-                       Rng *flip_rng) {
-    const int S = s->side;
-    if (s->is_shard) {
-        for (int b = 0; b < B; b++) {
-            image_shard_sample(&s->shard, indices[b], images + (size_t)b * 3 * S * S, flip_rng);
-            labels[b] = s->shard.labels[indices[b]];
+void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng) {
+    for (int b = 0; b < B; b++) {
+        if (s->is_shard) {
+            crops[b] = image_shard_draw_crop(&s->shard, rng);
+        } else {
+            ImageCrop whole = {0.0f, 0.0f, (float)s->side, (float)s->side, 0};
+            whole.flip = rng != NULL && (rng_u32(rng) & 1u);
+            crops[b] = whole;
         }
+    }
+}
+
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop) {
+    if (s->is_shard) {
+        image_shard_render(&s->shard, index, crop, image);
+        *label = s->shard.labels[index];
         return;
     }
-    for (int b = 0; b < B; b++) {
-        const uint8_t *src = s->images.data + (size_t)indices[b] * S * S;
-        int flip = flip_rng != NULL && (rng_u32(flip_rng) & 1u);
-        float *dst = images + (size_t)b * S * S;
-        for (int y = 0; y < S; y++) {
-            for (int x = 0; x < S; x++) {
-                float p = src[y * S + (flip ? S - 1 - x : x)] / 255.0f;
-                dst[y * S + x] = (p - FMNIST_MEAN) / FMNIST_STD;
-            }
+    const int S = s->side;
+    const uint8_t *src = s->images.data + (size_t)index * S * S;
+    for (int y = 0; y < S; y++) {
+        for (int x = 0; x < S; x++) {
+            float p = src[y * S + (crop.flip ? S - 1 - x : x)] / 255.0f;
+            image[y * S + x] = (p - FMNIST_MEAN) / FMNIST_STD;
         }
-        labels[b] = s->labels.data[indices[b]];
     }
+    *label = s->labels.data[index];
+}
+
+void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
+                       Rng *flip_rng) {
+    ImageCrop *crops = malloc_check((size_t)B * sizeof(ImageCrop), "batch crops");
+    vision_draw_augment(crops, s, B, flip_rng); // in order: the draws do not depend on threads
+    const size_t image_floats = (size_t)s->channels * s->side * s->side;
+#pragma omp parallel for schedule(dynamic, 1) if (s->is_shard && B > 1)
+    for (int b = 0; b < B; b++) {
+        vision_render_image(images + b * image_floats, labels + b, s, indices[b], crops[b]);
+    }
+    free(crops);
 }
 
 void vision_shuffle(int *order, int n, Rng *rng) {

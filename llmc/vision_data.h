@@ -33,8 +33,16 @@ void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_p
                       const char *test_path, int max_train, int max_test);
 void vision_split_free(VisionSplit *s);
 
+// Each of B images' augmentation drawn from rng in order (NULL: none): a
+// random-resized-crop window and flip for shards, a flip for Fashion-MNIST
+// (whole-image window). The same draws, in the same order, as vision_make_batch.
+void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng);
+// Image index through crop, normalised, (Cin, S, S) floats, and its label.
+// Reads only: safe from several threads.
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop);
 // Normalised images (B, Cin, S, S) and labels for the given indices; with
 // flip_rng, training augmentation (flips; random-resized-crop for shards).
+// The draws come from flip_rng in image order, the pixels from OpenMP threads.
 void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
                        Rng *flip_rng);
 

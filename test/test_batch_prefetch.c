@@ -1,0 +1,244 @@
+// llmc/batch_prefetch.c: batches built ahead by worker threads are bit-identical
+// to batches built one by one in training order (image_shard_sample or the
+// Fashion-MNIST flip, sequentially, from the same Rng), for image shards with
+// random-resized-crop + flip, Fashion-MNIST-style grey images with flips, and
+// no augmentation; the Rng ends in the same state; the pending Rng state is
+// the sequential one; a taken batch is untouched while the queue refills; and
+// freeing with batches queued or being rendered joins the threads and frees
+// everything (LeakSanitizer in the SAN=1 build).
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_prefetch.h"
+#include "cli.h"
+#include "rand.h"
+#include "utils.h"
+#include "vision_data.h"
+
+static int failures = 0;
+
+static void expect(int cond, const char *what, const char *fmt, ...) FN_PRINTF(3, 4);
+static void expect(int cond, const char *what, const char *fmt, ...) {
+    if (cond) return;
+    printf("FAIL %s: ", what);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    failures++;
+}
+
+// A train shard of random pixels: count images of side x side, crop x crop out.
+static void make_shard_split(VisionSplit *s, int count, int side, int crop, int classes, Rng *rng) {
+    memset(s, 0, sizeof(*s));
+    s->is_shard = 1;
+    ImageShard *sh = &s->shard;
+    sh->count = count;
+    sh->num_classes = classes;
+    sh->side = side;
+    sh->channels = 3;
+    sh->kind = IMAGE_SHARD_TRAIN;
+    sh->crop = crop;
+    sh->labels = malloc_check((size_t)count * sizeof(int32_t), "labels");
+    sh->pixels = malloc_check((size_t)count * side * side * 3, "pixels");
+    for (int i = 0; i < count; i++) sh->labels[i] = (int32_t)(rng_u32(rng) % (uint32_t)classes);
+    for (size_t i = 0; i < (size_t)count * side * side * 3; i++) sh->pixels[i] = rng_u32(rng) & 255u;
+    s->count = count;
+    s->side = crop;
+    s->channels = 3;
+    s->num_classes = classes;
+}
+
+// Fashion-MNIST-like: grey side x side images, 10 classes.
+static void make_grey_split(VisionSplit *s, int count, int side, Rng *rng) {
+    memset(s, 0, sizeof(*s));
+    s->images.count = s->labels.count = count;
+    s->images.rows = s->images.cols = side;
+    s->images.data = malloc_check((size_t)count * side * side, "grey pixels");
+    s->labels.data = malloc_check((size_t)count, "grey labels");
+    for (size_t i = 0; i < (size_t)count * side * side; i++) s->images.data[i] = rng_u32(rng) & 255u;
+    for (int i = 0; i < count; i++) s->labels.data[i] = (uint8_t)(rng_u32(rng) % FMNIST_CLASSES);
+    s->count = count;
+    s->side = side;
+    s->channels = 1;
+    s->num_classes = FMNIST_CLASSES;
+}
+
+// The batch as the trainers built it before the prefetcher, one image after
+// the other from rng: image_shard_sample for shards; for grey images a flip
+// bit per image (rng_u32 & 1) and (p / 255 - mean) / std.
+static void sequential_batch(float *images, int *labels, const VisionSplit *s, const int *indices,
+                             int B, Rng *rng) {
+    const int S = s->side;
+    const size_t floats = (size_t)s->channels * S * S;
+    for (int b = 0; b < B; b++) {
+        float *dst = images + b * floats;
+        if (s->is_shard) {
+            image_shard_sample(&s->shard, indices[b], dst, rng);
+            labels[b] = s->shard.labels[indices[b]];
+            continue;
+        }
+        int flip = rng != NULL && (rng_u32(rng) & 1u);
+        const uint8_t *src = s->images.data + (size_t)indices[b] * S * S;
+        for (int y = 0; y < S; y++) {
+            for (int x = 0; x < S; x++) {
+                dst[y * S + x] = (src[y * S + (flip ? S - 1 - x : x)] / 255.0f - FMNIST_MEAN) / FMNIST_STD;
+            }
+        }
+        labels[b] = s->labels.data[indices[b]];
+    }
+}
+
+static int allocations = 0; // the counting allocator's live buffers (this test's own)
+static void *counting_alloc(size_t bytes) {
+    allocations++;
+    return malloc(bytes);
+}
+static void counting_free(void *p) {
+    allocations--;
+    free(p);
+}
+
+// steps batches of B from a shuffled order, sequential vs prefetched with
+// (depth, workers), augmentation from rngs seeded alike (or none).
+static void compare_runs(const char *name, const VisionSplit *s, int B, int steps, int depth,
+                         int workers, int augment, uint64_t seed) {
+    char what[160];
+    snprintf(what, sizeof(what), "%s depth %d workers %d%s", name, depth, workers,
+             augment ? "" : " no augmentation");
+    const size_t floats = (size_t)B * s->channels * s->side * s->side;
+    float *expected = malloc_check((size_t)steps * floats * sizeof(float), "expected");
+    int *expected_labels = malloc_check((size_t)steps * B * sizeof(int), "expected labels");
+    uint64_t *rng_before = malloc_check((size_t)steps * sizeof(uint64_t), "rng states");
+    int *order = malloc_check((size_t)s->count * sizeof(int), "order");
+    Rng ref, pre, shuffle;
+    rng_seed(&ref, seed);
+    rng_seed(&pre, seed);
+    rng_seed(&shuffle, seed ^ 0x5A5AULL);
+    for (int i = 0; i < s->count; i++) order[i] = i;
+    vision_shuffle(order, s->count, &shuffle);
+    const int per_pass = s->count / B;
+    for (int k = 0; k < steps; k++) {
+        rng_before[k] = ref.state;
+        sequential_batch(expected + k * floats, expected_labels + (size_t)k * B, s,
+                         order + (size_t)(k % per_pass) * B, B, augment ? &ref : NULL);
+    }
+    BatchBufferAllocator counting = {counting_alloc, counting_free};
+    BatchPrefetch *p = batch_prefetch_create(s, B, depth, workers, counting);
+    int submitted = 0, mismatched = -1, held_changed = -1, rng_wrong = -1;
+    for (; submitted < depth && submitted < steps; submitted++) {
+        batch_prefetch_submit(p, order + (size_t)(submitted % per_pass) * B, augment ? &pre : NULL);
+    }
+    const float *held = NULL; // the previous batch: must stay as it was until the next submit
+    for (int k = 0; k < steps; k++) {
+        uint64_t pending = 0;
+        if (augment && (!batch_prefetch_pending_rng(p, &pending) || pending != rng_before[k])) {
+            if (rng_wrong < 0) rng_wrong = k;
+        }
+        const float *images;
+        const int *labels;
+        batch_prefetch_take(p, &images, &labels);
+        if (held != NULL && memcmp(held, expected + (k - 1) * floats, floats * sizeof(float)) != 0) {
+            if (held_changed < 0) held_changed = k - 1;
+        }
+        if (memcmp(images, expected + k * floats, floats * sizeof(float)) != 0 ||
+            memcmp(labels, expected_labels + (size_t)k * B, (size_t)B * sizeof(int)) != 0) {
+            if (mismatched < 0) mismatched = k;
+        }
+        held = images;
+        if (submitted < steps) {
+            batch_prefetch_submit(p, order + (size_t)(submitted % per_pass) * B, augment ? &pre : NULL);
+            submitted++;
+        }
+    }
+    expect(batch_prefetch_queued(p) == 0, what, "%d batches still queued", batch_prefetch_queued(p));
+    uint64_t none;
+    expect(!batch_prefetch_pending_rng(p, &none), what, "a pending Rng with nothing queued");
+    batch_prefetch_free(p);
+    expect(mismatched < 0, what, "batch %d differs from the sequential one (bits)", mismatched);
+    expect(held_changed < 0, what, "batch %d changed after it was taken", held_changed);
+    expect(rng_wrong < 0, what, "pending Rng state before batch %d is not the sequential one", rng_wrong);
+    expect(pre.state == ref.state, what, "the Rng ends elsewhere than the sequential one's");
+    expect(allocations == 0, what, "%d pinned-style buffers not freed", allocations);
+    if (mismatched < 0 && held_changed < 0 && rng_wrong < 0 && pre.state == ref.state) {
+        printf("ok   %s: %d batches bit-identical, Rng states equal\n", what, steps);
+    }
+    free(expected);
+    free(expected_labels);
+    free(rng_before);
+    free(order);
+}
+
+// vision_make_batch (OpenMP over images) equals the sequential build too.
+static void compare_make_batch(const char *name, const VisionSplit *s, int B, uint64_t seed) {
+    const size_t floats = (size_t)B * s->channels * s->side * s->side;
+    float *a = malloc_check(floats * sizeof(float), "a"), *b = malloc_check(floats * sizeof(float), "b");
+    int *la = malloc_check((size_t)B * sizeof(int), "la"), *lb = malloc_check((size_t)B * sizeof(int), "lb");
+    int *indices = malloc_check((size_t)B * sizeof(int), "indices");
+    for (int i = 0; i < B; i++) indices[i] = (i * 7 + 3) % s->count;
+    Rng r1, r2;
+    rng_seed(&r1, seed);
+    rng_seed(&r2, seed);
+    sequential_batch(a, la, s, indices, B, &r1);
+    vision_make_batch(b, lb, s, indices, B, &r2);
+    int same = memcmp(a, b, floats * sizeof(float)) == 0 && memcmp(la, lb, (size_t)B * sizeof(int)) == 0;
+    expect(same && r1.state == r2.state, name, "vision_make_batch differs from the sequential build");
+    if (same && r1.state == r2.state) printf("ok   %s: vision_make_batch bit-identical\n", name);
+    free(a);
+    free(b);
+    free(la);
+    free(lb);
+    free(indices);
+}
+
+// Freed with batches queued and workers mid-image, or never used: joins, frees.
+static void early_exit(const VisionSplit *s, int B) {
+    Rng rng;
+    rng_seed(&rng, 7);
+    int *indices = malloc_check((size_t)B * sizeof(int), "indices");
+    for (int i = 0; i < B; i++) indices[i] = i % s->count;
+    BatchBufferAllocator counting = {counting_alloc, counting_free};
+    BatchPrefetch *p = batch_prefetch_create(s, B, 3, 4, counting);
+    for (int k = 0; k < 3; k++) batch_prefetch_submit(p, indices, &rng);
+    const float *images;
+    const int *labels;
+    batch_prefetch_take(p, &images, &labels);
+    batch_prefetch_submit(p, indices, &rng);
+    batch_prefetch_free(p); // 3 queued, some being rendered
+    batch_prefetch_free(batch_prefetch_create(s, B, 2, 3, counting)); // idle workers
+    batch_prefetch_free(NULL);
+    expect(allocations == 0, "early exit", "%d buffers not freed", allocations);
+    if (allocations == 0) printf("ok   early exit: freed with batches queued and being rendered\n");
+    free(indices);
+}
+
+int main(int argc, char **argv) {
+    CliSpec spec = {.program = "test_batch_prefetch", .synopsis = "",
+                    .about = "Prefetched training batches vs the sequential ones (bit for bit).\n"};
+    cli_parse(&spec, argc, argv, NULL);
+    const char *seed_text = getenv("FOLDNORM_TEST_SEED");
+    const uint64_t seed = seed_text != NULL ? strtoull(seed_text, NULL, 10) : 20261130ull;
+    printf("test_batch_prefetch: seed %llu\n", (unsigned long long)seed);
+    Rng data_rng;
+    rng_seed(&data_rng, seed);
+    VisionSplit shard, grey;
+    make_shard_split(&shard, 37, 40, 32, 5, &data_rng);
+    make_grey_split(&grey, 29, 12, &data_rng);
+    compare_make_batch("shard", &shard, 9, seed + 1);
+    compare_make_batch("grey", &grey, 9, seed + 2);
+    const int configs[][2] = {{1, 0}, {1, 1}, {2, 3}, {3, 4}}; // depth, workers
+    for (int i = 0; i < 4; i++) {
+        compare_runs("shard", &shard, 6, 11, configs[i][0], configs[i][1], 1, seed + 3 + i);
+        compare_runs("grey", &grey, 5, 11, configs[i][0], configs[i][1], 1, seed + 13 + i);
+    }
+    compare_runs("shard", &shard, 6, 7, 2, 3, 0, seed + 23);
+    early_exit(&shard, 16);
+    vision_split_free(&shard);
+    vision_split_free(&grey);
+    printf("%s\n", failures == 0 ? "test_batch_prefetch: passed" : "test_batch_prefetch: FAILED");
+    return failures == 0 ? 0 : 1;
+}
