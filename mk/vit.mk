@@ -17,3 +17,8 @@ $(BIN)/bench_vision: $(BUILD)/dev/bench/bench_vision.o $(LLMC_LIB)
 
 # tile_gemm's multiply-adds as FMAs (-std=c11 turns contraction off)
 $(BUILD)/llmc/tile_gemm.o: CFLAGS += -ffp-contract=fast
+
+# host augmentation throughput, one thread and the prefetch pool (dev/bench/bench_augment.c)
+CPU_PROGRAMS += bench_augment
+$(BIN)/bench_augment: $(BUILD)/dev/bench/bench_augment.o $(LLMC_LIB)
+	$(LINK)

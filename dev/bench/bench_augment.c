@@ -1,0 +1,120 @@
+// Host augmentation throughput (issue 15): how many training images per
+// second the host builds (random-resized-crop + flip, bilinear, normalise:
+// llmc/image_shard.c; a flip for Fashion-MNIST), on one thread and through
+// llmc/batch_prefetch.c's worker pool, against the rate a GPU trains at.
+// Synthetic data: random pixels (the bilinear work does not depend on them).
+//   train shard: stored side -S (default 256, images_to_shard's for 224),
+//     crop -cs (default 224): Swin-Tiny's input;
+//   grey: 28x28 Fashion-MNIST-style images with flips.
+// Per configuration: images/s over -r timed batches of -b images, after one
+// untimed batch, and images/s per worker thread.
+// Usage: bench_augment [-b 128] [-r 8] [-S 256] [-cs 224] [-dw 4]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_prefetch.h"
+#include "cli.h"
+#include "rand.h"
+#include "utils.h"
+#include "vision_data.h"
+
+static void make_shard(VisionSplit *s, int count, int side, int crop, Rng *rng) {
+    memset(s, 0, sizeof(*s));
+    s->is_shard = 1;
+    ImageShard *sh = &s->shard;
+    *sh = (ImageShard){.count = count, .num_classes = 100, .side = side, .channels = 3,
+                       .kind = IMAGE_SHARD_TRAIN, .crop = crop};
+    sh->labels = malloc_check((size_t)count * sizeof(int32_t), "labels");
+    sh->pixels = malloc_check(mul_size_check((size_t)count * side, (size_t)side * 3, "pixels"), "pixels");
+    for (int i = 0; i < count; i++) sh->labels[i] = (int32_t)(rng_u32(rng) % 100u);
+    for (size_t i = 0; i < (size_t)count * side * side * 3; i++) sh->pixels[i] = rng_u32(rng) & 255u;
+    s->count = count;
+    s->side = crop;
+    s->channels = 3;
+    s->num_classes = 100;
+}
+
+static void make_grey(VisionSplit *s, int count, Rng *rng) {
+    memset(s, 0, sizeof(*s));
+    s->images = (IdxArray){.count = count, .rows = 28, .cols = 28};
+    s->labels = (IdxArray){.count = count};
+    s->images.data = malloc_check((size_t)count * 28 * 28, "grey pixels");
+    s->labels.data = malloc_check((size_t)count, "grey labels");
+    for (size_t i = 0; i < (size_t)count * 28 * 28; i++) s->images.data[i] = rng_u32(rng) & 255u;
+    for (int i = 0; i < count; i++) s->labels.data[i] = (uint8_t)(rng_u32(rng) % 10u);
+    s->count = count;
+    s->side = 28;
+    s->channels = 1;
+    s->num_classes = 10;
+}
+
+// images/s of (rounds + 1) batches through a prefetcher, the first untimed
+static double prefetch_rate(const VisionSplit *s, const int *indices, int B, int rounds, int workers) {
+    Rng rng;
+    rng_seed(&rng, 1);
+    const int depth = 2;
+    BatchPrefetch *p = batch_prefetch_create(s, B, depth, workers, (BatchBufferAllocator){0});
+    const float *images;
+    const int *labels;
+    batch_prefetch_submit(p, indices, &rng);
+    batch_prefetch_take(p, &images, &labels); // untimed: page faults of the buffers, thread start
+    const double t0 = now_seconds();
+    int submitted = 0;
+    for (; submitted < depth && submitted < rounds; submitted++) batch_prefetch_submit(p, indices, &rng);
+    for (int k = 0; k < rounds; k++) {
+        batch_prefetch_take(p, &images, &labels);
+        if (submitted < rounds) {
+            batch_prefetch_submit(p, indices, &rng);
+            submitted++;
+        }
+    }
+    const double seconds = now_seconds() - t0;
+    batch_prefetch_free(p);
+    return (double)rounds * B / seconds;
+}
+
+static void bench_split(const char *name, const VisionSplit *s, int B, int rounds, int max_workers) {
+    int *indices = malloc_check((size_t)B * sizeof(int), "indices");
+    for (int b = 0; b < B; b++) indices[b] = b % s->count;
+    // 0 workers: each batch built on the calling thread, as train_vit.cu did between steps
+    const double one = prefetch_rate(s, indices, B, rounds, 0);
+    printf("%-34s  caller thread    %9.0f images/s  (%.3f ms/image)\n", name, one, 1e3 / one);
+    for (int w = 1; w <= max_workers; w *= 2) {
+        const double rate = prefetch_rate(s, indices, B, rounds, w);
+        printf("%-34s  %2d worker(s)     %9.0f images/s  (%.0f per worker)\n", name, w, rate,
+               rate / w);
+    }
+    free(indices);
+}
+
+int main(int argc, char **argv) {
+    int B = 128, rounds = 8, side = 256, crop = 224, max_workers = 4;
+    CliFlag flags[] = {
+        {"-b", CLI_INT, &B, 1, 65536, "images per batch (default 128)", NULL, 0, 0},
+        {"-r", CLI_INT, &rounds, 1, 100000, "timed batches (default 8)", NULL, 0, 0},
+        {"-S", CLI_INT, &side, 2, 4096, "stored side of the shard images (default 256)", NULL, 0, 0},
+        {"-cs", CLI_INT, &crop, 1, 4096, "crop side, <= -S (default 224)", NULL, 0, 0},
+        {"-dw", CLI_INT, &max_workers, 1, 1024, "most worker threads: 1, 2, 4, .. (default 4)",
+         NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "bench_augment", .synopsis = "[options]",
+                    .about = "Host augmentation throughput: one thread and the prefetch pool.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
+    if (crop > side) cli_error(&spec, "-cs %d: larger than -S %d", crop, side);
+    Rng rng;
+    rng_seed(&rng, 20261130);
+    VisionSplit shard, grey;
+    const int count = B < 64 ? B : 64; // distinct images, reused: 64 x 256^2 x 3 = 12.6 MB
+    make_shard(&shard, count, side, crop, &rng);
+    make_grey(&grey, B, &rng);
+    char name[80];
+    snprintf(name, sizeof(name), "shard %dx%d -> crop %d, B=%d", side, side, crop, B);
+    bench_split(name, &shard, B, rounds, max_workers);
+    snprintf(name, sizeof(name), "grey 28x28 + flips, B=%d", B);
+    bench_split(name, &grey, B, rounds * 16, max_workers);
+    vision_split_free(&shard);
+    vision_split_free(&grey);
+    return 0;
+}
