@@ -1,7 +1,8 @@
 // ViT and Swin training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc): the
 // CUDA counterpart of train_vit.c with the same flags (one table,
 // llmc/vit_train_args.c), data (llmc/vision_data.c: Fashion-MNIST IDX or
-// image shards, augmented on the host) and model files (llmc/vision_model.c:
+// image shards, augmented on the host by a pool of threads that builds the
+// next batches while the GPU trains on this one: llmc/batch_prefetch.c) and model files (llmc/vision_model.c:
 // a file written here loads in train_vit and back). bf16 mixed precision by
 // default, fp32 throughout when built with -DFOLDNORM_FP32 (train_vitfp32cu).
 // The models live in llmc/vit_cuda.cuh and llmc/swin_cuda.cuh (one interface:
@@ -18,6 +19,7 @@
 #include "classifier_cuda.cuh"
 
 extern "C" {
+#include "batch_prefetch.h"
 #include "classifier.h"
 #include "classifier_loss.h"
 #include "cli.h"
@@ -34,12 +36,17 @@ typedef struct {
     int num_processes;   // -pn: 0 = from mpirun's environment, else 1
     int process_rank;    // -pr
     const char *id_file; // -pf: shared file for the NCCL unique id
+    int data_workers;    // -dw: host threads building batches ahead (0: between steps)
 } GpuArgs;
+
+// Batches queued ahead of the GPU: k+1 and k+2 are built while step k runs.
+#define PREFETCH_DEPTH 2
 
 static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
     memset(gpu, 0, sizeof(*gpu));
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 3];
+    gpu->data_workers = 8; // ~550 Swin-Tiny crops/s each (docs/performance.md): 8 feed ~4k images/s
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 4];
     int n = vit_train_flags(&a, flags);
     const CliFlag gpu_flags[] = {
         {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
@@ -50,6 +57,9 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
          "shared file through which rank 0 hands the NCCL id to the others;\n"
          "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+        {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
+         "host threads that augment the next batches while the GPU trains (default 8;\n"
+         "0: each batch is built between steps); the same batches either way", NULL, 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -95,6 +105,27 @@ static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, 
     const double total_correct = round((double)multi_gpu_mean(mg, (float)correct) * mg->world);
     *mean_loss = (float)(loss_sum / s->count);
     *accuracy = (float)(total_correct / s->count);
+}
+
+// Page-locked batch buffers: the forward's cudaMemcpyAsync from them is a true DMA.
+static void *pinned_alloc(size_t bytes) {
+    void *p = NULL;
+    CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+}
+static void pinned_free(void *p) { CUDA_CHECK(cudaFreeHost(p)); }
+
+// Queues this rank's slices of the epoch's next batches until PREFETCH_DEPTH
+// wait; their augmentation is drawn now, in batch order, as the sequential
+// trainer draws it. Never past the epoch: its end is where the next shuffle
+// draws from the same Rng.
+static void queue_batches(BatchPrefetch *prefetch, const int *order, int *next_batch,
+                          int epoch_batches, int B, const MultiGpu *mg, Rng *flips) {
+    while (*next_batch < epoch_batches && batch_prefetch_queued(prefetch) < PREFETCH_DEPTH) {
+        batch_prefetch_submit(prefetch, order + ((size_t)*next_batch * mg->world + mg->rank) * B,
+                              flips);
+        (*next_batch)++;
+    }
 }
 
 // The GPU's fp32 master weights into the host model, written as a vision
@@ -169,6 +200,8 @@ int main(int argc, char **argv) {
     Rng rank_flips; // several processes: each flips its own slice from its own stream
     rng_seed(&rank_flips, (args.seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)mg.rank);
     Rng *flips = args.flip ? (mg.world == 1 ? &rng : &rank_flips) : NULL;
+    BatchPrefetch *prefetch = batch_prefetch_create(&train, B, PREFETCH_DEPTH, gpu.data_workers,
+                                                    BatchBufferAllocator{pinned_alloc, pinned_free});
     AdamWConfig adamw = {0.0f, 0.9f, 0.999f, 1e-8f, args.weight_decay};
     double timed_seconds = 0.0;
     long long timed_images = 0;
@@ -177,13 +210,18 @@ int main(int argc, char **argv) {
     int stopped_by = 0; // the stop signal, agreed by all ranks after each step
     for (int epoch = 0; step < total_steps && stopped_by == 0; epoch++) {
         vision_shuffle(order, train.count, &rng);
+        const int epoch_batches = batches_per_epoch < total_steps - step ? batches_per_epoch
+                                                                          : total_steps - step;
+        int next_batch = 0;
+        queue_batches(prefetch, order, &next_batch, epoch_batches, B, &mg, flips);
         for (int batch = 0; batch < batches_per_epoch && step < total_steps; batch++) {
             CUDA_CHECK(cudaDeviceSynchronize());
             const double t0 = now_seconds();
-            // this rank's slice of the global batch
-            const size_t first = ((size_t)batch * mg.world + mg.rank) * B;
-            vision_make_batch(images, labels, &train, order + first, B, flips);
-            classifier_cuda_forward(&model, images, labels, args.smoothing, B);
+            const float *batch_images; // this rank's slice of the global batch
+            const int *batch_labels;
+            batch_prefetch_take(prefetch, &batch_images, &batch_labels);
+            queue_batches(prefetch, order, &next_batch, epoch_batches, B, &mg, flips);
+            classifier_cuda_forward(&model, batch_images, batch_labels, args.smoothing, B);
             const float loss = multi_gpu_mean(&mg, classifier_cuda_mean_loss(&model));
             classifier_cuda_zero_grad(&model);
             classifier_cuda_backward(&model, 1.0f / (float)B);
@@ -236,6 +274,7 @@ int main(int argc, char **argv) {
     if (lead) printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
            vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)), FLOATX_NAME, test_accuracy, test_loss,
            timed_images > 0 ? timed_images / timed_seconds : 0.0);
+    batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(images);
     free(labels);
     free(eval_indices);
