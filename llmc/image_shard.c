@@ -99,18 +99,6 @@ void image_shard_write(const char *path, const ImageShard *shard) {
     write_file_atomic(path, write_shard, shard);
 }
 
-// Bilinear sample of channel c at (y, x) in pixel-centre coordinates, clamped.
-static float bilinear(const uint8_t *img, int side, int c, float y, float x) {
-    y = fminf(fmaxf(y, 0.0f), (float)(side - 1));
-    x = fminf(fmaxf(x, 0.0f), (float)(side - 1));
-    int y0 = (int)y, x0 = (int)x;
-    int y1 = y0 + 1 < side ? y0 + 1 : y0, x1 = x0 + 1 < side ? x0 + 1 : x0;
-    float fy = y - (float)y0, fx = x - (float)x0;
-    float a = img[((size_t)y0 * side + x0) * 3 + c], b = img[((size_t)y0 * side + x1) * 3 + c];
-    float d = img[((size_t)y1 * side + x0) * 3 + c], e = img[((size_t)y1 * side + x1) * 3 + c];
-    return (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy;
-}
-
 ImageCrop image_shard_draw_crop(const ImageShard *s, Rng *rng) {
     const int side = s->side, crop = s->crop;
     float centre = (float)(side - crop) / 2.0f;
@@ -137,20 +125,47 @@ ImageCrop image_shard_draw_crop(const ImageShard *s, Rng *rng) {
     return c;
 }
 
+// One output coordinate's bilinear taps: the two source pixels and the weight
+// of the second (bilinear()'s clamp and arithmetic, computed once per column
+// or row instead of once per pixel and channel).
+typedef struct {
+    int lo, hi;
+    float frac;
+} BilinearTap;
+
+static BilinearTap bilinear_tap(float v, int side) {
+    v = fminf(fmaxf(v, 0.0f), (float)(side - 1));
+    BilinearTap t = {(int)v, 0, 0.0f};
+    t.hi = t.lo + 1 < side ? t.lo + 1 : t.lo;
+    t.frac = v - (float)t.lo;
+    return t;
+}
+
 void image_shard_render(const ImageShard *s, int index, ImageCrop win, float *out) {
     const int side = s->side, crop = s->crop;
     const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
-    for (int c = 0; c < 3; c++) {
-        for (int y = 0; y < crop; y++) {
-            float sy = win.y0 + ((float)y + 0.5f) * win.h / (float)crop - 0.5f;
-            for (int x = 0; x < crop; x++) {
-                int xs = win.flip ? crop - 1 - x : x;
-                float sx = win.x0 + ((float)xs + 0.5f) * win.w / (float)crop - 0.5f;
-                float v = bilinear(img, side, c, sy, sx) / 255.0f;
-                out[((size_t)c * crop + y) * crop + x] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
+    BilinearTap *columns = malloc_check((size_t)crop * sizeof(BilinearTap), "crop columns");
+    for (int x = 0; x < crop; x++) {
+        int xs = win.flip ? crop - 1 - x : x;
+        columns[x] = bilinear_tap(win.x0 + ((float)xs + 0.5f) * win.w / (float)crop - 0.5f, side);
+    }
+    const size_t plane = (size_t)crop * crop;
+    for (int y = 0; y < crop; y++) {
+        BilinearTap row = bilinear_tap(win.y0 + ((float)y + 0.5f) * win.h / (float)crop - 0.5f, side);
+        const uint8_t *top = img + (size_t)row.lo * side * 3, *bottom = img + (size_t)row.hi * side * 3;
+        const float fy = row.frac;
+        for (int x = 0; x < crop; x++) {
+            const BilinearTap col = columns[x];
+            const float fx = col.frac;
+            for (int c = 0; c < 3; c++) {
+                float a = top[col.lo * 3 + c], b = top[col.hi * 3 + c];
+                float d = bottom[col.lo * 3 + c], e = bottom[col.hi * 3 + c];
+                float v = ((a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy) / 255.0f;
+                out[c * plane + (size_t)y * crop + x] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
             }
         }
     }
+    free(columns);
 }
 
 void image_shard_sample(const ImageShard *s, int index, float *out, Rng *rng) {

@@ -1,11 +1,13 @@
 // llmc/batch_prefetch.c: batches built ahead by worker threads are bit-identical
-// to batches built one by one in training order (image_shard_sample or the
-// Fashion-MNIST flip, sequentially, from the same Rng), for image shards with
+// to batches built one by one in training order as before it (per pixel and
+// channel, the render image_shard.c had; the Fashion-MNIST flip), from the
+// same Rng, for image shards with
 // random-resized-crop + flip, Fashion-MNIST-style grey images with flips, and
 // no augmentation; the Rng ends in the same state; the pending Rng state is
 // the sequential one; a taken batch is untouched while the queue refills; and
 // freeing with batches queued or being rendered joins the threads and frees
 // everything (LeakSanitizer in the SAN=1 build).
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,8 +70,40 @@ static void make_grey_split(VisionSplit *s, int count, int side, Rng *rng) {
     s->num_classes = FMNIST_CLASSES;
 }
 
+// Bilinear sample of channel c at (y, x) in pixel-centre coordinates, clamped:
+// image_shard.c's render before it shared the taps between pixels.
+static float reference_bilinear(const uint8_t *img, int side, int c, float y, float x) {
+    y = fminf(fmaxf(y, 0.0f), (float)(side - 1));
+    x = fminf(fmaxf(x, 0.0f), (float)(side - 1));
+    int y0 = (int)y, x0 = (int)x;
+    int y1 = y0 + 1 < side ? y0 + 1 : y0, x1 = x0 + 1 < side ? x0 + 1 : x0;
+    float fy = y - (float)y0, fx = x - (float)x0;
+    float a = img[((size_t)y0 * side + x0) * 3 + c], b = img[((size_t)y0 * side + x1) * 3 + c];
+    float d = img[((size_t)y1 * side + x0) * 3 + c], e = img[((size_t)y1 * side + x1) * 3 + c];
+    return (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy;
+}
+
+// The crop as image_shard_sample rendered it before (one pixel and channel at a time).
+static void reference_render(const ImageShard *s, int index, ImageCrop w, float *out) {
+    static const float mean[3] = {0.485f, 0.456f, 0.406f}, std[3] = {0.229f, 0.224f, 0.225f};
+    const int side = s->side, crop = s->crop;
+    const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
+    for (int c = 0; c < 3; c++) {
+        for (int y = 0; y < crop; y++) {
+            float sy = w.y0 + ((float)y + 0.5f) * w.h / (float)crop - 0.5f;
+            for (int x = 0; x < crop; x++) {
+                int xs = w.flip ? crop - 1 - x : x;
+                float sx = w.x0 + ((float)xs + 0.5f) * w.w / (float)crop - 0.5f;
+                float v = reference_bilinear(img, side, c, sy, sx) / 255.0f;
+                out[((size_t)c * crop + y) * crop + x] = (v - mean[c]) / std[c];
+            }
+        }
+    }
+}
+
 // The batch as the trainers built it before the prefetcher, one image after
-// the other from rng: image_shard_sample for shards; for grey images a flip
+// the other from rng: for shards the same draws (image_shard_draw_crop, the
+// code that drew them then) and the per-pixel render above; for grey images a flip
 // bit per image (rng_u32 & 1) and (p / 255 - mean) / std.
 static void sequential_batch(float *images, int *labels, const VisionSplit *s, const int *indices,
                              int B, Rng *rng) {
@@ -78,7 +112,7 @@ static void sequential_batch(float *images, int *labels, const VisionSplit *s, c
     for (int b = 0; b < B; b++) {
         float *dst = images + b * floats;
         if (s->is_shard) {
-            image_shard_sample(&s->shard, indices[b], dst, rng);
+            reference_render(&s->shard, indices[b], image_shard_draw_crop(&s->shard, rng), dst);
             labels[b] = s->shard.labels[indices[b]];
             continue;
         }
@@ -230,6 +264,10 @@ int main(int argc, char **argv) {
     make_grey_split(&grey, 29, 12, &data_rng);
     compare_make_batch("shard", &shard, 9, seed + 1);
     compare_make_batch("grey", &grey, 9, seed + 2);
+    VisionSplit large; // Swin-Tiny's crop from images_to_shard's stored side
+    make_shard_split(&large, 3, 256, 224, 100, &data_rng);
+    compare_make_batch("shard 256 -> 224", &large, 6, seed + 30);
+    vision_split_free(&large);
     const int configs[][2] = {{1, 0}, {1, 1}, {2, 3}, {3, 4}}; // depth, workers
     for (int i = 0; i < 4; i++) {
         compare_runs("shard", &shard, 6, 11, configs[i][0], configs[i][1], 1, seed + 3 + i);
