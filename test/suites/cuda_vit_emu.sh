@@ -12,7 +12,9 @@
 #      tokens, label-smoothed cross-entropy), both thread orders
 #   3. train_vitfp32cu / train_vitcu: 4 steps on Fashion-MNIST with -o; the fp32
 #      losses equal train_vit's (main.log, 1e-5), the model file loads on the CPU; 2 ranks as
-#      threads (emulated NCCL) equal one process with the global batch
+#      threads (emulated NCCL) equal one process with the global batch; on an
+#      image shard (crops + flips) the prefetch workers (-dw 3) give -dw 0's
+#      main.log and train_vit's losses
 #   3b. Swin (llmc/swin_cuda.cuh): test_swinfp32cu / test_swincu vs fresh
 #      dev/reference/swin.py states (2 stages, 2x2 windows + shift: ln, rms,
 #      cbwc; 3 stages with the centring ops: ln, and ln == cbwc over 8 steps
@@ -35,7 +37,7 @@ export DEV_CUDA_CHECK_ONLY=1 OMP_NUM_THREADS=1
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-targets="$E/test_vitcu $E/test_vitfp32cu $E/train_vitcu $E/train_vitfp32cu bin/train_vit bin/test_vit"
+targets="$E/test_vitcu $E/test_vitfp32cu $E/train_vitcu $E/train_vitfp32cu bin/train_vit bin/test_vit bin/images_to_shard"
 targets+=" $E/test_swincu $E/test_swinfp32cu"
 for k in attention_bidir vit_kernels; do targets+=" $E/dev/cuda/${k}_fp32 $E/dev/cuda/${k}_bf16"; done
 # a no-op after `make test` (same SAN setting: make passes it down)
@@ -139,6 +141,28 @@ if EMU_RANKS=2 "$E/train_vitfp32cu" "${dp[@]}" -b 4 -pf "$work/nccl.id" -o "$wor
 else
     bad "train_vitfp32cu 2 ranks vs 1"; paste <(grep -E 'trl|tea' "$work/dp2/main.log") <(grep -E 'trl|tea' "$work/dp1/main.log") | sed 's/^/     /'
     tail -3 "$work/dp2.log" | sed 's/^/     /'
+fi
+# image shards (random-resized-crop + flips) through the prefetch workers (llmc/batch_prefetch.c):
+# -dw 3 writes main.log's lines of -dw 0 exactly (the same batches, bit for bit, across epochs:
+# 10 train images, 3 steps an epoch, 3 epochs), and train_vit's losses (1e-5, as above)
+jpegs=/usr/share/doc/opencv-doc/examples/data
+mkdir -p "$work/jpeg/a" "$work/jpeg/b" "$work/jpeg/c"
+cp "$jpegs"/left0[1-5].jpg "$work/jpeg/a/"
+cp "$jpegs"/apple.jpg "$jpegs"/orange.jpg "$jpegs"/fruits.jpg "$jpegs"/baboon.jpg "$work/jpeg/b/"
+cp "$jpegs"/aero1.jpg "$jpegs"/aero3.jpg "$jpegs"/building.jpg "$jpegs"/home.jpg "$work/jpeg/c/"
+shard=(-i "$work/shard_train.bin" -C 24 -L 2 -H 3 -P 8 -b 3 -x 9 -pe 1 -u 2 -sd $((s + 11)))
+if bin/images_to_shard -i "$work/jpeg" -o "$work/shard" -cs 24 -vf 0.2 -sd $s > "$work/shard.log" 2>&1 &&
+   "$E/train_vitfp32cu" "${shard[@]}" -dw 0 -o "$work/shard_dw0" > "$work/shard_dw0.log" 2>&1 &&
+   "$E/train_vitfp32cu" "${shard[@]}" -dw 3 -o "$work/shard_dw3" > "$work/shard_dw3.log" 2>&1 &&
+   bin/train_vit "${shard[@]}" -o "$work/shard_cpu" > "$work/shard_cpu.log" 2>&1 &&
+   [ "$(grep -c '^s:' "$work/shard_dw3/main.log")" -ge 9 ] &&
+   [ "$(grep '^s:' "$work/shard_dw0/main.log")" = "$(grep '^s:' "$work/shard_dw3/main.log")" ] &&
+   same_curve "$work/shard_dw3" "$work/shard_cpu"; then
+    ok "train_vitfp32cu on an image shard: -dw 3 == -dw 0 (main.log), the losses of train_vit to 1e-5"
+else
+    bad "train_vitfp32cu image shard -dw 3 vs -dw 0 vs train_vit:"
+    paste <(grep trl "$work/shard_dw3/main.log") <(grep trl "$work/shard_dw0/main.log") <(grep trl "$work/shard_cpu/main.log") | sed 's/^/     /'
+    tail -3 "$work/shard.log" "$work/shard_dw3.log" | sed 's/^/     /'
 fi
 # stop signals: SIGTERM mid-run finishes the step, writes the model file, exits 143
 # (llmc/stop_signal.c); the file trains on in train_vit
