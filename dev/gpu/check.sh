@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine (at most 7 minutes): builds with all cores, then
 #   build; fp32 tests; bf16 tests; ViT and Swin tests (fp32, bf16); Fashion-MNIST training
-#   (ViT, Swin; images/s); dev/cuda kernel checks; compute-sanitizer
+#   (ViT, Swin; images/s); Swin-Tiny images/s at 224 with and without the host
+#   prefetch pool; dev/cuda kernel checks; compute-sanitizer
 #   memcheck, racecheck, initcheck, synccheck on the small fp32 test; d12
 #   training steps in every mode (and llm.c's train_gpt2cu side by side when
 #   LLMC_DIR is given); norm kernels vs copy bandwidth; Swin's window
@@ -144,6 +145,37 @@ if stage "Fashion-MNIST training (bf16)" 90; then
         done
     else
         row "Fashion-MNIST training" "SKIP (no $fmnist: copy /usr/share/datasets/fashion-mnist to data/fashion-mnist and carry it)"
+    fi
+fi
+
+# Swin-Tiny (bf16) at 224x224 on an image shard of random pixels (256x256 stored, the
+# images_to_shard default for -cs 224): images/s with the host prefetch pool (-dw 8, the
+# default; llmc/batch_prefetch.c) and with each batch built between steps (-dw 0)
+make_image_shards() {
+    python3 - "$tmp/images" <<'PYEOF'
+import os, struct, sys
+os.makedirs(sys.argv[1], exist_ok=True)
+for name, n, side, kind in (("in_train.bin", 768, 256, 0), ("in_val.bin", 64, 224, 1)):
+    with open(os.path.join(sys.argv[1], name), "wb") as f:
+        f.write(struct.pack("<256i", *([20261201, 1, n, 100, side, 3, kind, 224] + [0] * 248)))
+        f.write(struct.pack(f"<{n}i", *(i % 100 for i in range(n))))
+        f.write(os.urandom(n * side * side * 3))
+PYEOF
+}
+if stage "Swin-Tiny images/s (224 crops)" 50; then
+    if make_image_shards > "$logs/image_shards.log" 2>&1; then
+        for dw in 8 0; do
+            log=$logs/swin_tiny_dw$dw.log
+            if timeout 22 bin/train_vitcu -e swin-tiny -i "$tmp/images/in_train.bin" -j "$tmp/images/in_val.bin" \
+                    -N cbwc -b 64 -ep 1 -pe 4 -dw $dw > "$log" 2>&1 && grep -q '^final:' "$log"; then
+                row "train_vitcu swin-tiny B=64 -dw $dw" "$(grep '^final:' "$log" | awk '{
+                    for (i = 1; i < NF; i++) if ($i == "images_per_s") printf "%s images/s", $(i + 1) }')"
+            else
+                row "train_vitcu swin-tiny -dw $dw" "FAIL (combined.log: swin_tiny_dw$dw)"; tail -10 "$log"
+            fi
+        done
+    else
+        row "Swin-Tiny images/s" "FAIL (combined.log: image_shards)"
     fi
 fi
 
