@@ -6,7 +6,8 @@
 # checkout (its source: never part of this repository, see
 # docs/performance.md); (b) AdamW and the LN vs RMS kernels vs a memory copy;
 # (c) folded vs LN inference; (d) the matmul libraries (OpenBLAS, BLIS,
-# oneDNN fp32 and bf16) at d12's shapes. Not a test: it prints figures, it asserts nothing.
+# oneDNN fp32 and bf16) at d12's shapes; (e) the host augmentation of the
+# image trainers (bench_augment, about 10 s). Not a test: it prints figures, it asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -120,3 +121,7 @@ echo
 bin/bench_fold -e d4c256h4v256t1024 -b "1 8" -t "64 256 1024" -r "${BENCH_FOLD_ROUNDS:-7}"
 bin/bench_fold -e d4c256h4v256t2048 -b 1 -t 2048 -r 5
 bin/bench_fold -e d12 -b 1 -t "64 256" -r 5
+echo
+echo "## Host augmentation (bench_augment: Swin-Tiny's 224 crops from 256, Fashion-MNIST flips)"
+echo
+bin/bench_augment -b 128 -r 6 -dw "$OMP_NUM_THREADS"
