@@ -34,14 +34,16 @@ BatchPrefetch *batch_prefetch_create(const VisionSplit *s, int B, int depth, int
 // from rng now (NULL: none). At most depth batches may be queued.
 void batch_prefetch_submit(BatchPrefetch *p, const int *indices, Rng *rng);
 // Waits for the oldest queued batch and hands out its images (B, Cin, S, S)
-// and labels. They stay valid, untouched, until `depth` more batches have
-// been submitted after this one: the GPU may still be copying them.
+// and labels. They stay valid and untouched until the batch_prefetch_submit
+// that follows the next batch_prefetch_take (depth + 1 buffers: the queue plus
+// this one), so the GPU may still be copying them while the queue refills.
 void batch_prefetch_take(BatchPrefetch *p, const float **images, const int **labels);
 // Batches submitted and not yet taken.
 int batch_prefetch_queued(const BatchPrefetch *p);
 // The Rng state before the oldest queued batch's draws (what a trainer that
 // builds each batch when it needs it would hold now, e.g. for a checkpoint);
-// 0 when nothing is queued (then the caller's Rng is that state).
+// 0 when nothing is queued (then the caller's Rng is that state). Batches
+// submitted without an Rng record 0.
 int batch_prefetch_pending_rng(const BatchPrefetch *p, uint64_t *state);
 // Stops the workers (a batch being rendered is finished, queued ones are
 // dropped), joins them and frees everything. NULL is allowed.
