@@ -12,8 +12,7 @@
 #include "utils.h"
 #include "vision_layout.h"
 
-// The analysis' graph of the model (llmc/graph_builders.c), caller frees.
-static char *vision_graph_text(const VisionConfig *config) {
+char *vision_graph_text(const VisionConfig *config) {
     if (config->family == FAMILY_VIT) {
         const ViTConfig *c = &config->vit;
         return graph_vit_text(c->image_channels * c->patch_size * c->patch_size, c->channels,

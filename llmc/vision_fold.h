@@ -16,6 +16,11 @@ typedef struct {
     int centred_layers; // the analysis' CBWC set, stored centred
 } VisionFoldReport;
 
+// The analysis' graph of a model of this config (graph_builders.c's
+// graph_vit_text / graph_swin_text; node names as the built-in vit-* and
+// swin-* graphs). Caller frees.
+char *vision_graph_text(const VisionConfig *config);
+
 // params: the model's parameters in file order (vision_layout.h), folded in
 // place; config->mode becomes MODE_FOLDED. Dies with a message naming source
 // for an rms or already folded model.

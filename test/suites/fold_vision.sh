@@ -6,13 +6,14 @@
 # classes are the same (test_fold; the fold only moves the mean that LN
 # subtracts into the stored weights, so the two differ by fp32 rounding,
 # ~1e-7 relative, and 1e-5 leaves a 100x margin while any real error, an LN
-# run as RMS on a non-zero-mean input, is ~1e-1); its RMS norm count (header
-# slot 14, the fold's report) is what foldcheck predicts for the same
-# architecture; train_vit -ev 1 gives the same test accuracy. Independent
-# checks in PyTorch (dev/reference/vit.py, swin.py): our folded model against
-# the reference's ln model, and our ln model against the reference's forward
-# of the folded file. A negative control: the ln weights merely relabelled as
-# folded (no centring) must fail the check. Bad input gives clear errors.
+# run as RMS on a non-zero-mean input, is ~1e-1); its RMS norm count (the
+# fold's report, header slot 14) is what foldcheck predicts for the built-in
+# graph of the same architecture and for the model file; train_vit -ev 1
+# gives the same test accuracy. Independent checks in PyTorch
+# (dev/reference/vit.py, swin.py): our folded model against the reference's
+# ln model, and our ln model against the reference's forward of the folded
+# file. A negative control: the ln weights merely relabelled as folded (no
+# centring) must fail the check. Bad input gives clear errors.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/fold_vision
@@ -51,10 +52,11 @@ check_model() {
     fi
     local report; report=$(sed -n 's#.* \([0-9]*/[0-9]*\) LNs -> RMSNorm.*#\1#p' "$work/$name.fold.log")
     local predicted; predicted=$(foldable "$net")
+    local of_file; of_file=$(foldable "$model")
     local slot; slot=$(header_slot "$work/$name.folded.bin" 14)
-    [ -n "$report" ] && [ "$report" = "$predicted" ] && [ "$slot" = "${predicted%/*}" ] &&
-        ok "$name: fold turns $report LNs into RMSNorm (foldcheck $net: $predicted, header slot 14: $slot)" ||
-        bad "$name: fold says '$report', foldcheck $net '$predicted', header slot 14 '$slot'"
+    [ -n "$report" ] && [ "$report" = "$predicted" ] && [ "$of_file" = "$predicted" ] && [ "$slot" = "${predicted%/*}" ] &&
+        ok "$name: fold turns $report LNs into RMSNorm (foldcheck $net: $predicted, foldcheck on the file: $of_file, header slot 14: $slot)" ||
+        bad "$name: fold says '$report', foldcheck $net '$predicted', foldcheck on the file '$of_file', header slot 14 '$slot'"
     run "$name: folded vs trained logits and classes on 96 Fashion-MNIST test images" \
         bin/test_fold "$model" "$work/$name.folded.bin" $fmnist -ne 96
     cp "$model" "$work/$name.bin"
