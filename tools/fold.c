@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "gpt2.h"
@@ -15,8 +16,13 @@
 #include "vision_fold.h"
 #include "vision_model.h"
 
-// The file's first int32 (its magic), or 0 for a file shorter than that.
+// The first int32 (the magic) of a regular file, or 0 for anything else (the
+// GPT-2 loader then names what is wrong: a missing file, a device, ...).
 static int32_t file_magic(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        return 0;
+    }
     FILE *f = fopen_check(path, "rb");
     int32_t magic = 0;
     if (fread(&magic, sizeof(magic), 1, f) != 1) {
@@ -65,7 +71,7 @@ int main(int argc, char **argv) {
     cli_parse(&spec, argc, argv, args);
     const char *in_path = args[0], *out_path = args[1];
     const int32_t magic = file_magic(in_path);
-    if (magic == GPT2_MODEL_MAGIC) {
+    if (magic == GPT2_MODEL_MAGIC || magic == 0) {
         fold_gpt2(in_path, out_path);
     } else if (magic == VISION_MODEL_MAGIC) {
         fold_vision(in_path, out_path);
