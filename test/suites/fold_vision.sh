@@ -42,7 +42,7 @@ foldable() { bin/foldcheck "$1" | sed -n 's#^foldable: \([0-9]*/[0-9]*\) LNs.*#\
 check_model() {
     local name=$1 net=$2 ev=$3; shift 3
     local dir=$work/$name
-    if ! bin/train_vit "$@" -b 16 -x 3 -nt 48 -ne 16 -l 3e-3 -u 1 -pe 100 -sd $((seed % 100000)) \
+    if ! bin/train_vit "$@" -b 8 -x 3 -nt 24 -ne 8 -l 3e-3 -u 1 -pe 100 -sd $((seed % 100000)) \
         -o "$dir" > "$work/$name.train.log" 2>&1; then
         bad "$name: train_vit $*"; tail -3 "$work/$name.train.log"; return
     fi
@@ -57,8 +57,8 @@ check_model() {
     [ -n "$report" ] && [ "$report" = "$predicted" ] && [ "$of_file" = "$predicted" ] && [ "$slot" = "${predicted%/*}" ] &&
         ok "$name: fold turns $report LNs into RMSNorm (foldcheck $net: $predicted, foldcheck on the file: $of_file, header slot 14: $slot)" ||
         bad "$name: fold says '$report', foldcheck $net '$predicted', foldcheck on the file '$of_file', header slot 14 '$slot'"
-    run "$name: folded vs trained logits and classes on 96 Fashion-MNIST test images" \
-        bin/test_fold "$model" "$work/$name.folded.bin" $fmnist -ne 96
+    run "$name: folded vs trained logits and classes on 64 Fashion-MNIST test images" \
+        bin/test_fold "$model" "$work/$name.folded.bin" $fmnist -ne 64
     cp "$model" "$work/$name.bin"
     [ "$ev" = 1 ] || return
     local acc_ln acc_folded
