@@ -29,17 +29,18 @@
 
 #define MAX_COUNT 1073741824.0 // 2^30
 
-// The flags of this trainer only (checkpoints and resume; train_vitcu has none yet).
+// The flags of this trainer only (checkpoints, resume, evaluation; train_vitcu has none yet).
 typedef struct {
     int checkpoint_every; // 0: only at the end of each epoch
     int checkpoint_keep;  // 0: all
     int resume;
+    int evaluate_only;    // test the -e model file, no training (how a folded model runs)
 } CheckpointArgs;
 
 static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     VitTrainArgs a = vit_train_args_defaults();
     *ck = (CheckpointArgs){0};
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 3];
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 4];
     int n = vit_train_flags(&a, flags);
     flags[n++] = (CliFlag){"-n", CLI_INT, &ck->checkpoint_every, 0, MAX_COUNT,
                            "checkpoint also every this many steps, 0 = only at the end of each\n"
@@ -49,6 +50,9 @@ static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
                            NULL, 0, 0};
     flags[n++] = (CliFlag){"-y", CLI_INT, &ck->resume, 0, 1,
                            "resume from the newest checkpoint in -o (default 0)", NULL, 0, 0};
+    flags[n++] = (CliFlag){"-ev", CLI_INT, &ck->evaluate_only, 0, 1,
+                           "1: only test the -e model file (any mode, folded too) on the test\n"
+                           "data, no training (default 0)", NULL, 0, 0};
     CliSpec spec = {
         .program = "train_vit",
         .synopsis = "[options]",
@@ -60,6 +64,13 @@ static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     cli_parse(&spec, argc, argv, NULL);
     if (ck->resume && a.output_dir == NULL) {
         cli_error(&spec, "-y 1 needs -o, the directory to resume from");
+    }
+    if (ck->evaluate_only && (ck->resume || a.output_dir != NULL)) {
+        cli_error(&spec, "-ev 1 trains nothing: it takes no -o or -y");
+    }
+    if (ck->evaluate_only && (strcmp(a.model, "vit") == 0 || strcmp(a.model, "swin") == 0 ||
+                              strcmp(a.model, "swin-tiny") == 0)) {
+        cli_error(&spec, "-ev 1 tests a model file: give it with -e FILE");
     }
     return a;
 }
@@ -248,9 +259,40 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
     return r;
 }
 
+// -ev 1: the test loss and accuracy of the -e model file (a folded one too:
+// train_vit's own builder refuses to train those).
+static int evaluate_model_file(const VitTrainArgs *args) {
+    Classifier model;
+    classifier_load(&model, args->model, -1);
+    VisionSplit train, test;
+    vision_data_load(&train, &test, args->train_data, args->test_data, 1, args->max_test);
+    check_model_fits_data(&model, args->model, &test);
+    print_model(&model);
+    const int B = args->batch_size;
+    float *images = malloc_check(mul_size_check(B, (size_t)test.channels * test.side * test.side *
+                                                       sizeof(float), "batch"), "batch");
+    int *labels = malloc_check((size_t)B * sizeof(int), "labels");
+    int *indices = malloc_check((size_t)B * sizeof(int), "eval indices");
+    float loss, accuracy;
+    evaluate(&model, &test, B, images, labels, indices, &loss, &accuracy);
+    printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f\n",
+           vision_family_name(model.family), norm_mode_name(classifier_mode(&model)), test.count,
+           accuracy, loss);
+    free(images);
+    free(labels);
+    free(indices);
+    vision_split_free(&train);
+    vision_split_free(&test);
+    classifier_free(&model);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     CheckpointArgs ck;
     VitTrainArgs args = parse_args(argc, argv, &ck);
+    if (ck.evaluate_only) {
+        return evaluate_model_file(&args);
+    }
     stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     int resumed_from = -1;
     if (args.output_dir != NULL) {

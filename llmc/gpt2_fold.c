@@ -110,9 +110,6 @@ void gpt2_fold(GPT2 *model, const char *source) {
     model->mode = MODE_FOLDED;
     model->folded_norms = a.num_foldable;
     model->folded_layers = flags;
-    model->mode = MODE_FOLDED;
-    model->folded_norms = a.num_foldable;
-    model->folded_layers = flags;
     free(attproj_done);
     free(fcproj_done);
     graph_analysis_free(&a);

@@ -143,5 +143,13 @@ void graph_ln_reason(const Graph *g, const GraphAnalysis *a, int i, char *buf, s
 char *graph_builtin_text(const char *name);
 // The GPT-2 graph for a config (L layers, C channels, NH heads, V vocab).
 char *graph_gpt2_text(int L, int C, int NH, int V);
+// The graphs of llmc/vit.c and llmc/swin.c for a config (node names as the
+// built-in vit-* and swin-* graphs; vision_fold.c maps them to tensors).
+// patch_dim: pixels per patch (channels x P x P); hidden: the MLP width;
+// Swin: depths, heads and shifted (odd blocks use shifted windows) per stage,
+// centred: the explicit centring ops of swin.h.
+char *graph_vit_text(int patch_dim, int dim, int depth, int heads, int hidden, int classes);
+char *graph_swin_text(int patch_dim, int embed, int stages, const int *depths, const int *heads,
+                      const int *shifted, int mlp_ratio, int classes, int centred);
 
 #endif

@@ -68,56 +68,69 @@ char *graph_gpt2_text(int L, int C, int NH, int V) {
     return b.text;
 }
 
-// One pre-norm transformer block on stream X; returns nothing, writes PREFIX.out.
-static void vit_text(TextBuf *b, int dim, int depth, int heads) {
-    emit(b, "# ViT (timm vit_*_patch16_224): dim=%d depth=%d heads=%d, 16x16 patches, cls token\n",
-         dim, depth, heads);
-    emit(b, "graph vit\ninput patches dim=768  # 3x16x16 pixels per patch\n");
-    emit(b, "conv patch_embed.proj patches out=%d\n", dim);
-    emit(b, "param cls_token dim=%d\ntoken_concat tokens cls_token patch_embed.proj\n", dim);
-    emit(b, "param pos_embed dim=%d\nadd pos_add tokens pos_embed\ndropout x0 pos_add\n", dim);
-    for (int i = 0; i < depth; i++) {
+// A ViT's shape in the graph: patch_dim pixels per patch, head to classes.
+typedef struct {
+    int patch_dim, dim, depth, heads, hidden, classes;
+} VitGraphShape;
+
+// ViT after its title comment (pre-norm blocks on the stream x<i>).
+static void vit_text(TextBuf *b, const VitGraphShape *v, const char *patch_note) {
+    emit(b, "graph vit\ninput patches dim=%d  # %s\n", v->patch_dim, patch_note);
+    emit(b, "conv patch_embed.proj patches out=%d\n", v->dim);
+    emit(b, "param cls_token dim=%d\ntoken_concat tokens cls_token patch_embed.proj\n", v->dim);
+    emit(b, "param pos_embed dim=%d\nadd pos_add tokens pos_embed\ndropout x0 pos_add\n", v->dim);
+    for (int i = 0; i < v->depth; i++) {
         const char *p = "blocks";
         emit(b, "layernorm %s.%d.norm1 x%d\n", p, i, i);
-        emit(b, "linear %s.%d.attn.qkv %s.%d.norm1 out=%d\n", p, i, p, i, 3 * dim);
-        emit(b, "attention %s.%d.attn %s.%d.attn.qkv heads=%d\n", p, i, p, i, heads);
-        emit(b, "linear %s.%d.attn.proj %s.%d.attn out=%d\n", p, i, p, i, dim);
+        emit(b, "linear %s.%d.attn.qkv %s.%d.norm1 out=%d\n", p, i, p, i, 3 * v->dim);
+        emit(b, "attention %s.%d.attn %s.%d.attn.qkv heads=%d\n", p, i, p, i, v->heads);
+        emit(b, "linear %s.%d.attn.proj %s.%d.attn out=%d\n", p, i, p, i, v->dim);
         emit(b, "add %s.%d.res1 x%d %s.%d.attn.proj\n", p, i, i, p, i);
         emit(b, "layernorm %s.%d.norm2 %s.%d.res1\n", p, i, p, i);
-        emit(b, "linear %s.%d.mlp.fc1 %s.%d.norm2 out=%d\n", p, i, p, i, 4 * dim);
+        emit(b, "linear %s.%d.mlp.fc1 %s.%d.norm2 out=%d\n", p, i, p, i, v->hidden);
         emit(b, "gelu %s.%d.mlp.act %s.%d.mlp.fc1\n", p, i, p, i);
-        emit(b, "linear %s.%d.mlp.fc2 %s.%d.mlp.act out=%d\n", p, i, p, i, dim);
+        emit(b, "linear %s.%d.mlp.fc2 %s.%d.mlp.act out=%d\n", p, i, p, i, v->dim);
         emit(b, "add x%d %s.%d.res1 %s.%d.mlp.fc2\n", i + 1, p, i, p, i);
     }
-    emit(b, "layernorm norm x%d\nreshape cls_select norm  # the cls token\n", depth);
-    emit(b, "linear head cls_select out=1000\n");
+    emit(b, "layernorm norm x%d\nreshape cls_select norm  # the cls token\n", v->depth);
+    emit(b, "linear head cls_select out=%d\n", v->classes);
 }
 
-// The first STAGES (1 to 4) stages of Swin v1 (final norm after the last).
-static void swin_text(TextBuf *b, int embed, const int depths[4], const int heads[4], int stages,
-                      int centred) {
-    emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
-         embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
-         heads[3], centred ? ", explicit centring after the patch norm and before each merge" : "");
-    if (stages < 4) {
-        emit(b, "# only the first %d stages\n", stages);
-    }
-    emit(b, "graph swin\ninput patches dim=48  # 3x4x4 pixels per patch\n");
-    emit(b, "conv patch_embed.proj patches out=%d\n", embed);
+char *graph_vit_text(int patch_dim, int dim, int depth, int heads, int hidden, int classes) {
+    TextBuf b;
+    buf_init(&b);
+    emit(&b, "# ViT (llmc/vit.c): dim=%d depth=%d heads=%d hidden=%d, cls token, %d classes\n",
+         dim, depth, heads, hidden, classes);
+    const VitGraphShape v = {patch_dim, dim, depth, heads, hidden, classes};
+    vit_text(&b, &v, "pixels per patch");
+    return b.text;
+}
+
+// A Swin's shape in the graph; shifted[s]: the odd blocks of stage s use
+// shifted windows (a token move either way: the analysis does not depend on it).
+typedef struct {
+    int patch_dim, embed, stages, mlp_ratio, classes, centred;
+    const int *depths, *heads, *shifted;
+} SwinGraphShape;
+
+// Swin v1 after its title comment (final norm after the last stage).
+static void swin_text(TextBuf *b, const SwinGraphShape *w, const char *patch_note) {
+    emit(b, "graph swin\ninput patches dim=%d  # %s\n", w->patch_dim, patch_note);
+    emit(b, "conv patch_embed.proj patches out=%d\n", w->embed);
     emit(b, "layernorm patch_embed.norm patch_embed.proj\n");
     char x[GRAPH_MAX_NAME + 16];
-    if (centred) {
+    if (w->centred) {
         emit(b, "centre patch_embed.centre patch_embed.norm\n");
         snprintf(x, sizeof(x), "patch_embed.centre");
     } else {
         snprintf(x, sizeof(x), "patch_embed.norm");
     }
-    int dim = embed;
-    for (int s = 0; s < stages; s++) {
-        for (int k = 0; k < depths[s]; k++) {
+    int dim = w->embed;
+    for (int s = 0; s < w->stages; s++) {
+        for (int k = 0; k < w->depths[s]; k++) {
             char p[48];
             snprintf(p, sizeof(p), "layers.%d.blocks.%d", s, k);
-            int shifted = k % 2 == 1;
+            int shifted = k % 2 == 1 && w->shifted[s];
             emit(b, "layernorm %s.norm1 %s\n", p, x);
             if (shifted) {
                 emit(b, "cyclic_shift %s.shift %s.norm1\n", p, p);
@@ -126,7 +139,7 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
                 emit(b, "window_partition %s.windows %s.norm1\n", p, p);
             }
             emit(b, "linear %s.attn.qkv %s.windows out=%d\n", p, p, 3 * dim);
-            emit(b, "attention %s.attn %s.attn.qkv heads=%d\n", p, p, heads[s]);
+            emit(b, "attention %s.attn %s.attn.qkv heads=%d\n", p, p, w->heads[s]);
             emit(b, "linear %s.attn.proj %s.attn out=%d\n", p, p, dim);
             emit(b, "window_reverse %s.unwindow %s.attn.proj\n", p, p);
             if (shifted) {
@@ -134,18 +147,18 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
             }
             emit(b, "add %s.res1 %s %s.%s\n", p, x, p, shifted ? "unshift" : "unwindow");
             emit(b, "layernorm %s.norm2 %s.res1\n", p, p);
-            emit(b, "linear %s.mlp.fc1 %s.norm2 out=%d\n", p, p, 4 * dim);
+            emit(b, "linear %s.mlp.fc1 %s.norm2 out=%d\n", p, p, w->mlp_ratio * dim);
             emit(b, "gelu %s.mlp.act %s.mlp.fc1\n", p, p);
             emit(b, "linear %s.mlp.fc2 %s.mlp.act out=%d\n", p, p, dim);
             emit(b, "add %s.res2 %s.res1 %s.mlp.fc2\n", p, p, p);
             snprintf(x, sizeof(x), "%s.res2", p);
         }
-        if (s == stages - 1) {
+        if (s == w->stages - 1) {
             break;
         }
         // PatchMerging: 2x2 neighbouring tokens side by side, LN, 4C -> 2C
         const char *d = "downsample";
-        if (centred) { // the centring op before the merge (llmc/swin.c, -k 1)
+        if (w->centred) { // the centring op before the merge (llmc/swin.c, -k 1)
             emit(b, "centre layers.%d.%s.centre %s\n", s, d, x);
             snprintf(x, sizeof(x), "layers.%d.%s.centre", s, d);
         }
@@ -161,7 +174,34 @@ static void swin_text(TextBuf *b, int embed, const int depths[4], const int head
         snprintf(x, sizeof(x), "layers.%d.%s.reduction", s, d);
         dim *= 2;
     }
-    emit(b, "layernorm norm %s\navgpool pool norm\nlinear head pool out=1000\n", x);
+    emit(b, "layernorm norm %s\navgpool pool norm\nlinear head pool out=%d\n", x, w->classes);
+}
+
+// The first STAGES (1 to 4) stages of Swin v1 with 4x4 RGB patches, window 7.
+static void swin_builtin_text(TextBuf *b, int embed, const int depths[4], const int heads[4],
+                              int stages, int centred) {
+    emit(b, "# Swin v1: embed=%d depths=[%d,%d,%d,%d] heads=[%d,%d,%d,%d] window 7, 4x4 patches%s\n",
+         embed, depths[0], depths[1], depths[2], depths[3], heads[0], heads[1], heads[2],
+         heads[3], centred ? ", explicit centring after the patch norm and before each merge" : "");
+    if (stages < 4) {
+        emit(b, "# only the first %d stages\n", stages);
+    }
+    static const int all_shifted[4] = {1, 1, 1, 1};
+    const SwinGraphShape w = {48, embed, stages, 4, 1000, centred, depths, heads, all_shifted};
+    swin_text(b, &w, "3x4x4 pixels per patch");
+}
+
+char *graph_swin_text(int patch_dim, int embed, int stages, const int *depths, const int *heads,
+                      const int *shifted, int mlp_ratio, int classes, int centred) {
+    TextBuf b;
+    buf_init(&b);
+    emit(&b, "# Swin (llmc/swin.c): embed=%d, %d stages, MLP ratio %d, %d classes%s\n", embed,
+         stages, mlp_ratio, classes,
+         centred ? ", explicit centring after the patch norm and before each merge" : "");
+    const SwinGraphShape w = {patch_dim, embed, stages, mlp_ratio, classes, centred,
+                              depths, heads, shifted};
+    swin_text(&b, &w, "pixels per patch");
+    return b.text;
 }
 
 // q, k, v projections of one input, attention over them, the output
@@ -313,7 +353,10 @@ char *graph_builtin_text(const char *name) {
         }
         TextBuf b;
         buf_init(&b);
-        vit_text(&b, vits[i].dim, depth, vits[i].heads);
+        emit(&b, "# ViT (timm vit_*_patch16_224): dim=%d depth=%d heads=%d, 16x16 patches, cls "
+                 "token\n", vits[i].dim, depth, vits[i].heads);
+        const VitGraphShape v = {768, vits[i].dim, depth, vits[i].heads, 4 * vits[i].dim, 1000};
+        vit_text(&b, &v, "3x16x16 pixels per patch");
         return b.text;
     }
     static const struct { const char *name; int dim, depth, heads, embed_dim, kind; } others[] = {
@@ -353,7 +396,7 @@ char *graph_builtin_text(const char *name) {
         if (strcmp(name, swins[i].name) == 0) {
             TextBuf b;
             buf_init(&b);
-            swin_text(&b, 96, swins[i].depths, heads, swins[i].stages, swins[i].centred);
+            swin_builtin_text(&b, 96, swins[i].depths, heads, swins[i].stages, swins[i].centred);
             return b.text;
         }
     }

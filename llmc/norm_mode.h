@@ -4,8 +4,9 @@
 //   rms    every norm is RMSNorm (gain and bias), nothing centred
 //   cbwc   RMSNorm where the norm's input is made zero-mean by centring the
 //          layers that write it (CBWC); the same function as ln
-//   folded (GPT-2 inference only) an ln model turned into cbwc by bin/fold;
-//          not accepted by norm_mode_parse
+//   folded (inference only: GPT-2, ViT, Swin) an ln or cbwc model turned by
+//          bin/fold into one that stores the centred weights; not accepted by
+//          norm_mode_parse
 #ifndef FOLDNORM_NORM_MODE_H
 #define FOLDNORM_NORM_MODE_H
 

@@ -242,6 +242,7 @@ static void swin_refresh_centred(Swin *m) {
     m->centred_stale = 0;
 }
 
+// cbwc and folded: RMS on the foldable norms (folded: the file holds V and P b).
 static NormKind norm_kind(const Swin *m, int foldable) {
     if (m->mode == MODE_LN) {
         return NORM_LAYER;
@@ -252,7 +253,8 @@ static NormKind norm_kind(const Swin *m, int foldable) {
     return foldable ? NORM_RMS : NORM_LAYER;
 }
 
-// Weights a layer reads: the centred copy for a CBWC layer in cbwc, else the proxy.
+// Weights a layer reads: the centred copy for a CBWC layer in cbwc, else the
+// stored ones (a folded model stores the centred ones).
 static const float *effective(const Swin *m, size_t offset, int centred_layer) {
     return m->mode == MODE_CBWC && centred_layer ? m->centred_memory + offset
                                                  : m->params_memory + offset;
@@ -393,6 +395,9 @@ static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int 
 }
 
 void swin_backward(Swin *m, float loss_scale) {
+    if (m->mode == MODE_FOLDED) {
+        fatal("swin_backward: a folded model is for inference only (train its ln or cbwc model)");
+    }
     if (m->mean_loss < 0.0f) {
         fatal("swin_backward: needs a forward pass with labels first");
     }
@@ -456,6 +461,9 @@ double swin_grad_norm(const Swin *m) {
 }
 
 void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
+    if (m->mode == MODE_FOLDED) {
+        fatal("swin_update: a folded model is for inference only (train its ln or cbwc model)");
+    }
     // tensors are laid out back to back (add_tensor)
     adamw_step_tensors(m->params_memory, m->grads_memory, &m->m_memory, &m->v_memory,
                        &m->adamw_step, m->num_parameters, m->table.sizes, m->table.decayed,

@@ -9,6 +9,8 @@
 // Norm modes: ln = LayerNorm everywhere, rms = RMSNorm everywhere, cbwc =
 // the foldable norms become RMSNorm and the layers writing their input are
 // centred (CBWC); the others stay LayerNorm. cbwc is the same function as ln.
+// folded (inference only, bin/fold) = cbwc's norms over weights the file
+// stores centred (vision_fold.h).
 // A norm is foldable when its input is zero-mean once a set S of layers is
 // centred AND centring S leaves the ln model's function unchanged, i.e. every
 // reader of a stream S writes into is blind to a per-token shift (a norm, a

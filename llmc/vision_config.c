@@ -84,6 +84,31 @@ int swin_stage_stream_zero_mean(const SwinConfig *c, int stage) {
     return c->centre_ops || (stage == c->num_stages - 1 && stage >= 1);
 }
 
+int vision_num_norms(const VisionConfig *config) {
+    if (config->family != FAMILY_SWIN) {
+        return 2 * config->vit.num_layers + 1;
+    }
+    const SwinConfig *c = &config->swin;
+    int n = 1 + c->num_stages; // patch norm, merges, final norm
+    for (int s = 0; s < c->num_stages; s++) {
+        n += 2 * c->depths[s];
+    }
+    return n;
+}
+
+int vision_num_foldable_norms(const VisionConfig *config) {
+    if (config->family != FAMILY_SWIN) {
+        return 2 * config->vit.num_layers + 1;
+    }
+    const SwinConfig *c = &config->swin;
+    int n = 1; // the patch norm reads only the patch linear
+    for (int s = 0; s < c->num_stages; s++) {
+        n += swin_stage_stream_zero_mean(c, s) ? 2 * c->depths[s] : 0;
+        n += s > 0 && c->centre_ops;
+    }
+    return n + swin_stage_stream_zero_mean(c, c->num_stages - 1);
+}
+
 // Bounds on what a shape costs beyond its parameters: ViT heads * tokens^2
 // attention scores per image, Swin the summed window tables (perm N, index
 // T^2, mask N*T, bias N*NH*T) over all blocks.

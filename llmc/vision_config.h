@@ -57,6 +57,14 @@ int swin_stage_window(const SwinConfig *config, int res);
 // cbwc, and are the layers writing it centred?
 int swin_stage_stream_zero_mean(const SwinConfig *config, int stage);
 
+// The number of norms of a model (ViT 2L + 1; Swin the patch norm, two per
+// block, one per merge and the final norm) and how many of them are foldable,
+// i.e. run as RMSNorm in cbwc and in a folded model (ViT all; Swin the patch
+// norm, the zero-mean stages' block norms, the merges' norms with the
+// centring ops, the final norm after a zero-mean last stage).
+int vision_num_norms(const VisionConfig *config);
+int vision_num_foldable_norms(const VisionConfig *config);
+
 // The family's config error, or what its shape costs beyond the parameters
 // being out of bounds (attention scores, Swin's window tables), so that a
 // small file with a huge image or window cannot ask for terabytes; NULL if usable.

@@ -24,6 +24,7 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
     h[VH_IMAGE_SIZE] = vision_config_image_size(config);
     h[VH_IMAGE_CHANNELS] = vision_config_image_channels(config);
     h[VH_NUM_CLASSES] = vision_config_num_classes(config);
+    h[VH_FOLDED_NORMS] = config->mode == MODE_FOLDED ? vision_num_foldable_norms(config) : 0;
     if (config->family == FAMILY_VIT) {
         const ViTConfig *c = &config->vit;
         h[VH_PATCH_SIZE] = c->patch_size;
@@ -99,9 +100,9 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
                            vision_family_name((VisionFamily)header[VH_FAMILY]), header[VH_FAMILY],
                            vision_family_name(expected));
     }
-    if (header[VH_NORM_MODE] < 0 || header[VH_NORM_MODE] > 2) {
+    if (header[VH_NORM_MODE] < MODE_LN || header[VH_NORM_MODE] > MODE_FOLDED) {
         return input_error(err, err_bytes,
-                           "unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc)",
+                           "unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)",
                            header[VH_NORM_MODE], VH_NORM_MODE);
     }
     VisionConfig config;
@@ -109,6 +110,15 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
     const char *why = vision_config_error(&config);
     if (why != NULL) {
         return bad_config(&config, why, err, err_bytes);
+    }
+    // a folded file and this reader must agree on which norms run as RMSNorm
+    const int folded_norms = config.mode == MODE_FOLDED ? vision_num_foldable_norms(&config) : 0;
+    if (header[VH_FOLDED_NORMS] != folded_norms) {
+        return input_error(err, err_bytes,
+                           "%s model records %d folded norms in header slot %d; its config "
+                           "gives %d",
+                           norm_mode_name(config.mode), header[VH_FOLDED_NORMS], VH_FOLDED_NORMS,
+                           folded_norms);
     }
     TensorTable table;
     vision_layout(&config, &table);

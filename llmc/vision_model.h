@@ -30,17 +30,19 @@ enum {
     VH_MLP_RATIO = 11,
     VH_WINDOW = 12,      // Swin window size
     VH_CENTRE_OPS = 13, // Swin: explicit centring after the patch norm (0/1)
+    VH_FOLDED_NORMS = 14, // folded models: norms run as RMSNorm (vision_num_foldable_norms); else 0
     VH_DEPTHS = 16,      // Swin: slots 16..23, blocks per stage
     VH_HEADS = 24,       // Swin: slots 24..31, heads per stage
 };
 
-// The header of a model with this config (magic, version, family, mode, config).
+// The header of a model with this config (magic, version, family, mode, config;
+// a folded model's count of RMS norms).
 void vision_header_from_config(const VisionConfig *config, int32_t header[VISION_HEADER_INTS]);
 // The config a header describes, unchecked (vision_header_parse checks it).
 void vision_config_from_header(const int32_t header[VISION_HEADER_INTS], VisionConfig *config);
 
 // Checks a model header for family `expected`: magic, version, family, norm
-// mode, the family's config and its cost beyond the parameters
+// mode (ln, rms, cbwc, or folded with the RMS norm count its config gives), the family's config and its cost beyond the parameters
 // (vision_config_error), then that the input is exactly file_bytes =
 // header + *num_params floats. 0, or -1 with the reason in err. Never exits.
 int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily expected,

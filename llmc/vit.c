@@ -218,6 +218,9 @@ static void stream_writer_backward(const ViT *model, float *dinp, float *dW, flo
 }
 
 void vit_backward(ViT *model, float loss_scale) {
+    if (model->mode == MODE_FOLDED) {
+        fatal("vit_backward: a folded model is for inference only (train its ln or cbwc model)");
+    }
     if (model->mean_loss < 0.0f) {
         fatal("vit_backward: needs a forward pass with labels first");
     }
@@ -302,6 +305,9 @@ double vit_grad_norm(const ViT *model) {
 }
 
 void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
+    if (model->mode == MODE_FOLDED) {
+        fatal("vit_update: a folded model is for inference only (train its ln or cbwc model)");
+    }
     unsigned char decay[VIT_NUM_PARAM_TENSORS];
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
         decay[i] = (unsigned char)vit_param_decayed(i);

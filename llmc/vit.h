@@ -8,6 +8,8 @@
 //        linear (CBWC), the cls token and every position-embedding row
 //        (centred over C), and every attn proj and mlp fc2 (CBWC).
 //        The head reads the final norm's output and is not centred.
+//   folded (inference only: bin/fold) every norm is RMSNorm and the file
+//        holds the centred stream writers (vision_fold.h).
 #ifndef FOLDNORM_VIT_H
 #define FOLDNORM_VIT_H
 

@@ -171,6 +171,10 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
         }
         fclose(probe);
         classifier_load(model, args->model, -1);
+        if (classifier_mode(model) == MODE_FOLDED) {
+            fatal("-e %s: a folded model is for inference only (train its ln or cbwc model; "
+                  "evaluate this one with train_vit -ev 1)", args->model);
+        }
         if (args->norm_mode != NULL) {
             classifier_set_mode(model, mode);
         }

@@ -473,7 +473,18 @@ for fam in ("vit", "swin"):
     slot_values(f, consumer, m, 0, "magic", [20240326, 0])
     slot_values(f, consumer, m, 1, "version", [0, 2])
     slot_values(f, consumer, m, 2, "family", [1 - (fam == "swin"), 2, -1])
-    slot_values(f, consumer, m, 3, "mode", [3, -1])
+    slot_values(f, consumer, m, 3, "mode", [4, -1])
+    # mode 3 = folded must carry its RMS norm count in slot 14, other modes 0 there
+    case(f, "folded_count0", consumer, set_i32(m, 3, 3),
+         expect="folded_count0.bin: folded model records 0 folded norms in header slot 14")
+    case(f, "ln_with_folded_count", consumer, set_i32(set_i32(m, 3, 0), 14, 3),
+         expect="ln_with_folded_count.bin: ln model records 3 folded norms")
+    # bin/fold reads vision models: the (cbwc) reference model folds, an rms one is refused
+    cases.append((f"vision_model/{fam}_fold_good", "vision_model_fold",
+                  os.path.join(GOOD, f"{fam}.bin"), "ok"))
+    case(f, "fold_rms", "vision_model_fold", set_i32(m, 3, 1),
+         expect="fold_rms.bin: norm mode is 'rms': nothing to fold")
+    case(f, "fold_trunc", "vision_model_fold", m[:len(m) - 4], expect="fold_trunc.bin: .*truncated")
     # the config slots each family reads (ViT ignores 12-13, Swin 10)
     for slot in (range(4, 12) if fam == "vit" else (4, 5, 6, 7, 8, 9, 11, 12)):
         slot_values(f, consumer, m, slot, f"slot{slot}", [0, -1, I32_MIN, I32_MAX, 4097])

@@ -1,17 +1,23 @@
-// Checks a folded model against the ln (or cbwc) model it came from on real tokens:
-// logits over (B, T) windows of a token shard (max|folded - ln| / max|ln|),
-// and greedy generations of N tokens from a prompt taken from the shard.
+// Checks a folded model against the ln (or cbwc) model it came from on real data.
+// GPT-2: logits over (B, T) windows of a token shard (max|folded - ln| /
+// max|ln|), and greedy generations of N tokens from a prompt taken from the shard.
+// ViT / Swin (told apart by the model file's magic): the logits of both models
+// on the first images of a Fashion-MNIST folder (its t10k split) or an image
+// shard, and the predicted classes.
 //
 // usage: test_fold [-t T] [-g N] [-rt rel_tol] [-of offset] LN.bin FOLDED.bin SHARD.bin
+//        test_fold [-ne N] [-rt rel_tol] LN.bin FOLDED.bin FMNIST_DIR|SHARD.bin
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "classifier.h"
 #include "cli.h"
 #include "gpt2.h"
 #include "utils.h"
+#include "vision_data.h"
 
 // A plain llm.c token shard (magic 20240520, version 1, uint16 tokens),
 // checked: header, exact size, at least min_tokens, every token < V.
@@ -65,8 +71,114 @@ static void greedy(GPT2 *model, int *seq, int len, int n, float *gaps) {
     }
 }
 
+// The file's first int32 (its magic), or 0 for a shorter file.
+static int32_t file_magic(const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    int32_t magic = 0;
+    if (fread(&magic, sizeof(magic), 1, f) != 1) {
+        magic = 0;
+    }
+    fclose(f);
+    return magic;
+}
+
+// The header of a model's config with the mode left out (what must match).
+static void config_header(const Classifier *model, int32_t h[VISION_HEADER_INTS]) {
+    VisionConfig c = classifier_config(model);
+    c.mode = MODE_LN;
+    vision_header_from_config(&c, h);
+}
+
+// A ViT / Swin and its fold on the first n images of data: logits within
+// rel_tol relative, the same predicted classes (a flip passes only where the ln
+// model's top two logits were within the logits tolerance: an fp32 tie).
+static int check_vision(const char *ln_path, const char *folded_path, const char *data_path,
+                        int n, double rel_tol) {
+    Classifier ln, folded;
+    classifier_load(&ln, ln_path, -1);
+    classifier_load(&folded, folded_path, -1);
+    const NormMode mode = classifier_mode(&ln);
+    if ((mode != MODE_LN && mode != MODE_CBWC) || classifier_mode(&folded) != MODE_FOLDED) {
+        fatal("expected an ln or cbwc model and a folded model, got %s and %s",
+              norm_mode_name(mode), norm_mode_name(classifier_mode(&folded)));
+    }
+    int32_t h_ln[VISION_HEADER_INTS], h_folded[VISION_HEADER_INTS];
+    config_header(&ln, h_ln);
+    config_header(&folded, h_folded);
+    if (memcmp(h_ln, h_folded, sizeof(h_ln)) != 0) {
+        fatal("%s and %s have different configs", ln_path, folded_path);
+    }
+    VisionSplit data;
+    vision_split_load(&data, data_path, "t10k", n);
+    const int K = classifier_num_classes(&ln), S = classifier_image_size(&ln);
+    if (data.side != S || data.channels != classifier_image_channels(&ln) ||
+        data.num_classes != K) {
+        fatal("%s: %dx%d images with %d channel(s) and %d classes; the model takes %dx%d with %d "
+              "and %d", data_path, data.side, data.side, data.channels, data.num_classes, S, S,
+              classifier_image_channels(&ln), K);
+    }
+    enum { B = 32 };
+    const size_t image_floats = (size_t)data.channels * S * S;
+    float *images = malloc_check(B * image_floats * sizeof(float), "images");
+    int labels[B], indices[B];
+    double max_diff = 0.0, max_ref = 0.0, min_gap = INFINITY;
+    int flips = 0, ties = 0, correct_ln = 0, correct_folded = 0;
+    float *gaps = malloc_check((size_t)data.count * sizeof(float), "gaps");
+    int *flipped = malloc_check((size_t)data.count * sizeof(int), "flips");
+    for (int start = 0; start < data.count; start += B) {
+        const int nb = data.count - start < B ? data.count - start : B;
+        for (int b = 0; b < nb; b++) {
+            indices[b] = start + b;
+        }
+        vision_make_batch(images, labels, &data, indices, nb, NULL);
+        classifier_forward(&ln, images, NULL, 0.0f, nb);
+        classifier_forward(&folded, images, NULL, 0.0f, nb);
+        const float *a = classifier_logits(&ln), *f = classifier_logits(&folded);
+        for (int b = 0; b < nb; b++) {
+            const float *ra = a + (size_t)b * K, *rf = f + (size_t)b * K;
+            int best_a = 0, best_f = 0;
+            for (int k = 0; k < K; k++) {
+                max_diff = fmax(max_diff, fabs((double)ra[k] - rf[k]));
+                max_ref = fmax(max_ref, fabs((double)ra[k]));
+                best_a = ra[k] > ra[best_a] ? k : best_a;
+                best_f = rf[k] > rf[best_f] ? k : best_f;
+            }
+            float second = -INFINITY;
+            for (int k = 0; k < K; k++) {
+                second = k != best_a && ra[k] > second ? ra[k] : second;
+            }
+            gaps[start + b] = ra[best_a] - second; // how far from a tie the ln model was
+            min_gap = fmin(min_gap, gaps[start + b]);
+            flipped[start + b] = best_a != best_f;
+            correct_ln += best_a == labels[b];
+            correct_folded += best_f == labels[b];
+        }
+    }
+    const double rel = max_diff / (max_ref > 0 ? max_ref : 1.0);
+    for (int i = 0; i < data.count; i++) {
+        flips += flipped[i];
+        ties += flipped[i] && gaps[i] <= rel_tol * max_ref;
+    }
+    int ok_logits = rel <= rel_tol, ok_classes = flips == ties;
+    printf("%s %s (%s) vs folded on %d images of %s: max|folded - ln| / max|ln| = %.3e (tol %.0e)\n",
+           ok_logits ? "ok  " : "FAIL", vision_family_name(ln.family), norm_mode_name(mode),
+           data.count, data_path, rel, rel_tol);
+    printf("%s predicted classes: %d of %d differ (%d of them fp32 ties); smallest top-2 logit gap "
+           "of the ln model %.3e; accuracy ln %.4f, folded %.4f\n",
+           ok_classes ? "ok  " : "FAIL", flips, data.count, ties, min_gap,
+           (double)correct_ln / data.count, (double)correct_folded / data.count);
+    printf("%s\n", ok_logits && ok_classes ? "OK" : "FAILED");
+    free(gaps);
+    free(flipped);
+    free(images);
+    vision_split_free(&data);
+    classifier_free(&ln);
+    classifier_free(&folded);
+    return ok_logits && ok_classes;
+}
+
 int main(int argc, char **argv) {
-    int T = 0, gen = 100, offset = 0;
+    int T = 0, gen = 100, offset = 0, num_images = 256;
     double rel_tol = 1e-5;
     CliFlag flags[] = {
         {"-t", CLI_INT, &T, 1, 1048576, "window length, <= maxT (default: min(64, maxT))", NULL, 0,
@@ -76,15 +188,24 @@ int main(int argc, char **argv) {
          CLI_OPEN_LO, 0},
         {"-of", CLI_INT, &offset, 0, 2147483647, "first token of the windows (default 0)", NULL, 0,
          0},
+        {"-ne", CLI_INT, &num_images, 1, 1073741824,
+         "ViT / Swin: the first this many images of the data (default 256)", NULL, 0, 0},
     };
     CliSpec spec = {.program = "test_fold",
-                    .synopsis = "[options] LN.bin FOLDED.bin SHARD.bin",
-                    .about = "Checks a folded model against the ln or cbwc model it came from on a token shard.\n",
+                    .synopsis = "[options] LN.bin FOLDED.bin DATA",
+                    .about = "Checks a folded model against the ln or cbwc model it came from on your data.\n"
+                             "  GPT-2: DATA is a token shard (logits on windows, greedy tokens; -t -g -of)\n"
+                             "  ViT / Swin: DATA is a Fashion-MNIST folder (its t10k images) or an image\n"
+                             "  shard (logits and predicted classes on the first -ne images)\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
                     .min_positional = 3, .max_positional = 3};
     const char *files[3];
     cli_parse(&spec, argc, argv, files);
     const char *ln_path = files[0], *folded_path = files[1], *shard_path = files[2];
+    if (file_magic(ln_path) == VISION_MODEL_MAGIC) {
+        return check_vision(ln_path, folded_path, shard_path, num_images, rel_tol) ? EXIT_SUCCESS
+                                                                                  : EXIT_FAILURE;
+    }
     GPT2 ln, folded;
     gpt2_load(&ln, ln_path);
     gpt2_load(&folded, folded_path);

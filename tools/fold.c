@@ -1,24 +1,38 @@
-// fold: turns a GPT-2 model trained in ln or cbwc mode (or any llm.c GPT-2 file) into
+// fold: turns a model trained in ln or cbwc mode (or any llm.c GPT-2 file) into
 // an inference model whose foldable LNs are RMSNorm and whose CBWC layers
-// hold V and the centred bias directly (docs/math.md sections 3-5). Which
-// norms fold and which layers are centred comes from the zero-mean analysis
-// of the model's graph (llmc/gpt2_fold.c), not from a fixed list.
+// hold V and the centred bias directly (docs/math.md sections 3-5): a GPT-2
+// (llmc/gpt2_fold.c) or a ViT / Swin (llmc/vision_fold.c), told apart by the
+// file's magic. Which norms fold and which layers are centred comes from the
+// zero-mean analysis of the model's graph, not from a fixed list.
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "gpt2.h"
 #include "gpt2_fold.h"
+#include "utils.h"
+#include "vision_fold.h"
+#include "vision_model.h"
 
-int main(int argc, char **argv) {
-    CliSpec spec = {.program = "fold",
-                    .synopsis = "IN.bin OUT.bin",
-                    .about = "  IN.bin   a GPT-2 model file in ln or cbwc mode (llm.c's files are ln)\n"
-                             "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n",
-                    .min_positional = 2, .max_positional = 2};
-    const char *args[2];
-    cli_parse(&spec, argc, argv, args);
-    const char *in_path = args[0], *out_path = args[1];
+// The first int32 (the magic) of a regular file, or 0 for anything else (the
+// GPT-2 loader then names what is wrong: a missing file, a device, ...).
+static int32_t file_magic(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        return 0;
+    }
+    FILE *f = fopen_check(path, "rb");
+    int32_t magic = 0;
+    if (fread(&magic, sizeof(magic), 1, f) != 1) {
+        magic = 0;
+    }
+    fclose(f);
+    return magic;
+}
+
+static void fold_gpt2(const char *in_path, const char *out_path) {
     GPT2 model;
     gpt2_load(&model, in_path);
     gpt2_fold(&model, in_path);
@@ -28,5 +42,42 @@ int main(int argc, char **argv) {
            "head, wpe, %d attn c_proj, %d mlp c_proj)\n",
            in_path, out_path, model.folded_norms, 2 * L + 1, 2 * L + 2, L, L);
     gpt2_free(&model);
+}
+
+static void fold_vision(const char *in_path, const char *out_path) {
+    VisionConfig config;
+    float *params;
+    size_t n;
+    vision_model_read(in_path, -1, &config, &params, &n);
+    const NormMode mode = config.mode;
+    VisionFoldReport r;
+    vision_fold(&config, params, in_path, &r);
+    vision_model_write(out_path, &config, params, n);
+    printf("fold: %s -> %s: %s (%s), %d/%d LNs -> RMSNorm (the other %d stay LayerNorm), %d "
+           "layers centred\n",
+           in_path, out_path, vision_family_name(config.family), norm_mode_name(mode),
+           r.folded_norms, r.num_norms, r.num_norms - r.folded_norms, r.centred_layers);
+    free(params);
+}
+
+int main(int argc, char **argv) {
+    CliSpec spec = {.program = "fold",
+                    .synopsis = "IN.bin OUT.bin",
+                    .about = "  IN.bin   a GPT-2 (llm.c's files are ln) or ViT / Swin model file in ln\n"
+                             "           or cbwc mode\n"
+                             "  OUT.bin  the folded inference model (norm mode 'folded', docs/formats.md)\n",
+                    .min_positional = 2, .max_positional = 2};
+    const char *args[2];
+    cli_parse(&spec, argc, argv, args);
+    const char *in_path = args[0], *out_path = args[1];
+    const int32_t magic = file_magic(in_path);
+    if (magic == GPT2_MODEL_MAGIC || magic == 0) {
+        fold_gpt2(in_path, out_path);
+    } else if (magic == VISION_MODEL_MAGIC) {
+        fold_vision(in_path, out_path);
+    } else {
+        fatal("%s: not a GPT-2 model file (magic %d, expected %d) nor a ViT/Swin model file "
+              "(magic %d)", in_path, magic, GPT2_MODEL_MAGIC, VISION_MODEL_MAGIC);
+    }
     return EXIT_SUCCESS;
 }

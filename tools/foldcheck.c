@@ -1,6 +1,6 @@
 // foldcheck: which LayerNorms of a network can become RMSNorm once a set of
-// linear layers uses CBWC (docs/math.md section 3). Reads a GPT-2 model file,
-// a graph text file (docs/graph-format.md) or a built-in config name.
+// linear layers uses CBWC (docs/math.md section 3). Reads a GPT-2 or ViT /
+// Swin model file, a graph text file (docs/graph-format.md) or a built-in config name.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,8 @@
 #include "onnx_graph.h"
 #include "reader.h"
 #include "utils.h"
+#include "vision_fold.h"
+#include "vision_model.h"
 
 // ONNX files over this are refused (protobuf's own limit is 2 GiB)
 #define ONNX_MAX_BYTES ((size_t)2 << 30)
@@ -33,7 +35,21 @@ static char *model_file_graph(const char *path) {
     return graph_gpt2_text(cfg.num_layers, cfg.channels, cfg.num_heads, cfg.vocab_size);
 }
 
-static int is_model_file(const char *path) {
+// The graph of a ViT / Swin model file's config (the file is read and checked whole).
+static char *vision_file_graph(const char *path) {
+    VisionConfig config;
+    float *params;
+    size_t n;
+    vision_model_read(path, -1, &config, &params, &n);
+    free(params);
+    printf("model file %s: %s, norm mode %s, %d norms\n", path,
+           vision_family_name(config.family), norm_mode_name(config.mode),
+           vision_num_norms(&config));
+    return vision_graph_text(&config);
+}
+
+// The file's magic (its first int32), or 0 when it has none.
+static int32_t file_magic(const char *path) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         return 0;
@@ -41,7 +57,7 @@ static int is_model_file(const char *path) {
     int32_t magic = 0;
     size_t got = fread(&magic, sizeof(magic), 1, f);
     fclose(f);
-    return got == 1 && magic == GPT2_MODEL_MAGIC;
+    return got == 1 ? magic : 0;
 }
 
 static int is_onnx_path(const char *path) {
@@ -144,7 +160,7 @@ int main(int argc, char **argv) {
     CliSpec spec = {
         .program = "foldcheck",
         .synopsis = "MODEL.bin|MODEL.onnx|GRAPH.txt|NAME [--emit]",
-        .about = "  MODEL.bin  a GPT-2 model file (llm.c format): its config's graph\n"
+        .about = "  MODEL.bin  a GPT-2 (llm.c format) or ViT / Swin model file: its config's graph\n"
                  "  MODEL.onnx an ONNX model: its graph mapped onto the analysis' ops\n"
                  "  GRAPH.txt  a network in the graph text format (docs/graph-format.md)\n"
                  "  NAME       gpt2-d12 (any gpt2-<descriptor>), vit-tiny, vit-small, vit-base,\n"
@@ -164,8 +180,11 @@ int main(int argc, char **argv) {
     cli_parse(&spec, argc, argv, &arg);
     Graph g;
     char *text = NULL;
-    if (is_model_file(arg)) {
+    const int32_t magic = file_magic(arg);
+    if (magic == GPT2_MODEL_MAGIC) {
         text = model_file_graph(arg);
+    } else if (magic == VISION_MODEL_MAGIC) {
+        text = vision_file_graph(arg);
     } else if (is_onnx_path(arg)) {
         text = onnx_file_graph(arg);
     } else if (!file_exists(arg)) {

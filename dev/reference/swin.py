@@ -20,7 +20,9 @@ norms and the final norm (its reduction, attn projs and fc2s centred): a
 PatchMerging concat mixes tokens, so centring a stage that feeds one would
 change the ln model. --centre-ops 1 inserts explicit x - mean(x) ops after
 the patch norm and before every merge (in every mode): then every norm is
-foldable. Non-foldable norms stay LayerNorm.
+foldable. Non-foldable norms stay LayerNorm. A folded file (--load, mode
+folded, from bin/fold) runs cbwc's RMS norms over its weights as stored
+(they hold the centred tensors already).
 """
 
 import argparse

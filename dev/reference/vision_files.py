@@ -12,12 +12,15 @@ STATE_MAGIC = 20261130
 STATE_VERSION = 1
 HEADER_INTS = 256
 MODES = ("ln", "rms", "cbwc")
+# a folded model (bin/fold, mode 3) is read, never written: its file holds the
+# centred stream writers, and its foldable norms (as cbwc's) run as RMSNorm
+READ_MODES = MODES + ("folded",)
 FAMILIES = ("vit", "swin")
 
 # header slots (llmc/vision_model.h)
 SLOT = dict(magic=0, version=1, family=2, mode=3, image_size=4, image_channels=5,
             patch_size=6, num_classes=7, channels=8, num_layers=9, num_heads=10,
-            mlp_ratio=11, window=12, centre_ops=13, depths=16, heads=24)
+            mlp_ratio=11, window=12, centre_ops=13, folded_norms=14, depths=16, heads=24)
 
 
 def f32_bits(v):
@@ -26,6 +29,8 @@ def f32_bits(v):
 
 def write_model(path, family, mode, fields, params):
     """fields: {slot name: int or list}; params: list of arrays in file order."""
+    if mode not in MODES:
+        sys.exit(f"{path}: the references write ln, rms or cbwc models, not {mode}")
     h = np.zeros(HEADER_INTS, dtype=np.int32)
     h[SLOT["magic"]] = MODEL_MAGIC
     h[SLOT["version"]] = MODEL_VERSION
@@ -57,10 +62,10 @@ def read_model(path, family):
         fail(f"not a vision model file (magic {h[0]}, version {h[1]})")
     if h[2] != FAMILIES.index(family):
         fail(f"family {h[2]} is not {family}")
-    if not 0 <= h[3] < 3:
-        fail(f"norm mode {h[3]} not in 0..2")
+    if not 0 <= h[3] < len(READ_MODES):
+        fail(f"norm mode {h[3]} not in 0..{len(READ_MODES) - 1}")
     flat = np.frombuffer(data, dtype="<f4", offset=4 * HEADER_INTS).astype(np.float32)
-    return h, MODES[h[3]], flat
+    return h, READ_MODES[h[3]], flat
 
 
 def write_state(path, family, images, labels, logits, loss, grads, losses, hp):

@@ -20,6 +20,8 @@ everywhere; cbwc = RMSNorm everywhere and every tensor that writes the
 residual stream centred over C: the patch conv's weight centred over its
 output channels (and its bias), the cls token and each position row, and
 every attention / MLP output projection (weight columns and bias).
+A folded file (--load, mode folded, from bin/fold) runs every norm as RMSNorm
+over its weights as stored (they hold the centred tensors already).
 """
 
 import argparse

@@ -90,6 +90,7 @@ consume() {
     image_shard) bin/train_vit -i "${f}_train.bin" -C 16 -L 1 -H 2 -P 4 -x 1 -b 2 ;;
     vision_model_vit) bin/test_vit "$f" "$good/vit_state.bin" ;;
     vision_model_swin) bin/test_vit "$f" "$good/swin_state.bin" ;;
+    vision_model_fold) bin/fold "$f" "$run/folded.bin" ;;
     vision_state_vit) bin/test_vit "$good/vit.bin" "$f" ;;
     vision_state_swin) bin/test_vit "$good/swin.bin" "$f" ;;
     graph|onnx) bin/foldcheck "$f" ;;

@@ -58,7 +58,9 @@ how() {
     "bin/train_gpt2 -e gpt2_124M.bin -N ln") echo "run $small -x 1" ;;
     "bin/train_gpt2 -N ln -x 300 -o out/kjv") echo "run -e $tiny $small -x 3" ;;  # model_00000003
     "scripts/vit_fashion.sh") echo "skip minutes: ViT and Swin in 3 modes on all of Fashion-MNIST" ;;
+    "bin/train_vit -e swin -N cbwc -K 1 -x 300 -o out/swin") echo "run -x 3 -b 8 -nt 32 -ne 16 -E 16 -A 2,4" ;;
     "bin/train_vit -e vit "*|"bin/train_vit -e swin "*) echo "run -x 2 -b 16 -nt 64 -ne 32" ;;
+    "bin/train_vit -e out/swin/folded.bin -ev 1") echo "run -ne 32" ;;
     "bin/images_to_shard -i imagenet100/ "*) echo "run" ;;
     "bin/train_vit -e swin-tiny -i data/in100_train.bin") echo "run -x 1 -b 2" ;;
     "scripts/vit_bench.sh") echo "skip minutes: a benchmark against PyTorch" ;;
@@ -67,6 +69,7 @@ how() {
     "bin/train_gpt2 -i \"data/gcide/"*) echo "skip needs scripts/prepare_gcide.sh's shards" ;;
     "bin/sample "*) echo "run" ;;
     "scripts/finetune_alpaca.sh "*) echo "run -x 2 -v 1 -s 0" ;;
+    "bin/test_fold "*/fashion-mnist) echo "run -ne 32" ;;
     "bin/test_fold "*) echo "run -g 10" ;;
     "bin/foldcheck "*|"bin/fold "*|"bin/test_gpt2 "*) echo "run" ;;
     "bin/onnx_export "*) echo "run" ;;
