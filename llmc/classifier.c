@@ -156,6 +156,11 @@ void classifier_update(Classifier *model, const AdamWConfig *cfg, float grad_cli
     model->ops->update(model, cfg, grad_clip);
 }
 
+void classifier_update_shard(Classifier *model, const AdamWConfig *cfg, float grad_scale,
+                             size_t lo, size_t hi) {
+    model->ops->update_shard(model, cfg, grad_scale, lo, hi);
+}
+
 ClassifierAdamW classifier_adamw(Classifier *model) {
     if (model->family == FAMILY_VIT) {
         return (ClassifierAdamW){&model->vit.m_memory, &model->vit.v_memory,

@@ -72,6 +72,12 @@ void classifier_zero_grad(Classifier *model);
 void classifier_backward(Classifier *model, float loss_scale);
 double classifier_grad_norm(const Classifier *model);
 void classifier_update(Classifier *model, const AdamWConfig *cfg, float grad_clip);
+// The AdamW step on the parameters [lo, hi) of the flat vector only (a ZeRO-1
+// shard; tensors straddling its ends in part), the gradients scaled by
+// grad_scale (the caller's clip from the global norm); the moments are kept
+// for all parameters, so a checkpoint can hold them whole.
+void classifier_update_shard(Classifier *model, const AdamWConfig *cfg, float grad_scale,
+                             size_t lo, size_t hi);
 // The AdamW state, for checkpoints: pointers to the moments (NULL before the
 // first update, then num_parameters floats each, malloc'd) and the step count.
 typedef struct {

@@ -30,6 +30,10 @@ static double vit_op_grad_norm(const Classifier *m) { return vit_grad_norm(&m->v
 static void vit_op_update(Classifier *m, const AdamWConfig *cfg, float grad_clip) {
     vit_update(&m->vit, cfg, grad_clip);
 }
+static void vit_op_update_shard(Classifier *m, const AdamWConfig *cfg, float grad_scale,
+                                size_t lo, size_t hi) {
+    vit_update_shard(&m->vit, cfg, grad_scale, lo, hi);
+}
 static void vit_op_free(Classifier *m) { vit_free(&m->vit); }
 
 static const ClassifierOps VIT_OPS = {
@@ -46,6 +50,7 @@ static const ClassifierOps VIT_OPS = {
     .backward = vit_op_backward,
     .grad_norm = vit_op_grad_norm,
     .update = vit_op_update,
+    .update_shard = vit_op_update_shard,
     .free = vit_op_free,
 };
 
@@ -78,6 +83,10 @@ static double swin_op_grad_norm(const Classifier *m) { return swin_grad_norm(&m-
 static void swin_op_update(Classifier *m, const AdamWConfig *cfg, float grad_clip) {
     swin_update(&m->swin, cfg, grad_clip);
 }
+static void swin_op_update_shard(Classifier *m, const AdamWConfig *cfg, float grad_scale,
+                                 size_t lo, size_t hi) {
+    swin_update_shard(&m->swin, cfg, grad_scale, lo, hi);
+}
 static void swin_op_free(Classifier *m) { swin_free(&m->swin); }
 
 static const ClassifierOps SWIN_OPS = {
@@ -94,6 +103,7 @@ static const ClassifierOps SWIN_OPS = {
     .backward = swin_op_backward,
     .grad_norm = swin_op_grad_norm,
     .update = swin_op_update,
+    .update_shard = swin_op_update_shard,
     .free = swin_op_free,
 };
 

@@ -22,6 +22,8 @@ struct ClassifierOps {
     void (*backward)(Classifier *model, float loss_scale);
     double (*grad_norm)(const Classifier *model);
     void (*update)(Classifier *model, const AdamWConfig *cfg, float grad_clip);
+    void (*update_shard)(Classifier *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
+                         size_t hi);
     void (*free)(Classifier *model);
 };
 

@@ -461,13 +461,17 @@ double swin_grad_norm(const Swin *m) {
 }
 
 void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
+    swin_update_shard(m, cfg, clip_grad_scale(swin_grad_norm(m), grad_clip), 0, m->num_parameters);
+}
+
+void swin_update_shard(Swin *m, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi) {
     if (m->mode == MODE_FOLDED) {
         fatal("swin_update: a folded model is for inference only (train its ln or cbwc model)");
     }
     // tensors are laid out back to back (add_tensor)
-    adamw_step_tensors(m->params_memory, m->grads_memory, &m->m_memory, &m->v_memory,
-                       &m->adamw_step, m->num_parameters, m->table.sizes, m->table.decayed,
-                       m->table.count, cfg, grad_clip);
+    adamw_step_tensors_range(m->params_memory, m->grads_memory, &m->m_memory, &m->v_memory,
+                             &m->adamw_step, m->num_parameters, m->table.sizes, m->table.decayed,
+                             m->table.count, cfg, grad_scale, lo, hi);
     m->centred_stale = 1;
 }
 

@@ -89,6 +89,10 @@ void swin_zero_grad(Swin *model);
 void swin_backward(Swin *model, float loss_scale);
 double swin_grad_norm(const Swin *model);
 void swin_update(Swin *model, const AdamWConfig *cfg, float grad_clip);
+// The AdamW step on the parameters [lo, hi) only (a ZeRO-1 shard, adamw.h),
+// gradients scaled by grad_scale (the caller's global-norm clip).
+void swin_update_shard(Swin *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
+                       size_t hi);
 void swin_free(Swin *model);
 
 #endif

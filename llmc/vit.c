@@ -305,6 +305,11 @@ double vit_grad_norm(const ViT *model) {
 }
 
 void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
+    vit_update_shard(model, cfg, clip_grad_scale(vit_grad_norm(model), grad_clip), 0,
+                     model->num_parameters);
+}
+
+void vit_update_shard(ViT *model, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi) {
     if (model->mode == MODE_FOLDED) {
         fatal("vit_update: a folded model is for inference only (train its ln or cbwc model)");
     }
@@ -312,9 +317,10 @@ void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
         decay[i] = (unsigned char)vit_param_decayed(i);
     }
-    adamw_step_tensors(model->params_memory, model->grads_memory, &model->m_memory,
-                       &model->v_memory, &model->adamw_step, model->num_parameters,
-                       model->param_sizes, decay, VIT_NUM_PARAM_TENSORS, cfg, grad_clip);
+    adamw_step_tensors_range(model->params_memory, model->grads_memory, &model->m_memory,
+                             &model->v_memory, &model->adamw_step, model->num_parameters,
+                             model->param_sizes, decay, VIT_NUM_PARAM_TENSORS, cfg, grad_scale,
+                             lo, hi);
     model->centred_stale = 1;
 }
 

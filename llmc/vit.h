@@ -98,6 +98,9 @@ void vit_zero_grad(ViT *model);
 void vit_backward(ViT *model, float loss_scale);
 double vit_grad_norm(const ViT *model);
 void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip);
+// The AdamW step on the parameters [lo, hi) only (a ZeRO-1 shard, adamw.h),
+// gradients scaled by grad_scale (the caller's global-norm clip).
+void vit_update_shard(ViT *model, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi);
 void vit_free(ViT *model);
 
 #endif
