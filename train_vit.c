@@ -6,7 +6,8 @@
 // warmup + cosine, label smoothing, gradient clipping, per-epoch test loss and
 // top-1 accuracy, llm.c-style log lines and checkpoints: the vision model
 // file, mode and config in its header, and a state file that -y 1 resumes
-// from exactly; SIGINT/SIGTERM/SIGUSR1 checkpoint and stop).
+// from exactly; SIGINT/SIGTERM/SIGUSR1 checkpoint and stop). Under mpirun
+// the batch is split over the ranks (llmc/classifier_parallel.h).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,9 @@
 #include "checkpoint.h"
 #include "classifier.h"
 #include "classifier_loss.h"
+#include "classifier_parallel.h"
 #include "cli.h"
+#include "comm.h"
 #include "logger.h"
 #include "matmul.h"
 #include "rand.h"
@@ -29,18 +32,20 @@
 
 #define MAX_COUNT 1073741824.0 // 2^30
 
-// The flags of this trainer only (checkpoints, resume, evaluation; train_vitcu has none yet).
+// The flags of this trainer only (checkpoints, resume, evaluation, ZeRO-1; train_vitcu has
+// none yet).
 typedef struct {
     int checkpoint_every; // 0: only at the end of each epoch
     int checkpoint_keep;  // 0: all
     int resume;
     int evaluate_only;    // test the -e model file, no training (how a folded model runs)
+    int zero_stage;       // under mpirun: 1 = ZeRO-1, 0 = all-reduce
 } CheckpointArgs;
 
 static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     VitTrainArgs a = vit_train_args_defaults();
-    *ck = (CheckpointArgs){0};
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 4];
+    *ck = (CheckpointArgs){.zero_stage = 1};
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 5];
     int n = vit_train_flags(&a, flags);
     flags[n++] = (CliFlag){"-n", CLI_INT, &ck->checkpoint_every, 0, MAX_COUNT,
                            "checkpoint also every this many steps, 0 = only at the end of each\n"
@@ -53,11 +58,17 @@ static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     flags[n++] = (CliFlag){"-ev", CLI_INT, &ck->evaluate_only, 0, 1,
                            "1: only test the -e model file (any mode, folded too) on the test\n"
                            "data, no training (default 0)", NULL, 0, 0};
+    flags[n++] = (CliFlag){"-z", CLI_INT, &ck->zero_stage, 0, 1,
+                           "under mpirun: 1 = ZeRO-1, reduce-scatter the gradients, each rank\n"
+                           "runs AdamW on its 1/ranks of the parameters, all-gather them;\n"
+                           "0 = all-reduce, every rank updates all (default 1)", NULL, 0, 0};
     CliSpec spec = {
         .program = "train_vit",
         .synopsis = "[options]",
         .about = "ViT / Swin training on the CPU in fp32 (Fashion-MNIST or image shards).\n"
-                 "Shape flags override the -e family's defaults (or the swin-tiny preset's).\n",
+                 "Shape flags override the -e family's defaults (or the swin-tiny preset's).\n"
+                 "Data parallel under mpirun (as train_gpt2): -b images per rank, a global\n"
+                 "batch of -b x ranks; rank 0 alone prints, logs and checkpoints.\n",
         .flags = flags,
         .num_flags = n,
     };
@@ -75,13 +86,14 @@ static VitTrainArgs parse_args(int argc, char **argv, CheckpointArgs *ck) {
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split.
-static void evaluate(Classifier *model, const VisionSplit *s, int B, float *images, int *labels,
-                     int *indices, float *mean_loss, float *accuracy) {
-    double loss_sum = 0.0;
-    int correct = 0;
+// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
+// takes batches r, r + ranks, ... (as train_vit.cu) and the sums are reduced.
+static void evaluate(Classifier *model, const Comm *comm, const VisionSplit *s, int B,
+                     float *images, int *labels, int *indices, float *mean_loss,
+                     float *accuracy) {
+    double loss_sum = 0.0, correct = 0.0; // counts are exact in a double
     const int K = classifier_num_classes(model);
-    for (int start = 0; start < s->count; start += B) {
+    for (int start = comm->rank * B; start < s->count; start += B * comm->world_size) {
         int n = s->count - start < B ? s->count - start : B;
         for (int b = 0; b < n; b++) {
             indices[b] = start + b;
@@ -91,6 +103,8 @@ static void evaluate(Classifier *model, const VisionSplit *s, int B, float *imag
         loss_sum += (double)classifier_mean_loss(model) * n;
         correct += classifier_correct_count(classifier_logits(model), labels, n, K);
     }
+    comm_sum_double(comm, &loss_sum);
+    comm_sum_double(comm, &correct);
     *mean_loss = (float)(loss_sum / s->count);
     *accuracy = (float)correct / (float)s->count;
 }
@@ -136,40 +150,57 @@ typedef struct {
 
 // Where a run starts and where it stops.
 typedef struct {
-    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNG
+    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNGs
     int *order;           // the train order (count entries), shuffled in place each epoch
     const CheckpointArgs *ck;
+    const Comm *comm;     // the ranks (one without mpirun)
     int stopped_by;       // out: the stop signal, or 0
     int argc;             // the command line, for the resume command
     char **argv;
 } RunState;
 
-// A checkpoint of the run after `step` with the next batch at (epoch, batch).
-static void save_checkpoint(const Classifier *model, const VitTrainArgs *args,
-                            const VisionSplit *train, RunState *run, int step, int epoch,
-                            int batch, const Rng *rng) {
+// A checkpoint of the run after `step` with the next batch at (epoch, batch),
+// written by rank 0; every rank calls it (the ZeRO-1 moments and the ranks'
+// flip streams are gathered first).
+static void save_checkpoint(Classifier *model, const VitTrainArgs *args, const VisionSplit *train,
+                            RunState *run, int step, int epoch, int batch, const Rng *rng,
+                            const Rng *flips) {
+    classifier_parallel_gather_moments(model, run->comm, run->ck->zero_stage);
     VisionProgress now = {.step = step, .epoch = epoch, .next_batch = batch,
-                          .rng_state = rng->state};
-    vision_checkpoint_save(model, &now, run->order, train->count, args->output_dir);
-    checkpoint_prune(args->output_dir, run->ck->checkpoint_keep);
-    printf("checkpoint: %s/model_%08d.bin\n", args->output_dir, step);
+                          .rng_state = rng->state, .flip_streams = run->start.flip_streams};
+    if (now.flip_streams > 0) {
+        now.flip_states = malloc_check((size_t)now.flip_streams * sizeof(uint64_t), "flip states");
+        comm_allgather_u64(run->comm, flips->state, now.flip_states);
+    }
+    if (run->comm->rank == 0) {
+        vision_checkpoint_save(model, &now, run->order, train->count, args->output_dir);
+        checkpoint_prune(args->output_dir, run->ck->checkpoint_keep);
+        printf("checkpoint: %s/model_%08d.bin\n", args->output_dir, step);
+    }
+    free(now.flip_states);
 }
 
 // total_steps of AdamW over shuffled epochs of the train split from run->start;
 // after each epoch the test loss and accuracy (logged) and a checkpoint in -o
-// (also every -n steps). A stop signal ends the run after the step it came
-// in, with a checkpoint.
+// (also every -n steps). A stop signal on any rank ends the run after the
+// step it came in, with a checkpoint. Each rank trains on its B of each
+// global batch of B x ranks images.
 static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
                                const VisionSplit *train, const VisionSplit *test,
                                Logger *logger, int total_steps, RunState *run) {
-    const int B = args->batch_size;
-    const int batches_per_epoch = train->count / B;
+    const Comm *comm = run->comm;
+    const int B = args->batch_size, global_B = B * comm->world_size;
+    const int batches_per_epoch = train->count / global_B;
     const size_t image_floats = (size_t)train->channels * train->side * train->side;
     float *images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices");
     int *order = run->order;
     Rng rng = {.state = run->start.rng_state};
+    // one rank flips from the shuffling RNG; several each from their own stream
+    Rng rank_flips = {.state = run->start.flip_streams > 0
+                                   ? run->start.flip_states[comm->rank] : 0};
+    Rng *flips = args->flip ? (run->start.flip_streams > 0 ? &rank_flips : &rng) : NULL;
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = args->weight_decay};
     double train_seconds = 0.0;
@@ -185,21 +216,24 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
         }
         for (; batch < batches_per_epoch && step < total_steps; batch++) {
             double t0 = now_seconds();
-            vision_make_batch(images, labels, train, order + (size_t)batch * B, B,
-                       args->flip ? &rng : NULL);
+            // this rank's slice of the global batch
+            const size_t first = ((size_t)batch * comm->world_size + comm->rank) * B;
+            vision_make_batch(images, labels, train, order + first, B, flips);
             classifier_forward(model, images, labels, args->smoothing, B);
-            float loss = classifier_mean_loss(model);
+            double loss_mean = classifier_mean_loss(model);
+            comm_mean_double(comm, &loss_mean); // the global batch's: the mean of equal slices
+            float loss = (float)loss_mean;
             classifier_zero_grad(model);
             classifier_backward(model, 1.0f / (float)B);
-            float grad_norm = (float)classifier_grad_norm(model);
             adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args->warmup_steps,
                                                         args->learning_rate,
                                                         args->final_lr_fraction);
-            classifier_update(model, &adamw, args->grad_clip);
+            float grad_norm = (float)classifier_parallel_update(model, comm, run->ck->zero_stage,
+                                                                &adamw, args->grad_clip);
             double dt = now_seconds() - t0;
             train_seconds += dt;
             step_seconds[step - first_step] = dt;
-            train_images += B;
+            train_images += global_B;
             step++;
             if (!isfinite(loss)) {
                 fatal("step %d: the loss is not finite (%f); try a lower -l", step, loss);
@@ -208,16 +242,17 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
             if (step % args->print_every == 0 || step == 1 || step == total_steps) {
                 printf("step %5d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.0f images/s\n",
                        step, total_steps, epoch + 1, loss, adamw.learning_rate, grad_norm,
-                       B / dt);
+                       global_B / dt);
                 fflush(stdout);
             }
-            run->stopped_by = stop_signal_received();
+            run->stopped_by = comm_max_int(comm, stop_signal_received());
             // the epoch's last step checkpoints after the test below
             int epoch_ends = batch + 1 == batches_per_epoch || step == total_steps;
             int periodic = run->ck->checkpoint_every > 0 && step % run->ck->checkpoint_every == 0;
             if (!epoch_ends && (periodic || run->stopped_by != 0)) {
                 if (args->output_dir != NULL) {
-                    save_checkpoint(model, args, train, run, step, epoch, batch + 1, &rng);
+                    save_checkpoint(model, args, train, run, step, epoch, batch + 1, &rng,
+                                    &rank_flips);
                 }
                 if (run->stopped_by != 0) {
                     break;
@@ -227,7 +262,8 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
         if (run->stopped_by != 0 && batch < batches_per_epoch && step < total_steps) {
             break; // stopped mid-epoch: checkpointed above
         }
-        evaluate(model, test, B, images, labels, eval_indices, &r.test_loss, &r.test_accuracy);
+        evaluate(model, comm, test, B, images, labels, eval_indices, &r.test_loss,
+                 &r.test_accuracy);
         evaluated = 1;
         printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
                r.test_loss, r.test_accuracy);
@@ -239,19 +275,26 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
         if (args->output_dir != NULL) {
             int done = batch == batches_per_epoch; // the next batch opens the next epoch
             save_checkpoint(model, args, train, run, step, done ? epoch + 1 : epoch,
-                            done ? 0 : batch, &rng);
+                            done ? 0 : batch, &rng, &rank_flips);
         }
-        run->stopped_by = stop_signal_received();
+        run->stopped_by = comm_max_int(comm, stop_signal_received());
     }
     if (!evaluated && run->stopped_by == 0) { // resumed at the end
-        evaluate(model, test, B, images, labels, eval_indices, &r.test_loss, &r.test_accuracy);
+        evaluate(model, comm, test, B, images, labels, eval_indices, &r.test_loss,
+                 &r.test_accuracy);
+    }
+    if (run->stopped_by != 0 && comm->rank == 0) {
+        run_dir_report_stop(run->stopped_by, step, args->output_dir, run->argc, run->argv,
+                            comm->world_size);
     }
     if (run->stopped_by != 0) {
-        run_dir_report_stop(run->stopped_by, step, args->output_dir, run->argc, run->argv, 1);
+        // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
+        comm_barrier(comm);
     }
     int steps_run = step - first_step;
     r.images_per_s = steps_run > 0 ? train_images / train_seconds : 0.0;
-    r.median_images_per_s = steps_run > 0 ? B / median_step_seconds(step_seconds, steps_run) : 0.0;
+    r.median_images_per_s =
+        steps_run > 0 ? global_B / median_step_seconds(step_seconds, steps_run) : 0.0;
     free(step_seconds);
     free(images);
     free(labels);
@@ -261,7 +304,7 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
 
 // -ev 1: the test loss and accuracy of the -e model file (a folded one too:
 // train_vit's own builder refuses to train those).
-static int evaluate_model_file(const VitTrainArgs *args) {
+static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
     Classifier model;
     classifier_load(&model, args->model, -1);
     VisionSplit train, test;
@@ -274,7 +317,7 @@ static int evaluate_model_file(const VitTrainArgs *args) {
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *indices = malloc_check((size_t)B * sizeof(int), "eval indices");
     float loss, accuracy;
-    evaluate(&model, &test, B, images, labels, indices, &loss, &accuracy);
+    evaluate(&model, comm, &test, B, images, labels, indices, &loss, &accuracy);
     printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f\n",
            vision_family_name(model.family), norm_mode_name(classifier_mode(&model)), test.count,
            accuracy, loss);
@@ -287,11 +330,32 @@ static int evaluate_model_file(const VitTrainArgs *args) {
     return 0;
 }
 
+// -o's run.txt: what a resume must repeat (llmc/run_dir.h); rank 0 alone.
+static void check_run_settings(const VitTrainArgs *args, int train_count, int ranks,
+                               int resuming) {
+    RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-i", ""}, {"-nt", ""}, {"ranks", ""}};
+    snprintf(settings[0].value, sizeof(settings[0].value), "%s", args->model);
+    snprintf(settings[1].value, sizeof(settings[1].value), "%d", args->batch_size);
+    snprintf(settings[2].value, sizeof(settings[2].value), "%s", args->train_data);
+    snprintf(settings[3].value, sizeof(settings[3].value), "%d", train_count);
+    snprintf(settings[4].value, sizeof(settings[4].value), "%d", ranks);
+    run_dir_check_settings(args->output_dir, settings, 5, resuming);
+}
+
 int main(int argc, char **argv) {
+    // data parallel: under mpirun every rank trains on its slice of each batch
+    // and the gradients are averaged; rank 0 alone prints, logs and checkpoints
+    Comm comm;
+    comm_init(&comm, &argc, &argv);
+    if (comm.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
+        fatal("rank %d: cannot silence stdout", comm.rank);
+    }
     CheckpointArgs ck;
     VitTrainArgs args = parse_args(argc, argv, &ck);
     if (ck.evaluate_only) {
-        return evaluate_model_file(&args);
+        int rc = evaluate_model_file(&args, &comm);
+        comm_finalize(&comm);
+        return rc;
     }
     stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     int resumed_from = -1;
@@ -303,14 +367,23 @@ int main(int argc, char **argv) {
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
-    const int B = args.batch_size;
-    if (train.count < B) {
-        fatal("-b %d: larger than the %d train images", B, train.count);
+    const int B = args.batch_size, global_B = B * comm.world_size;
+    if (train.count < global_B) {
+        fatal("-b %d x %d ranks: larger than the %d train images", B, comm.world_size,
+              train.count);
     }
-    RunState run = {.ck = &ck, .argc = argc, .argv = argv};
+    RunState run = {.ck = &ck, .comm = &comm, .argc = argc, .argv = argv};
     run.order = malloc_check((size_t)train.count * sizeof(int), "train order");
+    // several ranks: each flips from its own stream, all saved in checkpoints
+    run.start.flip_streams = comm.world_size > 1 ? comm.world_size : 0;
+    run.start.flip_states = malloc_check((size_t)comm.world_size * sizeof(uint64_t), "flip states");
     Classifier model;
     if (resumed_from >= 0) {
+        // another -b, -e or number of ranks is named before any checkpoint is read
+        if (comm.rank == 0) {
+            check_run_settings(&args, train.count, comm.world_size, 1);
+        }
+        comm_barrier(&comm);
         // the newest checkpoint that verifies (a damaged newer one is named and skipped)
         resumed_from = vision_checkpoint_resume(&model, &run.start, run.order, train.count,
                                                 args.output_dir);
@@ -329,36 +402,43 @@ int main(int argc, char **argv) {
         Rng rng;
         rng_seed(&rng, args.seed ^ 0xDA7AULL);
         run.start.rng_state = rng.state;
+        for (int r = 0; r < run.start.flip_streams; r++) {
+            vision_rank_flips_seed(&rng, args.seed, r);
+            run.start.flip_states[r] = rng.state;
+        }
     }
-    const int batches_per_epoch = train.count / B;
+    const int batches_per_epoch = train.count / global_B;
     if (run.start.next_batch >= batches_per_epoch) {
-        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d",
-              args.output_dir, run.start.next_batch, batches_per_epoch, B);
+        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d x "
+              "%d ranks",
+              args.output_dir, run.start.next_batch, batches_per_epoch, B, comm.world_size);
     }
     const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
     if (args.output_dir != NULL) {
         make_directories(args.output_dir);
+    }
+    if (args.output_dir != NULL && comm.rank == 0) {
         run_dir_remove_stale_tmp(args.output_dir);
-        RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-i", ""}, {"-nt", ""}};
-        snprintf(settings[0].value, sizeof(settings[0].value), "%s", args.model);
-        snprintf(settings[1].value, sizeof(settings[1].value), "%d", B);
-        snprintf(settings[2].value, sizeof(settings[2].value), "%s", args.train_data);
-        snprintf(settings[3].value, sizeof(settings[3].value), "%d", train.count);
-        run_dir_check_settings(args.output_dir, settings, 4, resumed_from >= 0);
+        if (resumed_from < 0) {
+            check_run_settings(&args, train.count, comm.world_size, 0);
+        }
     }
     Logger logger;
-    logger_init(&logger, args.output_dir, resumed_from);
+    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), &model);
     logger_log_run_record(&logger, argc, argv,
                           (const char *const[]){"train", args.train_data, "test", args.test_data,
                                                 NULL},
-                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g",
+                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g ranks=%d",
                           norm_mode_name(classifier_mode(&model)), args.seed, shape, B,
-                          total_steps, (double)args.learning_rate);
+                          total_steps, (double)args.learning_rate, comm.world_size);
     print_model(&model);
-    printf("data: %s, %d train / %d test images; B=%d, %d steps (%d per epoch)\n",
-           args.train_data, train.count, test.count, B, total_steps, batches_per_epoch);
+    printf("data: %s, %d train / %d test images; B=%d x %d ranks (%s%s), %d steps (%d per "
+           "epoch)\n",
+           args.train_data, train.count, test.count, B, comm.world_size, comm_backend_name(),
+           comm.world_size > 1 ? (ck.zero_stage == 1 ? ", ZeRO-1" : ", all-reduce") : "",
+           total_steps, batches_per_epoch);
     if (resumed_from >= 0) {
         printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
     }
@@ -372,8 +452,10 @@ int main(int argc, char **argv) {
     }
     logger_free(&logger);
     free(run.order);
+    free(run.start.flip_states);
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&model);
+    comm_finalize(&comm);
     return run.stopped_by != 0 ? 128 + run.stopped_by : 0;
 }

@@ -1,0 +1,41 @@
+#include "classifier_parallel.h"
+
+#include <math.h>
+
+double classifier_parallel_update(Classifier *model, const Comm *comm, int zero_stage,
+                                  const AdamWConfig *cfg, float grad_clip) {
+    const size_t n = classifier_num_parameters(model);
+    float *grads = classifier_grads(model);
+    if (zero_stage != 1 || comm->world_size == 1) {
+        comm_allreduce_mean(comm, grads, n); // a no-op on one rank
+        double norm = classifier_grad_norm(model);
+        classifier_update(model, cfg, grad_clip);
+        return norm;
+    }
+    // ZeRO-1: this rank gets the mean gradient of its shard only; the global
+    // norm is the sum of the shards' squares
+    size_t lo, hi;
+    comm_shard_range(comm, n, comm->rank, &lo, &hi);
+    comm_reduce_scatter_mean(comm, grads, n);
+    double grad_sq = sum_of_squares(grads + lo, hi - lo);
+    comm_sum_double(comm, &grad_sq);
+    double norm = sqrt(grad_sq);
+    classifier_update_shard(model, cfg, clip_grad_scale(norm, grad_clip), lo, hi);
+    comm_allgather_shards(comm, classifier_params(model), n);
+    return norm;
+}
+
+void classifier_parallel_gather_moments(Classifier *model, const Comm *comm, int zero_stage) {
+    ClassifierAdamW adamw = classifier_adamw(model);
+    if (zero_stage != 1 || comm->world_size == 1 || *adamw.m == NULL) {
+        return;
+    }
+    const size_t n = classifier_num_parameters(model);
+    comm_allgather_shards(comm, *adamw.m, n);
+    comm_allgather_shards(comm, *adamw.v, n);
+}
+
+void vision_rank_flips_seed(Rng *rng, unsigned long long seed, int rank) {
+    // train_vit.cu: (seed ^ 0xF11B) + golden-ratio increment x rank
+    rng_seed(rng, (seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)rank);
+}

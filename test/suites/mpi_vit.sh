@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# train_vit data parallel over MPI (llmc/classifier_parallel.h): 2 ranks x
+# -b 16 against 1 rank x -b 32, the same global batches (no flips: with
+# several ranks each flips from its own stream), 20 steps, for ViT and Swin,
+# ln and cbwc, ZeRO-1 (-z 1) and the all-reduce (-z 0). Each rank's half-batch
+# gradient is summed over fewer images than the one batch's, so the mean of
+# the halves rounds differently (not bit-exact): the logged train and test
+# losses must agree within 1e-6 relative plus one unit of main.log's 6th
+# decimal (printing two values 1e-9 apart can round them 1e-6 apart), the
+# test accuracy exactly. A 2-rank ZeRO-1 run with flips, resumed (-y 1) from
+# its step-10 checkpoint, ends with the uninterrupted run's main.log s: lines
+# and model file bit for bit (the gathered moments and every rank's flip
+# stream are in the state); a resume with another number of ranks is refused.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
+    echo "FAIL: this build has no MPI (scripts/deps/mpi.txt installs Debian's Open MPI)"
+    exit 1
+fi
+fmnist=/usr/share/datasets/fashion-mnist
+[ -f "$fmnist/train-images-idx3-ubyte.gz" ] || { echo "FAIL: no Fashion-MNIST in $fmnist (make deps)"; exit 1; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+# under make SAN=1: Open MPI's own allocations at exit are not ours to free
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+work=${1:-$(mktemp -d)}/mpi_vit
+rm -rf "$work"; mkdir -p "$work"
+fails=0
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+seed=${FOLDNORM_TEST_SEED:-$RANDOM}
+
+# run NAME NP FLAGS...: train_vit on NP ranks (NP 1: no mpirun) into $work/NAME
+run() {
+    local name=$1 np=$2; shift 2
+    local launch=()
+    [ "$np" -gt 1 ] && launch=(mpirun --oversubscribe -np "$np")
+    "${launch[@]}" bin/train_vit "$@" -o "$work/$name" > "$work/$name.out" 2>&1 ||
+        { fail "$name: exit $?: $(tail -2 "$work/$name.out" | tr '\n' ' ')"; return 1; }
+}
+# same_losses A B: every trl and tel of A's main.log within the tolerance of
+# B's, the same steps; prints the largest relative difference
+same_losses() {
+    awk -F'[: ]' '/^s:[0-9]+ (trl|tel):/ { k = $2 " " $3; v = $4 + 0
+                   if (FNR == NR) { a[k] = v; n++; next }
+                   m++; if (!(k in a)) { bad = 1; next }
+                   d = a[k] - v; if (d < 0) d = -d; r = d / (v < 0 ? -v : v)
+                   if (r > worst) worst = r
+                   if (d > 1e-6 * (v < 0 ? -v : v) + 1e-6) bad = 1 }
+                   END { printf "%.1e", worst; exit (bad || n < 20 || n != m) }' "$1/main.log" "$2/main.log"
+}
+same_accuracy() {
+    [ -n "$(grep '^s:[0-9]* tea:' "$1/main.log")" ] &&
+        [ "$(grep '^s:[0-9]* tea:' "$1/main.log")" = "$(grep '^s:[0-9]* tea:' "$2/main.log")" ]
+}
+
+common=(-i "$fmnist" -nt 256 -ne 64 -x 20 -u 2 -l 3e-3 -pe 5 -sd "$seed")
+vit=(-e vit -C 16 -L 1 -H 2)
+swin=(-e swin -E 8 -P 2 -D 2,2 -A 2,2 -W 7)
+for family in vit swin; do
+    shape=${family}[@]
+    for mode in ln cbwc; do
+        tag=${family}_$mode
+        run "${tag}_np1" 1 "${!shape}" -N $mode "${common[@]}" -f 0 -b 32 || continue
+        for z in 1 0; do
+            run "${tag}_np2_z$z" 2 "${!shape}" -N $mode "${common[@]}" -f 0 -b 16 -z $z || continue
+            if worst=$(same_losses "$work/${tag}_np2_z$z" "$work/${tag}_np1") &&
+                same_accuracy "$work/${tag}_np2_z$z" "$work/${tag}_np1"; then
+                ok "$family $mode: 2 ranks x -b 16 (-z $z) == 1 rank x -b 32: 20 losses within $worst relative, test accuracy equal"
+            else
+                fail "$family $mode: 2 ranks (-z $z) vs 1 rank (worst relative difference ${worst:-?}):"
+                paste <(grep -E '^s:[0-9]+ (trl|tel|tea)' "$work/${tag}_np2_z$z/main.log") \
+                      <(grep -E '^s:[0-9]+ (trl|tel|tea)' "$work/${tag}_np1/main.log") | sed 's/^/     /'
+            fi
+        done
+    done
+done
+
+# resume: 2 ranks, ZeRO-1, flips on, checkpoints every 5 steps (and at the
+# epoch ends, steps 8 and 16); a copy cut back to step 10 resumes to the end
+res=("${vit[@]}" -N cbwc "${common[@]}" -f 1 -b 16 -n 5)
+if run resume_full 2 "${res[@]}"; then
+    cut=$work/resume_cut
+    cp -r "$work/resume_full" "$cut"
+    rm -f "$cut"/model_000000{15,16,20}.bin "$cut"/state_000000{15,16,20}.bin
+    if mpirun --oversubscribe -np 2 bin/train_vit "${res[@]}" -o "$cut" -y 1 > "$cut.out" 2>&1 &&
+        grep -q "resumed from $cut at step 10" "$cut.out" &&
+        diff <(grep '^s:' "$work/resume_full/main.log") <(grep '^s:' "$cut/main.log") > "$cut.diff" &&
+        cmp -s "$work/resume_full/model_00000020.bin" "$cut/model_00000020.bin"; then
+        ok "2 ranks, ZeRO-1, flips: resumed at step 10 of 20, the uninterrupted main.log and model_00000020.bin bit for bit"
+    else
+        fail "2-rank resume differs from the uninterrupted run: $(tail -2 "$cut.out" | tr '\n' ' ') $(head -4 "$cut.diff" | tr '\n' ' ')"
+    fi
+    # the folder of a 2-rank run resumed on 1 rank: refused, naming the ranks
+    out=$(bin/train_vit "${res[@]}" -o "$cut" -y 1 2>&1); rc=$?
+    if [ $rc -ne 0 ] && grep -q "ranks 1: this run in .* was started with ranks 2" <<< "$out"; then
+        ok "a 2-rank run resumed on 1 rank: refused (exit $rc), naming the ranks"
+    else
+        fail "a 2-rank run resumed on 1 rank: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
+    fi
+fi
+echo "$fails failed"
+[ $fails -eq 0 ]
