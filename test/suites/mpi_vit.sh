@@ -10,7 +10,9 @@
 # test accuracy exactly. A 2-rank ZeRO-1 run with flips, resumed (-y 1) from
 # its step-10 checkpoint, ends with the uninterrupted run's main.log s: lines
 # and model file bit for bit (the gathered moments and every rank's flip
-# stream are in the state); a resume with another number of ranks is refused.
+# stream are in the state); a resume with another number of ranks is refused;
+# SIGUSR1 to rank 1 alone stops both ranks after the same step with rank 0's
+# checkpoint (the stop flag is max-reduced every step).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
@@ -97,6 +99,28 @@ if run resume_full 2 "${res[@]}"; then
     else
         fail "a 2-rank run resumed on 1 rank: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
     fi
+fi
+
+# a stop signal to rank 1 alone: rank 0 learns of it through the max-reduction,
+# both stop after the same step, rank 0 writes that step's checkpoint and says
+# so, mpirun exits non-zero (138 from the ranks)
+mpirun --oversubscribe -np 2 bin/train_vit "${vit[@]}" "${common[@]}" -x 2000 -nt 2560 -b 16 -pe 1 \
+    -o "$work/usr1" > "$work/usr1.out" 2>&1 &
+mpirun_pid=$!
+for _ in $(seq 600); do grep -q '^step     3/' "$work/usr1.out" 2>/dev/null && break; sleep 0.1; done
+r1=
+for c in $(ps -o pid= --ppid $mpirun_pid); do
+    tr '\0' '\n' < "/proc/$c/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && r1=$c
+done
+[ -n "$r1" ] && kill -USR1 "$r1"
+wait $mpirun_pid; rc=$?
+step=$(sed -n 's/^stopped by SIGUSR1 after step \([0-9]*\); checkpoint .*/\1/p' "$work/usr1.out")
+if [ -n "$r1" ] && [ $rc -ne 0 ] && [ -n "$step" ] && [ "$step" -lt 2000 ] &&
+    [ -f "$work/usr1/state_$(printf %08d "$step").bin" ] &&
+    grep -q "^resume with: mpirun -np 2 " "$work/usr1.out"; then
+    ok "SIGUSR1 to rank 1 alone: both ranks stopped after step $step, rank 0 wrote its checkpoint (mpirun exit $rc)"
+else
+    fail "SIGUSR1 to rank 1 (pid '${r1}'): exit $rc, step '${step}': $(tail -3 "$work/usr1.out" | tr '\n' ' ')"
 fi
 echo "$fails failed"
 [ $fails -eq 0 ]
