@@ -12,7 +12,8 @@
 # and model file bit for bit (the gathered moments and every rank's flip
 # stream are in the state); a resume with another number of ranks is refused;
 # SIGUSR1 to rank 1 alone stops both ranks after the same step with rank 0's
-# checkpoint (the stop flag is max-reduced every step).
+# checkpoint (the stop flag is max-reduced every step). When the emulated GPU
+# trainer is built, 2 CPU ranks with flips log the losses of 2 GPU ranks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
@@ -39,16 +40,17 @@ run() {
     "${launch[@]}" bin/train_vit "$@" -o "$work/$name" > "$work/$name.out" 2>&1 ||
         { fail "$name: exit $?: $(tail -2 "$work/$name.out" | tr '\n' ' ')"; return 1; }
 }
-# same_losses A B: every trl and tel of A's main.log within the tolerance of
-# B's, the same steps; prints the largest relative difference
+# same_losses A B [REL [STEPS]]: every trl and tel of A's main.log within REL
+# (default 1e-6) relative plus one unit of the 6th decimal of B's, the same
+# lines, at least STEPS (default 20); prints the largest relative difference
 same_losses() {
-    awk -F'[: ]' '/^s:[0-9]+ (trl|tel):/ { k = $2 " " $3; v = $4 + 0
+    awk -F'[: ]' -v tol="${3:-1e-6}" -v want="${4:-20}" '/^s:[0-9]+ (trl|tel):/ { k = $2 " " $3; v = $4 + 0
                    if (FNR == NR) { a[k] = v; n++; next }
                    m++; if (!(k in a)) { bad = 1; next }
                    d = a[k] - v; if (d < 0) d = -d; r = d / (v < 0 ? -v : v)
                    if (r > worst) worst = r
-                   if (d > 1e-6 * (v < 0 ? -v : v) + 1e-6) bad = 1 }
-                   END { printf "%.1e", worst; exit (bad || n < 20 || n != m) }' "$1/main.log" "$2/main.log"
+                   if (d > tol * (v < 0 ? -v : v) + 1e-6) bad = 1 }
+                   END { printf "%.1e", worst; exit (bad || n < want || n != m) }' "$1/main.log" "$2/main.log"
 }
 same_accuracy() {
     [ -n "$(grep '^s:[0-9]* tea:' "$1/main.log")" ] &&
@@ -99,6 +101,30 @@ if run resume_full 2 "${res[@]}"; then
     else
         fail "a 2-rank run resumed on 1 rank: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
     fi
+fi
+
+# CPU and GPU ranks see the same images and flips: 2 ranks of train_vit with
+# flips against 2 emulated NCCL ranks of train_vitfp32cu (when built: make emu)
+# within 1e-5 relative (the emulated GEMMs sum in double, OpenBLAS in fp32;
+# cuda_vit_emu.sh's tolerance); one rank with -b 8 flips other images and differs
+emu=build/emu/train_vitfp32cu
+if [ -x "$emu" ]; then
+    dp=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -x 4 -nt 48 -ne 16 -pe 1 -u 2 -f 1 -N cbwc -sd "$seed")
+    if EMU_RANKS=2 "$emu" "${dp[@]}" -b 4 -pf "$work/nccl.id" -o "$work/gpu2" > "$work/gpu2.out" 2>&1 &&
+        run cpu2 2 "${dp[@]}" -b 4 && worst=$(same_losses "$work/cpu2" "$work/gpu2" 1e-5 4) &&
+        same_accuracy "$work/cpu2" "$work/gpu2"; then
+        ok "flips: 2 CPU ranks == 2 emulated GPU ranks (train_vitfp32cu): 4 losses within $worst relative, test accuracy equal"
+    else
+        fail "flips: 2 CPU ranks vs 2 emulated GPU ranks (worst ${worst:-?}): $(tail -2 "$work/gpu2.out" | tr '\n' ' ')"
+        paste <(grep -E '^s:[0-9]+ (trl|tea)' "$work/cpu2/main.log") <(grep -E '^s:[0-9]+ (trl|tea)' "$work/gpu2/main.log") | sed 's/^/     /'
+    fi
+    if run cpu1 1 "${dp[@]}" -b 8 && ! same_losses "$work/cpu1" "$work/gpu2" 1e-5 4 > /dev/null; then
+        ok "flips: the control, 1 rank with -b 8 (its own flips), differs from 2 ranks"
+    else
+        fail "flips: 1 rank with -b 8 logs the 2-rank losses: the comparison cannot tell flips apart"
+    fi
+else
+    echo "skip CPU vs GPU ranks with flips: $emu not built (make emu; suite cuda_vit_emu builds it)"
 fi
 
 # a stop signal to rank 1 alone: rank 0 learns of it through the max-reduction,
