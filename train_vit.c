@@ -221,8 +221,6 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
             vision_make_batch(images, labels, train, order + first, B, flips);
             classifier_forward(model, images, labels, args->smoothing, B);
             double loss_mean = classifier_mean_loss(model);
-            comm_mean_double(comm, &loss_mean); // the global batch's: the mean of equal slices
-            float loss = (float)loss_mean;
             classifier_zero_grad(model);
             classifier_backward(model, 1.0f / (float)B);
             adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args->warmup_steps,
@@ -230,6 +228,10 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
                                                         args->final_lr_fraction);
             float grad_norm = (float)classifier_parallel_update(model, comm, run->ck->zero_stage,
                                                                 &adamw, args->grad_clip);
+            // the global batch's loss, the mean of equal slices; reduced here, where the
+            // ranks have just met, so no rank waits for another between forward and backward
+            comm_mean_double(comm, &loss_mean);
+            float loss = (float)loss_mean;
             double dt = now_seconds() - t0;
             train_seconds += dt;
             step_seconds[step - first_step] = dt;
