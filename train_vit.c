@@ -381,8 +381,9 @@ int main(int argc, char **argv) {
     run.start.flip_states = malloc_check((size_t)comm.world_size * sizeof(uint64_t), "flip states");
     Classifier model;
     if (resumed_from >= 0) {
-        // another -b, -e or number of ranks is named before any checkpoint is read
-        if (comm.rank == 0) {
+        // a run.txt with another -b, -e or number of ranks is named before any
+        // checkpoint is read (without one, the check below records this run's)
+        if (comm.rank == 0 && run_dir_has_settings(args.output_dir)) {
             check_run_settings(&args, train.count, comm.world_size, 1);
         }
         comm_barrier(&comm);
@@ -421,9 +422,7 @@ int main(int argc, char **argv) {
     }
     if (args.output_dir != NULL && comm.rank == 0) {
         run_dir_remove_stale_tmp(args.output_dir);
-        if (resumed_from < 0) {
-            check_run_settings(&args, train.count, comm.world_size, 0);
-        }
+        check_run_settings(&args, train.count, comm.world_size, resumed_from >= 0);
     }
     Logger logger;
     logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomic_write.h"
 #include "checkpoint.h"
@@ -132,6 +133,15 @@ void run_dir_check_settings(const char *dir, const RunSetting *settings, int n, 
     }
     SettingsFile ctx = {settings, n};
     write_file_atomic(path, write_settings, &ctx);
+}
+
+int run_dir_has_settings(const char *dir) {
+    char path[PATH_CAP];
+    int len = snprintf(path, sizeof(path), "%s/run.txt", dir);
+    if (len < 0 || (size_t)len >= sizeof(path)) {
+        fatal("-o: output directory path too long: %s", dir);
+    }
+    return access(path, F_OK) == 0;
 }
 
 void run_dir_print_resume_command(int argc, char **argv, int ranks) {

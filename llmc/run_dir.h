@@ -24,6 +24,8 @@ typedef struct {
 // every setting must equal run.txt's (dies naming both values); a folder
 // without run.txt (checkpoints copied by hand) is announced and gets one.
 void run_dir_check_settings(const char *dir, const RunSetting *settings, int n, int resuming);
+// Does dir hold a run.txt (then run_dir_check_settings only reads it)?
+int run_dir_has_settings(const char *dir);
 
 // Prints "resume with: [mpirun -np RANKS] ARGV -y 1" to stdout, the
 // arguments shell-quoted where needed, any earlier -y pair dropped.
