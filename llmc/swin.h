@@ -43,7 +43,7 @@
 typedef struct {
     int stage, C, NH, res, window, shift, N, T, nW, hidden;
     const SwinBlockOffsets *off; // its parameters (vision_layout.h)
-    int rms_in_cbwc;    // its norms are RMS in cbwc and its proj, fc2 centred (foldable, or the paper variant)
+    int rms_in_cbwc;    // RMS norms, centred proj and fc2 in cbwc (foldable, or the paper variant)
     int *perm;          // (N) window-order token -> image token (shift included)
     int *rel_index;     // (T*T) into the ((2W-1)^2, NH) table
     float *mask;        // (nW, T, T) shifted-window mask, or NULL
@@ -58,7 +58,7 @@ typedef struct {
     int C_in, res_out, N_out;
     const SwinMergeOffsets *off;
     int rms_in_cbwc;       // the merging norm is RMS in cbwc (foldable, or the paper variant)
-    int centred_reduction; // the reduction is CBWC in cbwc (it writes a foldable stream, or the paper variant)
+    int centred_reduction; // the reduction is CBWC in cbwc (foldable stream, or the paper variant)
     float *merged, *normed, *mean, *rstd, *out; // (B, N_out, 4C_in) x2, (B, N_out) x2, (B, N_out, 2C_in)
 } SwinMerge;
 

@@ -70,8 +70,8 @@ int swin_merge_norm_rms_in_cbwc(const SwinConfig *config);
 
 // The number of norms of a model (ViT 2L + 1; Swin the patch norm, two per
 // block, one per merge and the final norm) and how many of them are foldable,
-// i.e. run as RMSNorm in exact cbwc and in a folded model (ViT all; Swin the patch
-// norm, the zero-mean stages' block norms, the merges' norms with the
+// i.e. run as RMSNorm in exact cbwc and in a folded model (ViT all; Swin
+// the patch norm, the zero-mean stages' block norms, the merges' norms with the
 // centring ops, the final norm after a zero-mean last stage; the paper
 // variant runs every norm as RMSNorm but is no fold).
 int vision_num_norms(const VisionConfig *config);
