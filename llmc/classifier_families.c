@@ -2,6 +2,7 @@
 #include <stddef.h>
 
 #include "classifier_ops.h"
+#include "utils.h" // fatal
 
 static void vit_op_build(Classifier *m, const VisionConfig *c) {
     vit_build(&m->vit, &c->vit, c->mode);
@@ -64,6 +65,10 @@ static void swin_op_describe(const Classifier *m, VisionConfig *c) {
     *c = (VisionConfig){.family = FAMILY_SWIN, .mode = m->swin.mode, .swin = m->swin.config};
 }
 static void swin_op_set_mode(Classifier *m, NormMode mode) {
+    if (m->swin.config.paper_variant && mode != MODE_CBWC) {
+        fatal("mode %s: this Swin is the paper variant, a cbwc model (docs/math.md section 3)",
+              norm_mode_name(mode));
+    }
     m->swin.mode = mode;
     m->swin.centred_stale = 1;
 }

@@ -45,7 +45,7 @@ static void swin_build_blocks(Swin *m) {
     m->PD = c->image_channels * c->patch_size * c->patch_size;
     int res = m->res0;
     for (int s = 0, b = 0; s < c->num_stages; s++) {
-        const int C = c->embed_dim << s, zero_mean = swin_stage_stream_zero_mean(c, s);
+        const int C = c->embed_dim << s, rms = swin_stage_rms_in_cbwc(c, s);
         res = swin_stage_resolution(c, s);
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
@@ -53,8 +53,8 @@ static void swin_build_blocks(Swin *m) {
             mg->res_out = res;
             mg->N_out = res * res;
             mg->off = &m->off.merges[s];
-            mg->rms_in_cbwc = c->centre_ops; // reads a concat of centred tokens
-            mg->centred_reduction = zero_mean;
+            mg->rms_in_cbwc = swin_merge_norm_rms_in_cbwc(c);
+            mg->centred_reduction = rms;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
             SwinBlock *blk = &m->blocks[b];
@@ -68,7 +68,7 @@ static void swin_build_blocks(Swin *m) {
             blk->T = blk->window * blk->window;
             blk->nW = blk->N / blk->T;
             blk->hidden = C * c->mlp_ratio;
-            blk->rms_in_cbwc = zero_mean;
+            blk->rms_in_cbwc = rms;
             blk->off = &m->off.blocks[b];
             block_build_tables(blk);
         }
@@ -88,6 +88,9 @@ void swin_build(Swin *m, const SwinConfig *config, NormMode mode) {
     const char *why = swin_config_error(config);
     if (why != NULL) {
         fatal("bad Swin config: %s", why);
+    }
+    if (config->paper_variant && mode != MODE_CBWC) {
+        fatal("the Swin paper variant is a cbwc model, not %s", norm_mode_name(mode));
     }
     m->config = *config;
     m->mode = mode;
@@ -325,7 +328,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
         }
     }
     const int CL = m->C_last, NL = m->N_last;
-    norm_forward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), m->lnf,
+    norm_forward(norm_kind(m, swin_stage_rms_in_cbwc(c, c->num_stages - 1)), m->lnf,
                  m->lnf_mean, m->lnf_rstd, x, p + m->off.lnfw, p + m->off.lnfb, B * NL, CL);
 #pragma omp parallel for schedule(static)
     for (int bb = 0; bb < B; bb++) {
@@ -420,7 +423,7 @@ void swin_backward(Swin *m, float loss_scale) {
     float *d = m->s_a, *other = m->s_b;
     memset(d, 0, (size_t)B * NL * CL * sizeof(float));
     const float *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out : m->stream0;
-    norm_backward(norm_kind(m, swin_stage_stream_zero_mean(c, c->num_stages - 1)), d, g + m->off.lnfw,
+    norm_backward(norm_kind(m, swin_stage_rms_in_cbwc(c, c->num_stages - 1)), d, g + m->off.lnfw,
                   g + m->off.lnfb, m->s_dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL);
     int b = m->num_blocks - 1;
     for (int s = c->num_stages - 1; s >= 0; s--) {

@@ -24,6 +24,11 @@
 //   - centre_ops = 1 inserts explicit centring ops (x - mean(x) per token)
 //     after the patch norm and before every PatchMerging, in every mode:
 //     then every norm is foldable, merging norms included.
+// The paper variant (config.paper_variant, cbwc only) is the paper's Swin:
+// every norm RMS and every stream-writing layer (patch linear, reductions,
+// attn projs, fc2s) centred, without centring ops. It is NOT the ln model
+// (the merges see the offsets centring removed); it is here to set the
+// paper's Swin claim beside the exact fold (vision_config.h).
 #ifndef FOLDNORM_SWIN_H
 #define FOLDNORM_SWIN_H
 
@@ -38,7 +43,7 @@
 typedef struct {
     int stage, C, NH, res, window, shift, N, T, nW, hidden;
     const SwinBlockOffsets *off; // its parameters (vision_layout.h)
-    int rms_in_cbwc;    // its norms are foldable
+    int rms_in_cbwc;    // RMS norms, centred proj and fc2 in cbwc (foldable, or the paper variant)
     int *perm;          // (N) window-order token -> image token (shift included)
     int *rel_index;     // (T*T) into the ((2W-1)^2, NH) table
     float *mask;        // (nW, T, T) shifted-window mask, or NULL
@@ -52,8 +57,8 @@ typedef struct {
 typedef struct {
     int C_in, res_out, N_out;
     const SwinMergeOffsets *off;
-    int rms_in_cbwc;       // the merging norm is foldable
-    int centred_reduction; // the reduction writes a foldable stream (CBWC in cbwc)
+    int rms_in_cbwc;       // the merging norm is RMS in cbwc (foldable, or the paper variant)
+    int centred_reduction; // the reduction is CBWC in cbwc (foldable stream, or the paper variant)
     float *merged, *normed, *mean, *rstd, *out; // (B, N_out, 4C_in) x2, (B, N_out) x2, (B, N_out, 2C_in)
 } SwinMerge;
 

@@ -1,5 +1,6 @@
 // Swin on the GPU in the three norm modes of llmc/swin.c (same parameters,
-// same math, same AdamW, the same foldable set and centring ops), built from
+// same math, same AdamW, the same RMS/centred set: foldable, centring ops or
+// the paper variant, from vision_config.h's swin_*_rms_in_cbwc), built from
 // the GPU kernels: norm, GELU, cuBLASLt matmul, AdamW, CBWC, the patch
 // embedding, the (shifted-)window attention (swin_window_attention.cuh), the
 // patch merging gather (swin_patch_merge.cuh) and the label-smoothed loss.
@@ -43,7 +44,7 @@ extern "C" {
 // one block's shapes, flags and activations (device pointers)
 typedef struct {
     int C, NH, res, window, shift, N, T, nW, hidden;
-    int foldable;         // its norms are RMS in cbwc, its proj and fc2 centred
+    int foldable;         // its norms are RMS in cbwc, its proj and fc2 centred (as SwinBlock)
     SwinBlockOffsets off; // device offsets
     floatX *ln1, *qkv, *att, *atty, *resid2, *ln2, *fch, *fch_gelu, *out;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
@@ -198,7 +199,7 @@ static inline void swincuda_build_shapes(SwinCuda *m) {
     m->PD = c->image_channels * c->patch_size * c->patch_size;
     int res = m->res0;
     for (int s = 0, b = 0; s < c->num_stages; s++) {
-        const int C = c->embed_dim << s, zero_mean = swin_stage_stream_zero_mean(c, s);
+        const int C = c->embed_dim << s, rms = swin_stage_rms_in_cbwc(c, s);
         res = swin_stage_resolution(c, s);
         if (s > 0) {
             SwinMergeCuda *mg = &m->merges[s];
@@ -206,8 +207,8 @@ static inline void swincuda_build_shapes(SwinCuda *m) {
             mg->res_out = res;
             mg->N_out = res * res;
             mg->off = m->off.merges[s];
-            mg->foldable = c->centre_ops;
-            mg->centred_reduction = zero_mean;
+            mg->foldable = swin_merge_norm_rms_in_cbwc(c);
+            mg->centred_reduction = rms;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
             SwinBlockCuda *k = &m->blocks[b];
@@ -220,7 +221,7 @@ static inline void swincuda_build_shapes(SwinCuda *m) {
             k->T = k->window * k->window;
             k->nW = k->N / k->T;
             k->hidden = C * c->mlp_ratio;
-            k->foldable = zero_mean;
+            k->foldable = rms;
             k->off = m->off.blocks[b];
             if (C % PACK_X != 0 || (C / k->NH) <= 0) {
                 fatal("swincuda: stage %d has C=%d, must be a multiple of %d", s, C, PACK_X);
@@ -470,7 +471,7 @@ static inline void swincuda_forward(SwinCuda *m, const float *images, const int 
         }
     }
     const int CL = m->C_last, NL = m->N_last;
-    const int last_foldable = swin_stage_stream_zero_mean(c, c->num_stages - 1);
+    const int last_foldable = swin_stage_rms_in_cbwc(c, c->num_stages - 1);
     residual_norm_forward(swincuda_layer(m, last_foldable), NULL, m->lnf, m->lnf_mean, m->lnf_rstd,
                           x, NULL, p + m->off.lnfw, p + m->off.lnfb, B * NL, CL, st);
     swincuda_pool_kernel<<<ceil_div(B * CL, 128), 128, 0, st>>>(m->pooled, m->lnf, B, NL, CL);
@@ -566,7 +567,7 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
     const floatX *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out
                            : c->centre_ops   ? m->stream0
                                              : m->pn;
-    const int last_foldable = swin_stage_stream_zero_mean(c, c->num_stages - 1);
+    const int last_foldable = swin_stage_rms_in_cbwc(c, c->num_stages - 1);
     norm_backward(swincuda_layer(m, last_foldable), d, g + m->off.lnfw, g + m->off.lnfb, m->reduce,
                   m->dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL, m->num_sms,
                   st);

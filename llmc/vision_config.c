@@ -49,8 +49,12 @@ const char *swin_config_error(const SwinConfig *c) {
     }
     if (c->image_size > 4096 || c->image_channels > 64 || c->embed_dim > 4096 ||
         c->num_classes > (1 << 20) || c->mlp_ratio > 64 || c->window > 64 ||
-        (c->centre_ops != 0 && c->centre_ops != 1)) {
+        (c->centre_ops != 0 && c->centre_ops != 1) ||
+        (c->paper_variant != 0 && c->paper_variant != 1)) {
         return "a value is out of range";
+    }
+    if (c->paper_variant && c->centre_ops) {
+        return "the paper variant has no centring ops";
     }
     if (c->image_size % c->patch_size != 0) {
         return "the image size must be a multiple of the patch size";
@@ -109,6 +113,14 @@ int vision_num_foldable_norms(const VisionConfig *config) {
     return n + swin_stage_stream_zero_mean(c, c->num_stages - 1);
 }
 
+int swin_stage_rms_in_cbwc(const SwinConfig *c, int stage) {
+    return c->paper_variant || swin_stage_stream_zero_mean(c, stage);
+}
+
+int swin_merge_norm_rms_in_cbwc(const SwinConfig *c) {
+    return c->paper_variant || c->centre_ops; // with the ops, each merge reads centred tokens
+}
+
 // Bounds on what a shape costs beyond its parameters: ViT heads * tokens^2
 // attention scores per image, Swin the summed window tables (perm N, index
 // T^2, mask N*T, bias N*NH*T) over all blocks.
@@ -133,6 +145,9 @@ static const char *swin_tables_error(const SwinConfig *c) {
 const char *vision_config_error(const VisionConfig *config) {
     if (config->family == FAMILY_SWIN) {
         const char *why = swin_config_error(&config->swin);
+        if (why == NULL && config->swin.paper_variant && config->mode != MODE_CBWC) {
+            why = "the paper variant is a cbwc model (norm mode 2)";
+        }
         return why != NULL ? why : swin_tables_error(&config->swin);
     }
     const ViTConfig *c = &config->vit;

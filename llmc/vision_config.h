@@ -33,6 +33,9 @@ typedef struct {
     int window;     // W (a stage whose resolution is <= W uses its resolution and no shift)
     int mlp_ratio;
     int centre_ops; // 0/1: explicit centring ops after the patch norm and before each merge
+    // 0/1: cbwc is the paper's Swin: every norm RMS, every stream-writing layer
+    // centred, no centring ops; NOT the ln model (docs/math.md section 3)
+    int paper_variant;
 } SwinConfig;
 
 // A model of either family: what a model file's header holds.
@@ -53,21 +56,31 @@ const char *swin_config_error(const SwinConfig *config);
 int swin_stage_resolution(const SwinConfig *config, int stage);
 // The window a stage of resolution res uses: W, or res when res <= W.
 int swin_stage_window(const SwinConfig *config, int res);
-// Is the stream of stage s foldable: are the block norms reading it RMS in
-// cbwc, and are the layers writing it centred?
+// Is the stream of stage s foldable: can the block norms reading it be RMS
+// and the layers writing it be centred without changing the ln model?
 int swin_stage_stream_zero_mean(const SwinConfig *config, int stage);
+// What cbwc builds: are the block norms of stage s (the final norm for the
+// last stage) RMS, and the layers writing stage s's stream (its merge's
+// reduction, attn projs, fc2s) centred? The foldable streams, or every one
+// in the paper variant.
+int swin_stage_rms_in_cbwc(const SwinConfig *config, int stage);
+// Is every merging norm RMS in cbwc (foldable with the centring ops; the
+// paper variant)?
+int swin_merge_norm_rms_in_cbwc(const SwinConfig *config);
 
 // The number of norms of a model (ViT 2L + 1; Swin the patch norm, two per
 // block, one per merge and the final norm) and how many of them are foldable,
-// i.e. run as RMSNorm in cbwc and in a folded model (ViT all; Swin the patch
-// norm, the zero-mean stages' block norms, the merges' norms with the
-// centring ops, the final norm after a zero-mean last stage).
+// i.e. run as RMSNorm in exact cbwc and in a folded model (ViT all; Swin
+// the patch norm, the zero-mean stages' block norms, the merges' norms with the
+// centring ops, the final norm after a zero-mean last stage; the paper
+// variant runs every norm as RMSNorm but is no fold).
 int vision_num_norms(const VisionConfig *config);
 int vision_num_foldable_norms(const VisionConfig *config);
 
-// The family's config error, or what its shape costs beyond the parameters
-// being out of bounds (attention scores, Swin's window tables), so that a
-// small file with a huge image or window cannot ask for terabytes; NULL if usable.
+// The family's config error, a Swin paper variant outside cbwc, or what its
+// shape costs beyond the parameters being out of bounds (attention scores,
+// Swin's window tables), so that a small file with a huge image or window
+// cannot ask for terabytes; NULL if usable.
 const char *vision_config_error(const VisionConfig *config);
 
 int vision_config_image_size(const VisionConfig *config);

@@ -141,6 +141,11 @@ void vision_fold(VisionConfig *config, float *params, const char *source,
         fatal("%s: norm mode is '%s'; fold takes an ln or cbwc model (a folded one is folded "
               "already)", source, norm_mode_name(config->mode));
     }
+    if (config->family == FAMILY_SWIN && config->swin.paper_variant) {
+        fatal("%s: the Swin paper variant (header slot 15) is not an ln model of its weights "
+              "(docs/math.md section 3), so it has no exact fold",
+              source);
+    }
     // a cbwc model is the ln model of its proxy weights (LN(Wx+b) = RMS(Vx+b~)),
     // so both fold the same way
     char *text = vision_graph_text(config);

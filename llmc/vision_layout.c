@@ -80,13 +80,13 @@ void swin_layout(const SwinConfig *c, TensorTable *t, SwinOffsets *offsets) {
     size_t C = E;
     for (int s = 0, b = 0; s < c->num_stages; s++) {
         C = E << s;
-        const int zero_mean = swin_stage_stream_zero_mean(c, s);
+        const int centred = swin_stage_rms_in_cbwc(c, s); // CBWC in cbwc
         if (s > 0) {
             SwinMergeOffsets *mg = &o->merges[s];
             snprintf(prefix, sizeof(prefix), "s%d.", s);
             mg->normw = add(t, prefix, "mnw", 2 * C, 0, 0);
             mg->normb = add(t, prefix, "mnb", 2 * C, 0, 0);
-            mg->redw = add(t, prefix, "redw", C * 2 * C, 1, zero_mean);
+            mg->redw = add(t, prefix, "redw", C * 2 * C, 1, centred);
         }
         const size_t W = (size_t)swin_stage_window(c, swin_stage_resolution(c, s));
         const size_t H = C * (size_t)c->mlp_ratio, NH = (size_t)c->heads[s];
@@ -99,14 +99,14 @@ void swin_layout(const SwinConfig *c, TensorTable *t, SwinOffsets *offsets) {
             k.qkvw = add(t, prefix, "qkvw", 3 * C * C, 1, 0);
             k.qkvb = add(t, prefix, "qkvb", 3 * C, 0, 0);
             k.rpb = add(t, prefix, "rpb", table * NH, 0, 0);
-            k.projw = add(t, prefix, "projw", C * C, 1, zero_mean);
-            k.projb = add(t, prefix, "projb", C, 0, zero_mean);
+            k.projw = add(t, prefix, "projw", C * C, 1, centred);
+            k.projb = add(t, prefix, "projb", C, 0, centred);
             k.ln2w = add(t, prefix, "ln2w", C, 0, 0);
             k.ln2b = add(t, prefix, "ln2b", C, 0, 0);
             k.fcw = add(t, prefix, "fcw", H * C, 1, 0);
             k.fcb = add(t, prefix, "fcb", H, 0, 0);
-            k.fc2w = add(t, prefix, "fc2w", C * H, 1, zero_mean);
-            k.fc2b = add(t, prefix, "fc2b", C, 0, zero_mean);
+            k.fc2w = add(t, prefix, "fc2w", C * H, 1, centred);
+            k.fc2b = add(t, prefix, "fc2b", C, 0, centred);
             if (offsets != NULL) {
                 o->blocks[b] = k;
             }

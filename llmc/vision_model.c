@@ -41,6 +41,7 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
     h[VH_MLP_RATIO] = c->mlp_ratio;
     h[VH_WINDOW] = c->window;
     h[VH_CENTRE_OPS] = c->centre_ops;
+    h[VH_PAPER_VARIANT] = c->paper_variant;
     for (int s = 0; s < c->num_stages; s++) {
         h[VH_DEPTHS + s] = c->depths[s];
         h[VH_HEADS + s] = c->heads[s];
@@ -64,7 +65,7 @@ void vision_config_from_header(const int32_t h[VISION_HEADER_INTS], VisionConfig
                       .patch_size = h[VH_PATCH_SIZE], .num_classes = h[VH_NUM_CLASSES],
                       .embed_dim = h[VH_CHANNELS], .num_stages = h[VH_NUM_LAYERS],
                       .window = h[VH_WINDOW], .mlp_ratio = h[VH_MLP_RATIO],
-                      .centre_ops = h[VH_CENTRE_OPS]};
+                      .centre_ops = h[VH_CENTRE_OPS], .paper_variant = h[VH_PAPER_VARIANT]};
     for (int s = 0; s < SWIN_MAX_STAGES; s++) {
         c->depths[s] = h[VH_DEPTHS + s];
         c->heads[s] = h[VH_HEADS + s];

@@ -31,6 +31,7 @@ enum {
     VH_WINDOW = 12,      // Swin window size
     VH_CENTRE_OPS = 13, // Swin: explicit centring after the patch norm (0/1)
     VH_FOLDED_NORMS = 14, // folded models: norms run as RMSNorm (vision_num_foldable_norms); else 0
+    VH_PAPER_VARIANT = 15, // Swin: the paper's variant of cbwc (0/1; 0 in older files)
     VH_DEPTHS = 16,      // Swin: slots 16..23, blocks per stage
     VH_HEADS = 24,       // Swin: slots 24..31, heads per stage
 };

@@ -24,7 +24,7 @@ VitTrainArgs vit_train_args_defaults(void) {
                       .flip = 1,
                       .print_every = 50,
                       .seed = 1337,
-                      .shape = {.centre_ops = -1}};
+                      .shape = {.centre_ops = -1, .paper_variant = -1}};
     return a;
 }
 
@@ -62,6 +62,11 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
         {"-W", CLI_INT, &m->window, 1, 64, "Swin window (default 7)", NULL, 0, 0},
         {"-K", CLI_INT, &m->centre_ops, 0, 1,
          "Swin centring ops after the patch norm and before each merge (default 0)", NULL, 0, 0},
+        {"-pv", CLI_INT, &m->paper_variant, 0, 1,
+         "Swin paper variant, -N cbwc only: every norm RMS, every stream-writing\n"
+         "layer CBWC, no centring ops; NOT the ln model (docs/math.md section 3)\n"
+         "(default 0)",
+         NULL, 0, 0},
         {"-b", CLI_INT, &p->batch_size, 1, 65536,
          "images per step, per rank under mpirun (default 128)", NULL, 0, 0},
         {"-ep", CLI_INT, &p->epochs, 1, 100000, "epochs (default 3)", NULL, 0, 0},
@@ -143,6 +148,8 @@ static SwinConfig swin_config_from_flags(const ShapeFlags *f, int tiny) {
         c.window = f->window;
     if (f->centre_ops >= 0)
         c.centre_ops = f->centre_ops;
+    if (f->paper_variant >= 0)
+        c.paper_variant = f->paper_variant;
     if (f->depths.count > SWIN_MAX_STAGES || f->stage_heads.count > SWIN_MAX_STAGES) {
         fatal("-D / -A: at most %d stages", SWIN_MAX_STAGES);
     }
@@ -165,6 +172,13 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
     if (args->norm_mode != NULL) {
         norm_mode_parse(args->norm_mode, &mode);
     }
+    const int swin = strcmp(args->model, "swin") == 0 || strcmp(args->model, "swin-tiny") == 0;
+    if (args->shape.paper_variant == 1 && (!swin || mode != MODE_CBWC)) {
+        fatal("-pv 1 (the paper's Swin variant) needs -e swin or swin-tiny and -N cbwc, got -e %s "
+              "-N %s%s",
+              args->model, norm_mode_name(mode),
+              swin || is_family_name(args->model) ? "" : " (a model file keeps its own variant)");
+    }
     if (!is_family_name(args->model)) {
         FILE *probe = fopen(args->model, "rb");
         if (probe == NULL) {
@@ -175,6 +189,11 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
         if (classifier_mode(model) == MODE_FOLDED) {
             fatal("-e %s: a folded model is for inference only (train its ln or cbwc model; "
                   "evaluate this one with train_vit -ev 1)", args->model);
+        }
+        if (args->norm_mode != NULL && mode != MODE_CBWC && model->family == FAMILY_SWIN &&
+            model->swin.config.paper_variant) {
+            fatal("-N %s: %s is the Swin paper variant, a cbwc model (header slot 15)",
+                  args->norm_mode, args->model);
         }
         if (args->norm_mode != NULL) {
             classifier_set_mode(model, mode);
@@ -197,8 +216,8 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
         c.num_classes = data->num_classes;
         const char *why = swin_config_error(&c);
         if (why != NULL) {
-            fatal("bad Swin config (-E %d -P %d -W %d, %d stages): %s", c.embed_dim, c.patch_size,
-                  c.window, c.num_stages, why);
+            fatal("bad Swin config (-E %d -P %d -W %d -K %d -pv %d, %d stages): %s", c.embed_dim,
+                  c.patch_size, c.window, c.centre_ops, c.paper_variant, c.num_stages, why);
         }
         classifier_init_swin(model, &c, mode, args->seed);
     }
@@ -232,6 +251,9 @@ void vit_train_describe_model(char *out, size_t size, const Classifier *model) {
             for (int s = 0; s < c->num_stages && n >= 0 && (size_t)n < size; s++) {
                 n += snprintf(out + n, size - (size_t)n, "%c%d", s == 0 ? '=' : ',', values[k][s]);
             }
+        }
+        if (n >= 0 && (size_t)n < size) {
+            n += snprintf(out + n, size - (size_t)n, " paper-variant=%d", c->paper_variant);
         }
     }
     if (n < 0 || (size_t)n >= size) {

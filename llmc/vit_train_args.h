@@ -8,11 +8,12 @@
 #include "cli.h"
 #include "vision_data.h"
 
-// The shape flags; 0 (an empty list, -1 for -K) where not given: the family's
+// The shape flags; 0 (an empty list, -1 for -K and -pv) where not given: the family's
 // default, or the swin-tiny preset's, applies.
 typedef struct {
     int channels, layers, heads, patch, mlp_ratio; // -C -L -H -P -R
     int embed_dim, window, centre_ops;             // -E -W -K
+    int paper_variant;                             // -pv
     CliList depths, stage_heads;                   // -D -A
 } ShapeFlags;
 

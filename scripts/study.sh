@@ -5,7 +5,8 @@
 #   scripts/study.sh gpt-pretrain quick|full   GPT-2 on the King James Bible:
 #       train/val curves, final val loss and tokens/s per mode
 #   scripts/study.sh vision quick|full         ViT and Swin on Fashion-MNIST:
-#       test accuracy and loss per mode (Swin also with -K 1, the centring ops)
+#       test accuracy and loss per mode (Swin also with -K 1, the centring ops,
+#       and swin_paper: -pv 1, the paper's Swin, cbwc only, NOT the ln model)
 #   scripts/study.sh sft quick|full            Alpaca fine-tuning on GCIDE
 #       records (gcide_to_alpaca, split by headword) from a KJV-pretrained
 #       checkpoint per mode, without and with residual dropout (-rd): held-out
@@ -95,11 +96,16 @@ vision)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
     echo "model,mode,seed,test_accuracy,test_loss,median_images_per_s" > "$out/summary.csv"
-    for family in vit swin swin_k1; do
+    for family in vit swin swin_k1 swin_paper; do
+        modes="ln rms cbwc"
         case $family in
             vit) fam=("${vit[@]}") ;; swin) fam=("${swin[@]}") ;; swin_k1) fam=("${swin[@]}" -K 1) ;;
+            # the paper's Swin (every norm RMS, every stream writer CBWC): a cbwc
+            # model only, and not the ln model (docs/math.md section 3)
+            swin_paper) fam=("${swin[@]}" -pv 1) modes=cbwc ;;
         esac
-        for mode in ln rms cbwc; do
+        runs=()
+        for mode in $modes; do
             for s in $seeds; do
                 name=${family}_${mode}_seed$s
                 run $name bin/train_vit "${fam[@]}" -N $mode "${common[@]}" -sd $s
@@ -108,10 +114,16 @@ vision)
                 loss=$(sed -E 's/.*test_loss ([^ ]+).*/\1/' <<< "$final")
                 rate=$(sed -E 's/.*median_images_per_s ([^ ]+).*/\1/' <<< "$final")
                 echo "$family,$mode,$s,$acc,$loss,$rate" >> "$out/summary.csv"
+                runs+=("$out/$name")
             done
         done
-        $PY scripts/plot_runs.py "$out"/${family}_*_seed* --group \
-            --title "vision: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
+        title="vision: $family"
+        if [ $family = swin_paper ]; then # beside the same Swin's ln and rms runs
+            runs+=("$out"/swin_ln_seed* "$out"/swin_rms_seed*)
+            title="vision: swin_paper (cbwc -pv 1) beside swin ln, rms"
+        fi
+        $PY scripts/plot_runs.py "${runs[@]}" --group \
+            --title "$title ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
     done
     ;;
 sft)

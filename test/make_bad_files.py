@@ -490,6 +490,12 @@ for fam in ("vit", "swin"):
         slot_values(f, consumer, m, slot, f"slot{slot}", [0, -1, I32_MIN, I32_MAX, 4097])
     if fam == "swin":
         slot_values(f, consumer, m, 13, "centre_ops", [-1, 2, I32_MAX])
+        slot_values(f, consumer, m, 15, "paper_variant", [-1, 2, I32_MAX])
+        # the paper variant is a cbwc model without centring ops
+        case(f, "paper_variant_ln", consumer, set_i32(set_i32(m, 15, 1), 3, 0),
+             expect="paper variant is a cbwc model")
+        case(f, "paper_variant_centre_ops", consumer, set_i32(set_i32(set_i32(m, 15, 1), 13, 1), 3, 2),
+             expect="paper variant has no centring ops")
     case(f, "nan_first", consumer, set_f32(m, 0, float("nan")), expect="nan_first.bin.*patchw.*not finite")
     case(f, "inf_last", consumer, set_f32(m, nv - 1, float("inf")), expect="inf_last.bin.*headb.*not finite")
     case(f, "crc_good", consumer, with_crc(m), expect="ok")

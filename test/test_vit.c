@@ -1,4 +1,4 @@
-// Checks the image classifiers (llmc/vit.c) two ways.
+// Checks the image classifiers (llmc/vit.c, llmc/swin.c) three ways.
 //
 // test_vit MODEL STATE [-rt rel_tol] [-lt loss_tol] [--forward-only]
 //   against a debug state written by the independent PyTorch reference
@@ -14,6 +14,10 @@
 //   of docs/math.md section 3 for ViT: with patch embedding, cls, pos, attn
 //   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
 //   foldable), while in ln mode it is not.
+//
+// test_vit --paper-vs-ln SWIN SEED
+//   from a Swin file's weights: cbwc gives ln's logits, also with the
+//   centring ops (-K 1), while the paper variant does not (docs/math.md 3).
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -261,9 +265,69 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
     return ok;
 }
 
+// Logits of a Swin with config c in mode from the given weights on B images.
+static void swin_logits(float *out, const SwinConfig *c, NormMode mode, const float *params,
+                        const float *images, const int *labels, int B) {
+    Swin m;
+    swin_build(&m, c, mode);
+    memcpy(m.params_memory, params, m.num_parameters * sizeof(float));
+    swin_forward(&m, images, labels, 0.0f, B);
+    memcpy(out, m.logits, (size_t)B * c->num_classes * sizeof(float));
+    swin_free(&m);
+}
+
+// From one Swin file's weights: cbwc == ln without and with the centring
+// ops (-K 1), while the paper variant (every norm RMS, every stream writer
+// centred) is a different function from ln (docs/math.md section 3).
+static int check_paper_vs_ln(const char *model_path, unsigned long long seed) {
+    Classifier model;
+    classifier_load(&model, model_path, FAMILY_SWIN);
+    SwinConfig c = model.swin.config;
+    c.centre_ops = 0;
+    c.paper_variant = 0;
+    const int B = 4, K = c.num_classes;
+    const size_t n_img = (size_t)B * c.image_channels * c.image_size * c.image_size;
+    const size_t nl = (size_t)B * K;
+    float *images = malloc_check(n_img * sizeof(float), "images");
+    float *logits = malloc_check(5 * nl * sizeof(float), "logits");
+    int labels[4];
+    Rng rng;
+    rng_seed(&rng, seed);
+    rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
+    for (int b = 0; b < B; b++) {
+        labels[b] = (int)(rng_u32(&rng) % (uint32_t)K);
+    }
+    const float *w = model.swin.params_memory;
+    SwinConfig k1 = c, paper = c;
+    k1.centre_ops = 1;
+    paper.paper_variant = 1;
+    swin_logits(logits, &c, MODE_LN, w, images, labels, B);
+    swin_logits(logits + nl, &c, MODE_CBWC, w, images, labels, B);
+    swin_logits(logits + 2 * nl, &k1, MODE_LN, w, images, labels, B);
+    swin_logits(logits + 3 * nl, &k1, MODE_CBWC, w, images, labels, B);
+    swin_logits(logits + 4 * nl, &paper, MODE_CBWC, w, images, labels, B);
+    double cbwc = relative_error(logits + nl, logits, nl);
+    double cbwc_k1 = relative_error(logits + 3 * nl, logits + 2 * nl, nl);
+    double pap = relative_error(logits + 4 * nl, logits, nl);
+    printf("test_vit --paper-vs-ln: %s, seed %llu, B=%d, logits relative to ln's on the same "
+           "weights:\n  cbwc %.2e, cbwc -K 1 (vs ln -K 1) %.2e, paper variant %.2e\n",
+           model_path, seed, B, cbwc, cbwc_k1, pap);
+    int ok = check_error("cbwc=ln", cbwc, 1e-5);
+    ok &= check_error("cbwcK1=lnK1", cbwc_k1, 1e-5);
+    // the paper variant must differ by far more than fp32 rounding: 10x the
+    // 1e-5 above (cbwc's measured ~4e-7); it measured 4e-3 to 5e-2 on
+    // swin.py's random weights (18 draws)
+    ok &= check_error("paper!=ln", 1e-4 / (pap + 1e-30), 1.0);
+    free(images);
+    free(logits);
+    classifier_free(&model);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
 int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
-    int count_only = 0, equivalence = 0, forward_only = 0;
+    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
@@ -271,6 +335,9 @@ int main(int argc, char **argv) {
          CLI_OPEN_LO, 0},
         {"--equivalence", CLI_SWITCH, &equivalence, 0, 0,
          "MODEL.bin SEED STEPS: ln and cbwc+rms from the same weights stay equal", NULL, 0, 0},
+        {"--paper-vs-ln", CLI_SWITCH, &paper_vs_ln, 0, 0,
+         "SWIN.bin SEED: from its weights cbwc == ln (also with -K 1), the paper variant != ln",
+         NULL, 0, 0},
         {"--count", CLI_SWITCH, &count_only, 0, 0, "MODEL.bin: print the parameter count", NULL,
          0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
@@ -278,7 +345,7 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "test_vit",
                     .synopsis = "[options] MODEL.bin STATE.bin | --equivalence MODEL.bin SEED STEPS"
-                                " | --count MODEL.bin",
+                                " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin",
                     .about = "Checks a ViT / Swin against a debug state of dev/reference/vit.py or swin.py.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
                     .min_positional = 1, .max_positional = 3};
@@ -292,6 +359,12 @@ int main(int argc, char **argv) {
                classifier_num_parameters(&model), classifier_num_tensors(&model));
         classifier_free(&model);
         return 0;
+    }
+    if (paper_vs_ln) {
+        if (n != 2) cli_error(&spec, "--paper-vs-ln takes SWIN.bin SEED");
+        unsigned long long seed =
+            (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
+        return check_paper_vs_ln(args[0], seed) ? 0 : 1;
     }
     if (equivalence) {
         if (n != 3) cli_error(&spec, "--equivalence takes MODEL.bin SEED STEPS");

@@ -23,6 +23,12 @@ the patch norm and before every merge (in every mode): then every norm is
 foldable. Non-foldable norms stay LayerNorm. A folded file (--load, mode
 folded, from bin/fold) runs cbwc's RMS norms over its weights as stored
 (they hold the centred tensors already).
+
+--paper-variant 1 (cbwc only, no centring ops) is the paper's Swin instead:
+every LayerNorm replaced by RMSNorm and every layer that writes a stream
+centred (the patch conv, every merge's reduction, every attn proj and fc2:
+V = W - the mean of each column, b - mean(b)). Not the ln model: a merge's
+concat sees the per-token offsets the centring removes.
 """
 
 import argparse
@@ -138,9 +144,10 @@ def zero_mean_stream(cfg, stage):
 def swin_forward(P, arch, mode, images, labels, smoothing):
     cfg = arch.cfg
     c = mode == "cbwc"
+    paper = c and cfg.get("paper_variant", 0) == 1  # every norm RMS, every stream writer centred
 
     def kind(foldable):
-        return "ln" if mode == "ln" else "rms" if mode == "rms" or foldable else "ln"
+        return "ln" if mode == "ln" else "rms" if mode == "rms" or foldable or paper else "ln"
 
     pw, pb = centred_out(P["patchw"], P["patchb"]) if c else (P["patchw"], P["patchb"])
     x = F.conv2d(images, pw, pb, stride=cfg["patch_size"]).permute(0, 2, 3, 1)   # (B, H, W, E)
@@ -159,10 +166,10 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
                            x[:, 1::2, 1::2]], dim=-1)
             x = norm(kind(cfg["centre_ops"] == 1), x, P[f"s{s}.mnw"], P[f"s{s}.mnb"])
             rw = P[f"s{s}.redw"]
-            x = F.linear(x, centred_out(rw)[0] if c and zero_mean_stream(cfg, s) else rw)
+            x = F.linear(x, centred_out(rw)[0] if paper or c and zero_mean_stream(cfg, s) else rw)
         pre, C, NH, res, ws, sh = blk["pre"], blk["C"], blk["NH"], blk["res"], blk["ws"], blk["shift"]
         zm = zero_mean_stream(cfg, s)
-        cen = c and zm
+        cen = paper or c and zm
         h = norm(kind(zm), x, P[pre + "ln1w"], P[pre + "ln1b"])
         if sh > 0:
             h = torch.roll(h, shifts=(-sh, -sh), dims=(1, 2))
@@ -230,6 +237,9 @@ def main(argv=None):
     p.add_argument("--window", type=int, default=4)
     p.add_argument("--mlp-ratio", type=int, default=2)
     p.add_argument("--centre-ops", type=int, choices=(0, 1), default=0)
+    p.add_argument("--paper-variant", type=int, choices=(0, 1), default=0,
+                   help="the paper's Swin: cbwc with every norm RMS and every stream writer "
+                   "centred (not the ln model)")
     p.add_argument("--B", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model")
@@ -254,6 +264,7 @@ def main(argv=None):
         cfg = dict(image_size=int(h[4]), image_channels=int(h[5]), patch_size=int(h[6]),
                    num_classes=int(h[7]), embed_dim=int(h[8]), num_stages=ns,
                    mlp_ratio=int(h[11]), window=int(h[12]), centre_ops=int(h[13]),
+                   paper_variant=int(h[vf.SLOT["paper_variant"]]),
                    depths=[int(v) for v in h[16:16 + ns]], heads=[int(v) for v in h[24:24 + ns]])
         mode = a.mode or file_mode
     else:
@@ -262,8 +273,11 @@ def main(argv=None):
         cfg = dict(image_size=a.image_size, image_channels=a.image_channels,
                    patch_size=a.patch_size, num_classes=a.num_classes, embed_dim=a.embed_dim,
                    num_stages=len(a.depths), mlp_ratio=a.mlp_ratio, window=a.window,
-                   centre_ops=a.centre_ops, depths=a.depths, heads=a.heads)
+                   centre_ops=a.centre_ops, paper_variant=a.paper_variant, depths=a.depths,
+                   heads=a.heads)
         mode = a.mode
+    if cfg.get("paper_variant", 0) and (mode != "cbwc" or cfg["centre_ops"]):
+        p.error("--paper-variant 1 is a cbwc model without centring ops")
     arch = Arch(cfg)
     S, Cin = cfg["image_size"], cfg["image_channels"]
     images = torch.randn((a.B, Cin, S, S), generator=gen)
@@ -282,7 +296,8 @@ def main(argv=None):
     params = [P[n] for n in names]
     if a.model:
         fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
-                                      "num_classes", "mlp_ratio", "window", "centre_ops")}
+                                      "num_classes", "mlp_ratio", "window", "centre_ops",
+                                      "paper_variant")}
         fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
                       depths=cfg["depths"], heads=cfg["heads"])
         vf.write_model(a.model, "swin", mode, fields, [q.detach().numpy() for q in params])

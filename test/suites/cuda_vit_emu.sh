@@ -17,8 +17,9 @@
 #      main.log and train_vit's losses
 #   3b. Swin (llmc/swin_cuda.cuh): test_swinfp32cu / test_swincu vs fresh
 #      dev/reference/swin.py states (2 stages, 2x2 windows + shift: ln, rms,
-#      cbwc; 3 stages with the centring ops: ln, and ln == cbwc over 8 steps
-#      with the rms control); train_vitfp32cu -e swin equal to train_vit
+#      cbwc, and cbwc's paper variant -pv 1; 3 stages with the centring ops:
+#      ln, and ln == cbwc over 8 steps with the rms control); train_vitfp32cu
+#      -e swin equal to train_vit
 #      (ln, cbwc -K 1), its model file loads on the CPU; train_vitcu -e swin
 #   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
 #      skipping the queries before its keys (the causal loop), and the cbwc
@@ -187,7 +188,8 @@ fi
 swin_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 16 --depths 2,2 --heads 2,4 --window 4 --B 2 --steps 4"
 swin_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3
         --mlp-ratio 4 --B 3 --num-classes 4 --steps 3 --lr 3e-3 --centre-ops 1"
-for tag in ln_a rms_a cbwc_a ln_b; do
+swin_ap="$swin_a --paper-variant 1" # the paper's Swin (cbwc: every norm RMS, every stream writer centred)
+for tag in ln_a rms_a cbwc_a ln_b cbwc_ap; do
     mode=${tag%_*} shape=swin_${tag#*_}
     m=$(( (s + ${#tag} * 17 + ${#mode} * 5) % 1000000 ))
     # shellcheck disable=SC2086

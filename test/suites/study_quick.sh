@@ -3,7 +3,8 @@
 # of gpt-pretrain, vision, sft and equivalence completes, summary.csv has a
 # row per run with numbers, the curves render, and where cbwc is the ln model
 # (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; sft without residual
-# dropout) its final losses equal ln's to fp32 chaos; in the equivalence study
+# dropout) its final losses equal ln's to fp32 chaos (the vision study's
+# swin_paper rows, the paper's Swin, are cbwc only); in the equivalence study
 # cbwc stays within 1e-4 of ln (logits and every gradient) while the rms
 # control differs by more than 1e-5 in every tensor at every step; the speed
 # study has every comparison (norms per shape with the copy, the step per
@@ -30,7 +31,9 @@ w = sys.argv[1]
 def rows(study):
     return list(csv.DictReader(open(os.path.join(w, study, "summary.csv"))))
 gpt, vis, sft, eq = rows("gpt-pretrain"), rows("vision"), rows("sft"), rows("equivalence")
-assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 18, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
+# vision: vit, swin, swin_k1 x 3 modes x 2 seeds, swin_paper cbwc x 2 seeds
+assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 20, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
+assert sorted(r["mode"] for r in vis if r["model"] == "swin_paper") == ["cbwc", "cbwc"], vis
 for r in gpt + vis + sft + eq:
     for k, v in r.items():
         if k not in ("mode", "model", "family"):
@@ -61,7 +64,7 @@ for r in speed:
 p = os.path.join(w, "speed", "speed.png")
 assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 pngs = glob.glob(os.path.join(w, "*", "curves*.png"))
-assert len(pngs) == 7, pngs
+assert len(pngs) == 8, pngs  # gpt, sft x2, equivalence, vit, swin, swin_k1, swin_paper
 for p in pngs:
     assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 PYEOF

@@ -4,9 +4,11 @@
 # losses in ln, rms and cbwc, on configs with >= 2 windows per side and a
 # shift (W-MSA + SW-MSA with the mask), with and without the centring ops;
 # then ln == cbwc from the same weights over 30 AdamW steps (rms differs), the
-# foldable set asserted, and the norms kept LN shown to have non-zero-mean inputs.
+# foldable set asserted, and the norms kept LN shown to have non-zero-mean inputs;
+# the paper's variant (-pv 1) against the reference and shown not to be ln.
 # In the fast tier (FOLDNORM_TEST_TIER=check): config A only (the centring ops
-# in cbwc only), the equivalence with the centring ops, no Swin-Tiny count.
+# in cbwc only, the paper variant), the equivalence with the centring ops, no
+# Swin-Tiny count.
 # tier: check
 set -euo pipefail
 quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
@@ -33,6 +35,19 @@ for mode in ln rms cbwc; do
     $PY dev/reference/swin.py --mode $mode --seed $((seed + 23)) --steps 3 $cfg_b --lr 3e-3 \
         --model "$work/swb_$mode.bin" --state "$work/swb_${mode}_s.bin"
     bin/test_vit "$work/swb_$mode.bin" "$work/swb_${mode}_s.bin"
+done
+# the paper's variant (cbwc, every norm RMS, every stream writer centred): ours
+# equals the reference's, and from its weights it is not the ln model while
+# cbwc is (also with -K 1)
+for cfg in a b; do
+    [ $quick = 1 ] && [ $cfg = b ] && continue
+    shape=cfg_$cfg
+    echo "== cbwc paper variant, config ${cfg^^}"
+    # shellcheck disable=SC2086
+    $PY dev/reference/swin.py --mode cbwc --paper-variant 1 --seed $((seed + 29)) --steps 3 ${!shape} \
+        --model "$work/swp_$cfg.bin" --state "$work/swp_${cfg}_s.bin"
+    bin/test_vit "$work/swp_$cfg.bin" "$work/swp_${cfg}_s.bin"
+    bin/test_vit --paper-vs-ln "$work/swp_$cfg.bin" $((seed + 30))
 done
 for centre in 0 1; do
     [ $quick = 1 ] && [ $centre = 0 ] && continue

@@ -134,6 +134,23 @@ expect_error "Swin: heads list not matching depths" "-A" train -i "$good" -e swi
 expect_error "Swin: window not dividing the resolution" "multiple of the window" train -i "$good" -e swin -W 5
 expect_error "unknown model (no such family or file)" "-e resnet" train -i "$good" -e resnet
 expect_error "patch not dividing the image" "multiple of the patch size" train -i "$good" -P 5
+# the paper's Swin variant (-pv 1): cbwc and -e swin only, no centring ops; its
+# file keeps it (header slot 15) and refuses another mode and folding
+expect_error "-pv 1 with ViT" "needs -e swin or swin-tiny and -N cbwc" train -i "$good" -N cbwc -pv 1
+expect_error "-pv 1 without -N cbwc" "needs -e swin or swin-tiny and -N cbwc" train -i "$good" -e swin -pv 1
+expect_error "-pv 1 with -K 1" "the paper variant has no centring ops" train -i "$good" -e swin -N cbwc -K 1 -pv 1
+if train -i "$good" -e swin -E 8 -A 1,2 -N cbwc -pv 1 -o "$work/paper" > "$work/paper.out" 2>&1 &&
+   grep -q 'paper-variant=1' "$work/paper.out" &&
+   [ "$($PY -c "import numpy as n,sys; print(n.fromfile(sys.argv[1],'<i4',16)[15])" "$work/paper/model_00000001.bin")" = 1 ]; then
+    ok "-pv 1: trains, its checkpoint has header slot 15 = 1"
+else
+    cat "$work/paper.out"; fail "-pv 1 run or its checkpoint"
+fi
+expect_error "-N ln on a paper-variant file" "is the Swin paper variant, a cbwc model" \
+    train -i "$good" -e "$work/paper/model_00000001.bin" -N ln
+[ -x bin/fold ] || make -s fold
+expect_error "bin/fold on a paper-variant file" "has no exact fold" \
+    bin/fold "$work/paper/model_00000001.bin" "$work/paper_folded.bin"
 
 echo "vit_train_bad_input: $fails failure(s)"
 [ $fails -eq 0 ]
