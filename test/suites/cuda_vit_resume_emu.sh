@@ -18,6 +18,7 @@
 #      -z 1's checkpoint resumed by one process with the global batch follows
 #      the 2-rank curve (1e-5), and by 2 ranks -z 1 with flips (each rank's
 #      stream per step) ends on the same model, byte for byte
+#   6. -y 1 without -o, -y 1 on a folder without a checkpoint, -z 2: refused
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/cuda_vit_resume_emu
@@ -158,6 +159,18 @@ if grep -q "(ZeRO-1)" "$work/swin_z1.log" && same_curve "$work/swin_z0" "$work/s
 else
     bad "train_vitfp32cu Swin -z 1 vs -z 0"; paste <(grep trl "$work/swin_z0/main.log") <(grep trl "$work/swin_z1/main.log") | sed 's/^/     /'
 fi
+
+# bad flags: a clear error and exit 1, nothing run
+if "$E/train_vitfp32cu" -y 1 > "$work/bad_y.log" 2>&1; then bad "-y 1 without -o accepted"
+elif grep -q -- "-y 1 needs -o" "$work/bad_y.log"; then ok "-y 1 without -o refused"
+else bad "-y 1 without -o: $(head -2 "$work/bad_y.log")"; fi
+mkdir -p "$work/empty"
+if "$E/train_vitfp32cu" -i "$fmnist" -o "$work/empty" -y 1 > "$work/bad_empty.log" 2>&1; then bad "-y 1 on a folder without a checkpoint accepted"
+elif grep -q "$work/empty" "$work/bad_empty.log"; then ok "-y 1 on a folder without a checkpoint refused, naming it"
+else bad "-y 1 on an empty folder: $(head -2 "$work/bad_empty.log")"; fi
+if "$E/train_vitfp32cu" -z 2 > "$work/bad_z.log" 2>&1; then bad "-z 2 accepted"
+elif grep -q -- "-z" "$work/bad_z.log"; then ok "-z 2 refused"
+else bad "-z 2: $(head -2 "$work/bad_z.log")"; fi
 
 echo "cuda_vit_resume_emu: $fails failure(s) (emulated: a logic check, not a device run)"
 [ $fails -eq 0 ]
