@@ -252,6 +252,9 @@ int main(int argc, char **argv) {
         resumed_from = vision_checkpoint_resume(&host, &run.start, run.order, train.count,
                                                 args.output_dir);
         vit_train_check_model_fits(&host, args.output_dir, &train);
+        if (classifier_mode(&host) == MODE_FOLDED) {
+            fatal("%s: the checkpoint's model file is folded (inference only)", args.output_dir);
+        }
         NormMode mode;
         if (args.norm_mode != NULL && norm_mode_parse(args.norm_mode, &mode) == 0 &&
             mode != classifier_mode(&host)) {
