@@ -82,6 +82,70 @@ static inline void classifier_cuda_params_to_host(const ClassifierCuda *m, Class
     else
         swincuda_params_to_host(&m->swin, host->swin.params_memory);
 }
+// The device parameter vector's table for a sharded update
+// (llmc/vision_grad_sync.cuh): tensor i at offset (the device layout, Swin's
+// padded), its size and whether AdamW decays it.
+static inline int classifier_cuda_num_tensors(const ClassifierCuda *m) {
+    return m->family == FAMILY_VIT ? VIT_NUM_PARAM_TENSORS : m->swin.count;
+}
+static inline void classifier_cuda_tensor(const ClassifierCuda *m, int i, size_t *offset,
+                                          size_t *size, int *decayed) {
+    if (m->family == FAMILY_VIT) {
+        size_t o = 0;
+        for (int k = 0; k < i; k++) o += m->vit.param_sizes[k];
+        *offset = o;
+        *size = m->vit.param_sizes[i];
+        *decayed = vit_param_decayed(i);
+    } else {
+        *offset = m->swin.dev_offsets[i];
+        *size = m->swin.sizes[i];
+        *decayed = m->swin.decayed[i];
+    }
+}
+
+// The training state on the device: the fp32 master parameters (device
+// layout), the AdamW moments (NULL before the first update of a fresh model)
+// and step.
+typedef struct {
+    float *params;
+    float **m, **v;
+    int *adamw_step;
+} ClassifierCudaState;
+static inline ClassifierCudaState classifier_cuda_state(ClassifierCuda *m) {
+    if (m->family == FAMILY_VIT) {
+        ClassifierCudaState s = {m->vit.params_memory, &m->vit.m_memory, &m->vit.v_memory,
+                                 &m->vit.adamw_step};
+        return s;
+    }
+    ClassifierCudaState s = {m->swin.params_memory, &m->swin.m_memory, &m->swin.v_memory,
+                             &m->swin.adamw_step};
+    return s;
+}
+
+// After the fp32 master parameters changed outside the model's update (a
+// ZeRO-1 all-gather): the kernels' floatX copy from them, cbwc's V at the next forward.
+static inline void classifier_cuda_params_changed(ClassifierCuda *m) {
+    if (m->family == FAMILY_VIT) {
+        vitcuda_sync_params_x(&m->vit);
+        m->vit.centred_stale = 1;
+    } else {
+        swincuda_sync_params_x(&m->swin);
+        m->swin.centred_stale = 1;
+    }
+}
+
+// A device vector in the device layout (parameters, moments) into host, in file order.
+static inline void classifier_cuda_vector_to_host(const ClassifierCuda *m, float *host,
+                                                  const float *dev) {
+    CUDA_CHECK(cudaStreamSynchronize(classifier_cuda_stream(m)));
+    if (m->family == FAMILY_VIT) {
+        CUDA_CHECK(cudaMemcpy(host, dev, m->vit.num_parameters * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    } else {
+        swincuda_gather(&m->swin, host, dev);
+    }
+}
+
 static inline void classifier_cuda_free(ClassifierCuda *m) {
     if (m->family == FAMILY_VIT)
         vitcuda_free(&m->vit);

@@ -221,12 +221,17 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
         }
         classifier_init_swin(model, &c, mode, args->seed);
     }
+    vit_train_check_model_fits(model, args->model, data);
+}
+
+void vit_train_check_model_fits(const Classifier *model, const char *name,
+                                const VisionSplit *data) {
     if (classifier_image_size(model) != data->side ||
         classifier_image_channels(model) != data->channels ||
         classifier_num_classes(model) != data->num_classes) {
         fatal("%s: the model takes %dx%d images with %d channel(s) and %d classes; the data has "
               "%dx%d images with %d channel(s) and %d classes",
-              args->model, classifier_image_size(model), classifier_image_size(model),
+              name, classifier_image_size(model), classifier_image_size(model),
               classifier_image_channels(model), classifier_num_classes(model), data->side,
               data->side, data->channels, data->num_classes);
     }
@@ -259,4 +264,16 @@ void vit_train_describe_model(char *out, size_t size, const Classifier *model) {
     if (n < 0 || (size_t)n >= size) {
         fatal("vit_train_describe_model: model description longer than %zu bytes", size);
     }
+}
+
+void vit_train_run_settings(const VitTrainArgs *args, int global_batch, int train_count,
+                            RunSetting *settings) {
+    const char *flags[VIT_RUN_SETTINGS] = {"-e", "-b", "-i", "-nt"};
+    for (int i = 0; i < VIT_RUN_SETTINGS; i++) {
+        settings[i].flag = flags[i];
+    }
+    snprintf(settings[0].value, sizeof(settings[0].value), "%s", args->model);
+    snprintf(settings[1].value, sizeof(settings[1].value), "%d", global_batch);
+    snprintf(settings[2].value, sizeof(settings[2].value), "%s", args->train_data);
+    snprintf(settings[3].value, sizeof(settings[3].value), "%d", train_count);
 }

@@ -6,6 +6,7 @@
 
 #include "classifier.h"
 #include "cli.h"
+#include "run_dir.h"
 #include "vision_data.h"
 
 // The shape flags; 0 (an empty list, -1 for -K and -pv) where not given: the family's
@@ -51,6 +52,18 @@ int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
 // -e: a model file, or a fresh ViT / Swin from the shape flags sized for the
 // data (its image side, channels and classes). Dies with the reason otherwise.
 void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const VisionSplit *data);
+
+// Dies unless the model's image side, channels and classes are the data's;
+// name: where the model came from (a file, a run folder).
+void vit_train_check_model_fits(const Classifier *model, const char *name,
+                                const VisionSplit *data);
+
+// The settings a resume must repeat (run_dir.h's run.txt): -e, the global
+// batch (-b times the processes: a checkpoint counts global batches), -i and
+// the train image count (-nt as loaded). settings: room for VIT_RUN_SETTINGS.
+#define VIT_RUN_SETTINGS 4
+void vit_train_run_settings(const VitTrainArgs *args, int global_batch, int train_count,
+                            RunSetting *settings);
 
 // The model's family and shape as key=value words (the run record's config,
 // the trainers' first line) into out (size bytes); dies if it does not fit.

@@ -33,7 +33,7 @@ CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc cross
                   schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets \
                   vit swin classifier classifier_families classifier_replicas classifier_loss \
                   patch_embed vision_model vision_config vision_layout vision_data vit_train_args \
-                  idx image_shard stop_signal run_dir batch_prefetch)
+                  vision_checkpoint idx image_shard stop_signal run_dir batch_prefetch)
 CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
 # rebuilt when the list above changes too (an old library would lack an object added to it)
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk

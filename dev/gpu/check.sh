@@ -179,6 +179,22 @@ if stage "Swin-Tiny images/s (224 crops)" 50; then
     fi
 fi
 
+# exact resume on the device (bf16, cbwc): 20 steps, and the same run resumed from its
+# checkpoint of step 10, must end on the same fp32 master weights, byte for byte
+if [ -d "$fmnist" ] && stage "train_vitcu resume" 30; then
+    res=(-i "$fmnist" -e vit -N cbwc -b 128 -x 20 -n 10 -nt 2560 -ne 256 -pe 10)
+    log=$logs/vit_resume.log
+    if timeout 12 bin/train_vitcu "${res[@]}" -o "$tmp/resume_full" > "$log" 2>&1 &&
+       mkdir -p "$tmp/resume_half" &&
+       cp "$tmp/resume_full"/{run.txt,main.log,model_00000010.bin,state_00000010.bin} "$tmp/resume_half/" &&
+       timeout 12 bin/train_vitcu "${res[@]}" -o "$tmp/resume_half" -y 1 >> "$log" 2>&1 &&
+       cmp "$tmp/resume_full/model_00000020.bin" "$tmp/resume_half/model_00000020.bin" >> "$log" 2>&1; then
+        row "train_vitcu -y 1 from step 10 of 20" "PASS (the same final model, byte for byte)"
+    else
+        row "train_vitcu -y 1 from step 10 of 20" "FAIL (combined.log: vit_resume)"; tail -10 "$log"
+    fi
+fi
+
 if stage "dev/cuda kernel checks" 40; then
     for prog in build/dev/cuda/*_fp32 build/dev/cuda/*_bf16; do # every dev/cuda/*.cu, both builds
         DEV_CUDA_CHECK_ONLY=1 run "dev_$(basename "$prog")" 30 "$prog"

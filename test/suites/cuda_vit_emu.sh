@@ -172,7 +172,7 @@ sig=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 400 -nt 3200 -ne 16 -pe 1 -u 2 -s
 pid=$!
 for _ in $(seq 600); do grep -q '^step' "$work/sig.log" 2> /dev/null && break; sleep 0.1; done
 kill -TERM $pid 2> /dev/null; wait $pid; rc=$?
-stopped=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\)$/\1/p' "$work/sig.log")
+stopped=$(sed -n 's/^stopped by SIGTERM after step \([0-9]*\).*/\1/p' "$work/sig.log")
 model=$work/sig/model_$(printf %08d "${stopped:-0}").bin
 if [ $rc -eq 143 ] && [ -n "$stopped" ] && [ "$stopped" -lt 400 ] && [ -f "$model" ] &&
    bin/train_vit -i "$fmnist" -e "$model" -b 8 -x 1 -nt 32 -ne 16 > "$work/sig_cpu.log" 2>&1; then
