@@ -160,24 +160,18 @@ typedef struct {
 } RunState;
 
 // A checkpoint of the run after `step` with the next batch at (epoch, batch),
-// written by rank 0; every rank calls it (the ZeRO-1 moments and the ranks'
-// flip streams are gathered first).
+// written by rank 0; every rank calls it (the ZeRO-1 moments are gathered
+// first).
 static void save_checkpoint(Classifier *model, const VitTrainArgs *args, const VisionSplit *train,
-                            RunState *run, int step, int epoch, int batch, const Rng *rng,
-                            const Rng *flips) {
+                            RunState *run, int step, int epoch, int batch, const Rng *rng) {
     classifier_parallel_gather_moments(model, run->comm, run->ck->zero_stage);
     VisionProgress now = {.step = step, .epoch = epoch, .next_batch = batch,
-                          .rng_state = rng->state, .flip_streams = run->start.flip_streams};
-    if (now.flip_streams > 0) {
-        now.flip_states = malloc_check((size_t)now.flip_streams * sizeof(uint64_t), "flip states");
-        comm_allgather_u64(run->comm, flips->state, now.flip_states);
-    }
+                          .rng_state = rng->state};
     if (run->comm->rank == 0) {
         vision_checkpoint_save(model, &now, run->order, train->count, args->output_dir);
         checkpoint_prune(args->output_dir, run->ck->checkpoint_keep);
         printf("checkpoint: %s/model_%08d.bin\n", args->output_dir, step);
     }
-    free(now.flip_states);
 }
 
 // total_steps of AdamW over shuffled epochs of the train split from run->start;
@@ -197,10 +191,10 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
     int *eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices");
     int *order = run->order;
     Rng rng = {.state = run->start.rng_state};
-    // one rank flips from the shuffling RNG; several each from their own stream
-    Rng rank_flips = {.state = run->start.flip_streams > 0
-                                   ? run->start.flip_states[comm->rank] : 0};
-    Rng *flips = args->flip ? (run->start.flip_streams > 0 ? &rank_flips : &rng) : NULL;
+    // one rank flips from the shuffling RNG; several each from a stream of their
+    // own per batch (vision_batch_flips_seed: as train_vitcu's ranks)
+    Rng rank_flips = {0};
+    Rng *flips = args->flip ? (comm->world_size > 1 ? &rank_flips : &rng) : NULL;
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = args->weight_decay};
     double train_seconds = 0.0;
@@ -218,6 +212,9 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
             double t0 = now_seconds();
             // this rank's slice of the global batch
             const size_t first = ((size_t)batch * comm->world_size + comm->rank) * B;
+            if (flips == &rank_flips) {
+                rng_seed(&rank_flips, vision_batch_flips_seed(args->seed, comm->rank, epoch, batch));
+            }
             vision_make_batch(images, labels, train, order + first, B, flips);
             classifier_forward(model, images, labels, args->smoothing, B);
             double loss_mean = classifier_mean_loss(model);
@@ -253,8 +250,7 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
             int periodic = run->ck->checkpoint_every > 0 && step % run->ck->checkpoint_every == 0;
             if (!epoch_ends && (periodic || run->stopped_by != 0)) {
                 if (args->output_dir != NULL) {
-                    save_checkpoint(model, args, train, run, step, epoch, batch + 1, &rng,
-                                    &rank_flips);
+                    save_checkpoint(model, args, train, run, step, epoch, batch + 1, &rng);
                 }
                 if (run->stopped_by != 0) {
                     break;
@@ -277,7 +273,7 @@ static TrainResult train_model(Classifier *model, const VitTrainArgs *args,
         if (args->output_dir != NULL) {
             int done = batch == batches_per_epoch; // the next batch opens the next epoch
             save_checkpoint(model, args, train, run, step, done ? epoch + 1 : epoch,
-                            done ? 0 : batch, &rng, &rank_flips);
+                            done ? 0 : batch, &rng);
         }
         run->stopped_by = comm_max_int(comm, stop_signal_received());
     }
@@ -376,9 +372,6 @@ int main(int argc, char **argv) {
     }
     RunState run = {.ck = &ck, .comm = &comm, .argc = argc, .argv = argv};
     run.order = malloc_check((size_t)train.count * sizeof(int), "train order");
-    // several ranks: each flips from its own stream, all saved in checkpoints
-    run.start.flip_streams = comm.world_size > 1 ? comm.world_size : 0;
-    run.start.flip_states = malloc_check((size_t)comm.world_size * sizeof(uint64_t), "flip states");
     Classifier model;
     if (resumed_from >= 0) {
         // a run.txt with another -b, -e or number of ranks is named before any
@@ -405,10 +398,6 @@ int main(int argc, char **argv) {
         Rng rng;
         rng_seed(&rng, args.seed ^ 0xDA7AULL);
         run.start.rng_state = rng.state;
-        for (int r = 0; r < run.start.flip_streams; r++) {
-            vision_rank_flips_seed(&rng, args.seed, r);
-            run.start.flip_states[r] = rng.state;
-        }
     }
     const int batches_per_epoch = train.count / global_B;
     if (run.start.next_batch >= batches_per_epoch) {
@@ -453,7 +442,6 @@ int main(int argc, char **argv) {
     }
     logger_free(&logger);
     free(run.order);
-    free(run.start.flip_states);
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&model);

@@ -144,15 +144,6 @@ static void *pinned_alloc(size_t bytes) {
 }
 static void pinned_free(void *p) { CUDA_CHECK(cudaFreeHost(p)); }
 
-// The flips of rank `rank` in batch `batch` of epoch `epoch` with several
-// processes: a stream of their own per rank and batch, so a resumed run flips
-// as the uninterrupted one.
-static unsigned long long rank_flip_seed(unsigned long long seed, int rank, int epoch, int batch) {
-    return (seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)rank +
-           0xBF58476D1CE4E5B9ULL * (unsigned long long)epoch +
-           0x94D049BB133111EBULL * (unsigned long long)batch;
-}
-
 // How this rank's batches are flipped: from the shuffle's Rng (one process,
 // train_vit's stream), from a stream per rank and batch (several), or not.
 typedef struct {
@@ -170,7 +161,7 @@ static void queue_batches(BatchPrefetch *prefetch, const int *order, int epoch, 
                           int epoch_batches, int B, const MultiGpu *mg, const FlipSource *flips) {
     while (*next_batch < epoch_batches && batch_prefetch_queued(prefetch) < PREFETCH_DEPTH) {
         if (flips->per_batch) {
-            rng_seed(flips->rng, rank_flip_seed(flips->seed, flips->rank, epoch, *next_batch));
+            rng_seed(flips->rng, vision_batch_flips_seed(flips->seed, flips->rank, epoch, *next_batch));
         }
         batch_prefetch_submit(prefetch, order + ((size_t)*next_batch * mg->world + mg->rank) * B,
                               flips->rng);

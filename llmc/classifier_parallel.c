@@ -34,8 +34,3 @@ void classifier_parallel_gather_moments(Classifier *model, const Comm *comm, int
     comm_allgather_shards(comm, *adamw.m, n);
     comm_allgather_shards(comm, *adamw.v, n);
 }
-
-void vision_rank_flips_seed(Rng *rng, unsigned long long seed, int rank) {
-    // train_vit.cu: (seed ^ 0xF11B) + golden-ratio increment x rank
-    rng_seed(rng, (seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)rank);
-}

@@ -8,13 +8,12 @@
 // The data side (train_vit.c, as train_vit.cu): batch b of an epoch is the
 // images order[b*ranks*B ...], rank r taking the r-th B of them; the shuffle
 // is the same on every rank; with several ranks each flips its images from
-// its own stream (vision_rank_flips_seed).
+// a stream of its own per batch (vision_data.h: vision_batch_flips_seed).
 #ifndef FOLDNORM_CLASSIFIER_PARALLEL_H
 #define FOLDNORM_CLASSIFIER_PARALLEL_H
 
 #include "classifier.h"
 #include "comm.h"
-#include "rand.h"
 
 // After each rank's backward: the mean gradient over ranks, its global norm
 // (returned) and the AdamW step (clipped at grad_clip as classifier_update
@@ -26,10 +25,5 @@ double classifier_parallel_update(Classifier *model, const Comm *comm, int zero_
 // AdamW moments is sent to every rank, so rank 0 writes them whole (as one
 // rank's run would); otherwise nothing to do. Every rank must call it.
 void classifier_parallel_gather_moments(Classifier *model, const Comm *comm, int zero_stage);
-
-// The flip stream of rank `rank` in a run of several ranks (a run of one
-// flips from its shuffling RNG): train_vit.cu's seeding, so that a CPU and a
-// GPU run over the same ranks flip the same images.
-void vision_rank_flips_seed(Rng *rng, unsigned long long seed, int rank);
 
 #endif

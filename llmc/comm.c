@@ -144,15 +144,6 @@ void comm_allgather_shards(const Comm *comm, float *data, size_t n) {
     free(counts);
 }
 
-void comm_allgather_u64(const Comm *comm, uint64_t value, uint64_t *all) {
-    if (comm->world_size == 1) {
-        all[0] = value;
-        return;
-    }
-    mpi_check(MPI_Allgather(&value, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD),
-              "MPI_Allgather");
-}
-
 void comm_barrier(const Comm *comm) {
     if (comm->world_size > 1) {
         mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -215,11 +206,6 @@ void comm_allgather_shards(const Comm *comm, float *data, size_t n) {
     (void)comm;
     (void)data;
     (void)n;
-}
-
-void comm_allgather_u64(const Comm *comm, uint64_t value, uint64_t *all) {
-    (void)comm;
-    all[0] = value;
 }
 
 void comm_barrier(const Comm *comm) {

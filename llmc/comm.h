@@ -7,7 +7,6 @@
 #define FOLDNORM_COMM_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 typedef struct {
     int rank;
@@ -34,9 +33,6 @@ void comm_shard_range(const Comm *comm, size_t n, int rank, size_t *lo, size_t *
 void comm_reduce_scatter_mean(const Comm *comm, float *data, size_t n);
 // All-gather: every rank's shard of data is copied to every rank.
 void comm_allgather_shards(const Comm *comm, float *data, size_t n);
-// all[r] = rank r's value, on every rank (all holds world_size values): e.g.
-// each rank's RNG state, for rank 0 to write into a checkpoint.
-void comm_allgather_u64(const Comm *comm, uint64_t value, uint64_t *all);
 void comm_barrier(const Comm *comm);
 void comm_finalize(Comm *comm);
 // "mpi" or "none".

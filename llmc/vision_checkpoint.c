@@ -36,17 +36,12 @@ static void write_state(FILE *f, const char *path, const void *ctx_ptr) {
     memcpy(&h[8], &n, sizeof(uint64_t));                        // slots 8-9
     h[10] = *adamw.m != NULL;
     h[11] = ctx->count;
-    h[12] = ctx->progress->flip_streams;
     fwrite_check(h, sizeof(int32_t), HEADER_INTS, f, path);
     if (*adamw.m != NULL) {
         fwrite_check(*adamw.m, sizeof(float), (size_t)n, f, path);
         fwrite_check(*adamw.v, sizeof(float), (size_t)n, f, path);
     }
     fwrite_check(ctx->order, sizeof(int), (size_t)ctx->count, f, path);
-    if (ctx->progress->flip_streams > 0) {
-        fwrite_check(ctx->progress->flip_states, sizeof(uint64_t),
-                     (size_t)ctx->progress->flip_streams, f, path);
-    }
 }
 
 void vision_checkpoint_save(const Classifier *model, const VisionProgress *progress,
@@ -110,23 +105,15 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
                            "%d, train images %d vs %d)",
                            (unsigned long long)n, params, h[2], step, h[11], count);
     }
-    if (h[12] != progress->flip_streams) {
-        return input_error(err, err_bytes,
-                           "holds %d flip RNG streams, this run needs %d (one per rank, 0 for "
-                           "one rank): resume with the ranks that wrote it",
-                           h[12], progress->flip_streams);
-    }
     if (h[3] < 0 || h[4] < 0 || h[5] < 0 || (h[10] != 0 && h[10] != 1)) {
         return input_error(err, err_bytes,
                            "bad header: AdamW step %d, epoch %d, batch %d, moments flag %d", h[3],
                            h[4], h[5], h[10]);
     }
     size_t moment_bytes = 0, order_bytes = 0, expected = 0;
-    const size_t flip_bytes = (size_t)progress->flip_streams * sizeof(uint64_t);
     if ((h[10] && size_mul(2 * sizeof(float), params, &moment_bytes) != 0) ||
         size_mul(sizeof(int), (size_t)count, &order_bytes) != 0 ||
-        size_add(sizeof(h) + moment_bytes, order_bytes, &expected) != 0 ||
-        size_add(expected, flip_bytes, &expected) != 0) {
+        size_add(sizeof(h) + moment_bytes, order_bytes, &expected) != 0) {
         return input_error(err, err_bytes, "size overflow");
     }
     if (r->size != expected) {
@@ -153,9 +140,7 @@ int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionP
         }
     }
     if (reader_read(r, order, order_bytes, "the train order", err, err_bytes) != 0 ||
-        check_order(order, count, err, err_bytes) != 0 ||
-        (flip_bytes > 0 && reader_read(r, progress->flip_states, flip_bytes,
-                                       "the ranks' flip RNG states", err, err_bytes) != 0)) {
+        check_order(order, count, err, err_bytes) != 0) {
         free(m);
         free(v);
         return -1;

@@ -1,6 +1,6 @@
 // train_vit's checkpoints: OUTDIR/model_STEP.bin (the vision model file) and
 // OUTDIR/state_STEP.bin (magic 20261202: AdamW moments and step, the train
-// order and position, the augmentation RNGs; a CRC32 in header slots 254-255,
+// order and position, the augmentation RNG; a CRC32 in header slots 254-255,
 // llmc/checksum.h), each written atomically, the state last, so the names
 // and the "complete checkpoint" rule are train_gpt2's (checkpoint_find_latest,
 // checkpoint_prune). docs/formats.md.
@@ -20,11 +20,7 @@ typedef struct {
     int step;           // completed training steps
     int epoch;          // the epoch of the next batch
     int next_batch;     // its index in the epoch; 0: the epoch's order is not shuffled yet
-    uint64_t rng_state; // shuffling, and the flips of a one-rank run
-    // a run of several ranks (classifier_parallel.h): each rank flips from its
-    // own stream; 0 for one rank
-    int flip_streams;
-    uint64_t *flip_states; // flip_streams states, rank 0 first (the caller's buffer)
+    uint64_t rng_state; // shuffling and augmentation
 } VisionProgress;
 
 // Writes model_STEP.bin and state_STEP.bin; order: the train order (count indices).
@@ -33,17 +29,14 @@ void vision_checkpoint_save(const Classifier *model, const VisionProgress *progr
 // Parses a vision state for a model of num_parameters and a train split of
 // count images: header, exact size, the checksum (if slot 254 says there is
 // one), finite moments (v >= 0), order a
-// permutation of 0..count-1, as many flip streams as progress->flip_streams
-// (set by the caller, with the flip_states buffer: the run's). Sets progress,
-// the order and the model's AdamW state; 0, or -1 with the reason in err (the
-// model's AdamW state untouched).
+// permutation of 0..count-1. Sets progress, the order and the model's AdamW
+// state; 0, or -1 with the reason in err (the model's AdamW state untouched).
 int vision_state_read(Reader *r, int step, Classifier *model, int count, VisionProgress *progress,
                       int *order, char *err, size_t err_bytes);
 // -y 1: loads the newest checkpoint in dir that reads and verifies, as
 // checkpoint_resume does for GPT-2 (newer ones that do not are named on
 // stderr, the fallback announced); its step, -1 if dir holds none; dies if
-// it holds some and none verifies. progress->flip_streams and flip_states as
-// for vision_state_read.
+// it holds some and none verifies.
 int vision_checkpoint_resume(Classifier *model, VisionProgress *progress, int *order, int count,
                              const char *dir);
 

@@ -131,3 +131,10 @@ void vision_shuffle(int *order, int n, Rng *rng) {
         order[j] = t;
     }
 }
+
+unsigned long long vision_batch_flips_seed(unsigned long long seed, int rank, int epoch, int batch) {
+    // distinct odd multipliers (golden ratio, splitmix64's) per coordinate
+    return (seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)rank +
+           0xBF58476D1CE4E5B9ULL * (unsigned long long)epoch +
+           0x94D049BB133111EBULL * (unsigned long long)batch;
+}

@@ -49,4 +49,10 @@ void vision_make_batch(float *images, int *labels, const VisionSplit *s, const i
 // Fisher-Yates shuffle of order[0..n) from rng.
 void vision_shuffle(int *order, int n, Rng *rng);
 
+// The seed of the flips of rank `rank` in batch `batch` of epoch `epoch` when
+// several processes train (train_vit under MPI, train_vitcu under NCCL): a
+// stream per rank and batch, so a resumed run flips as the uninterrupted one
+// and CPU and GPU runs of as many ranks see the same images.
+unsigned long long vision_batch_flips_seed(unsigned long long seed, int rank, int epoch, int batch);
+
 #endif

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     Reader r;
     reader_init_memory(&r, input, size - 8);
-    VisionProgress progress = {0}; // a one-rank run: no flip streams
+    VisionProgress progress;
     char err[READER_ERR_BYTES] = {0};
     int rc = vision_state_read(&r, step, &model, count, &progress, order, err, sizeof(err));
     fuzz_check_error(rc, err, sizeof(err));
