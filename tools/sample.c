@@ -152,8 +152,8 @@ int main(int argc, char **argv) {
          "1: wrap each prompt in the Alpaca template fine-tuning uses (an instruction\n"
          "without input) and stop at <|endoftext|>, not printed (default 0)", NULL, 0, 0},
         {"-ids", CLI_INT, &print_ids, 0, 1,
-         "1: print the generated token ids, space-separated, instead of text (default 0)", NULL,
-         0, 0},
+         "1: print the generated token ids, space-separated, instead of text (with\n"
+         "-sft 1 the closing <|endoftext|>'s id too) (default 0)", NULL, 0, 0},
     };
     CliSpec spec = {
         .program = "sample", .synopsis = "-e MODEL [options]",
