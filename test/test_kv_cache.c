@@ -17,9 +17,9 @@
 // usage: test_kv_cache [-g G] [-pl P] [-sd SEED] [-rt TOL] MODEL.bin
 //        test_kv_cache -w OUT.bin -e DESCRIPTOR -N ln|rms|cbwc [-sd SEED] [-eb BIAS]
 // -w writes a random model whose every parameter is perturbed (gains and
-// biases not 1 and 0, sharper logits than an init); -eb adds BIAS times the
-// final norm's direction of <|endoftext|> (token V - 1) to its logit, so that
-// sampling draws it now and then (for sample -sft's stop).
+// biases not 1 and 0, sharper logits than an init); -eb makes the logit of
+// <|endoftext|> (token V - 1) about BIAS at every position, so that sampling
+// draws it now and then (for sample -sft's stop).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,16 +55,19 @@ static void write_random_model(const char *path, const char *descriptor, const c
     }
     free(noise);
     const int C = config.channels, eot = config.vocab_size - 1;
-    if (eot_bias != 0.0f) { // logit(eot) gains eot_bias * (lnfb . wte[eot]) / |lnfb|^2
-        float norm2 = 0.0f, dot = 0.0f;
+    if (eot_bias != 0.0f) {
+        // lnfb scaled to norm 16 and wte[eot] = (bias / 16) lnfb / |lnfb|: the
+        // logit of eot is bias + O(bias / 16) whatever the seed, the others'
+        // log-sum-exp about ln V + 1
+        float *b = model.params.lnfb, *e = model.params.wte + (size_t)eot * C;
+        float norm2 = 0.0f;
         for (int c = 0; c < C; c++) {
-            norm2 += model.params.lnfb[c] * model.params.lnfb[c];
+            norm2 += b[c] * b[c];
         }
+        const float scale = 16.0f / sqrtf(norm2);
         for (int c = 0; c < C; c++) {
-            dot += model.params.wte[(size_t)eot * C + c] * model.params.lnfb[c];
-        }
-        for (int c = 0; c < C; c++) {
-            model.params.wte[(size_t)eot * C + c] += (eot_bias - dot) * model.params.lnfb[c] / norm2;
+            b[c] *= scale;
+            e[c] = eot_bias / 16.0f * b[c] / 16.0f;
         }
     }
     gpt2_save(&model, path);
@@ -215,7 +218,7 @@ int main(int argc, char **argv) {
          "descriptor", 0, 0},
         {"-N", CLI_CHOICE, &mode, 0, 0, "-w: norm mode (default ln)", "ln|rms|cbwc", 0, 0},
         {"-eb", CLI_FLOAT, &eot_bias, -1000, 1000,
-         "-w: added to the final norm bias's share of the last token's logit (default 0)", NULL,
+         "-w: the last token's logit, about (default 0: as drawn)", NULL,
          0, 0},
     };
     const char *positional[1] = {NULL};
