@@ -253,3 +253,49 @@ void attention_backward(float *dqkv, const float *dout, const float *qkv, const 
         free(D);
     }
 }
+
+// One (query row, head) pair at a time: s_u = scale q . k_u for u <= t,
+// p_u = exp(s_u - max s) / sum, out = sum_u p_u v_u (the same function as
+// attention_forward's online softmax, summed in a different order).
+void attention_forward_rows(float *out, const float *qkv, int t0, int n, int C, int NH) {
+    const int hs = C / NH;
+    const size_t C3 = (size_t)C * 3;
+    const float scale = 1.0f / sqrtf((float)hs);
+#pragma omp parallel
+    {
+        float *s = malloc_check((size_t)(t0 + n) * sizeof(float), "attention rows scratch");
+#pragma omp for collapse(2) schedule(static)
+        for (int r = 0; r < n; r++) {
+            for (int h = 0; h < NH; h++) {
+                const int t = t0 + r;
+                const float *q = qkv + (size_t)t * C3 + (size_t)h * hs;
+                const float *keys = qkv + C + (size_t)h * hs;
+                const float *values = qkv + 2 * (size_t)C + (size_t)h * hs;
+                float mx = -INFINITY;
+                for (int u = 0; u <= t; u++) {
+                    const float *k = keys + (size_t)u * C3;
+                    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+                    for (int d = 0; d < hs; d++) {
+                        dot += q[d] * k[d];
+                    }
+                    s[u] = dot * scale;
+                    mx = s[u] > mx ? s[u] : mx;
+                }
+                float sum = 0.0f;
+                for (int u = 0; u <= t; u++) {
+                    s[u] = fast_expf(s[u] - mx);
+                    sum += s[u];
+                }
+                float *o = out + (size_t)r * C + (size_t)h * hs;
+                memset(o, 0, (size_t)hs * sizeof(float));
+                weighted_row_sum(o, s, values, C3, t + 1, hs);
+                const float inv = 1.0f / sum;
+                for (int d = 0; d < hs; d++) {
+                    o[d] *= inv;
+                }
+            }
+        }
+        free(s);
+    }
+}

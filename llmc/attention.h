@@ -11,6 +11,10 @@
 #define ATTENTION_BLOCK 64
 
 void attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+// The attention outputs of the n rows t0 .. t0+n-1 only, each against the
+// keys and values of rows 0 .. t (generation with a KV cache: the rows before
+// t0 are earlier positions' q, k, v). qkv (t0 + n, 3C), out (n, C); no lse.
+void attention_forward_rows(float *out, const float *qkv, int t0, int n, int C, int NH);
 // Accumulates into dqkv (B, T, 3C); out and lse are the forward's.
 void attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
                         const float *lse, int B, int T, int C, int NH);

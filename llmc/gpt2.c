@@ -496,6 +496,27 @@ static void tied_head_mean_correction(float *logits, const float *h, const float
     }
 }
 
+void gpt2_head_forward(const GPT2 *model, float *logits, const float *lnf, int N) {
+    const int C = model->config.channels, Vp = model->config.padded_vocab_size;
+    // tied head reads the proxy wte in every mode (docs/math.md section 4)
+    matmul_forward(logits, lnf, model->params.wte, NULL, N, C, Vp);
+    if (model->mode == MODE_FOLDED) {
+        tied_head_mean_correction(logits, lnf, model->head_row_means, N, C, Vp);
+    }
+}
+
+GPT2StreamWeights gpt2_stream_weights(GPT2 *model) {
+    const ParameterTensors *p = &model->params;
+    if (model->mode != MODE_CBWC) {
+        return (GPT2StreamWeights){p->attprojw, p->attprojb, p->fcprojw, p->fcprojb};
+    }
+    if (model->centred_stale) {
+        cbwc_refresh(model);
+    }
+    return (GPT2StreamWeights){model->centred_attprojw, model->centred_attprojb,
+                               model->centred_fcprojw, model->centred_fcprojb};
+}
+
 void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
     if (!(p >= 0.0f && p < 1.0f)) {
         fatal("residual dropout %g: must be in [0, 1)", (double)p);
@@ -530,14 +551,10 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
-    if (centred && model->centred_stale) {
-        cbwc_refresh(model);
-    }
     // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
-    const float *attprojw = centred ? model->centred_attprojw : p.attprojw;
-    const float *attprojb = centred ? model->centred_attprojb : p.attprojb;
-    const float *fcprojw = centred ? model->centred_fcprojw : p.fcprojw;
-    const float *fcprojb = centred ? model->centred_fcprojb : p.fcprojb;
+    const GPT2StreamWeights sw = gpt2_stream_weights(model);
+    const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
+    const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
     for (int l = 0; l < L; l++) {
@@ -562,11 +579,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
-    // tied head reads the proxy wte in every mode (docs/math.md section 4)
-    matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
-    if (model->mode == MODE_FOLDED) {
-        tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
-    }
+    gpt2_head_forward(model, a.logits, a.lnf, BT);
 
     if (targets == NULL) {
         model->mean_loss = -1.0f;

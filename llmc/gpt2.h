@@ -162,6 +162,16 @@ void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed);
 // micro-batch; the same draw gives the same masks). Evaluation uses gpt2_forward.
 void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int B, int T,
                         uint64_t draw);
+// The weights the forward runs the stream-writing projections (attn c_proj,
+// mlp c_proj) with: the parameters, or in cbwc the effective V = P W and P b
+// (recomputed here when an update made them stale). Valid until the next update.
+typedef struct {
+    const float *attprojw, *attprojb, *fcprojw, *fcprojb;
+} GPT2StreamWeights;
+GPT2StreamWeights gpt2_stream_weights(GPT2 *model);
+// The tied LM head on N rows of the final norm's output lnf (N, C): logits
+// (N, Vp) = lnf wte^T, plus m_t sum_c h_c for a folded model.
+void gpt2_head_forward(const GPT2 *model, float *logits, const float *lnf, int N);
 void gpt2_zero_grad(GPT2 *model);
 // Accumulates parameter gradients of loss_scale * sum of per-token losses
 // (loss_scale = 1/(B*T) for the mean loss of one micro-batch). Needs a

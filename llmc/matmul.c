@@ -314,8 +314,18 @@ static void tiles_dweight(float *dweight, const float *dout, const float *inp, i
     }
 }
 
+// A few rows (generation with a KV cache runs one): the work is one read of
+// the weights, which OpenBLAS's packing and the tiles' transpose would first
+// copy whole; the portable dot-product loops read them in place.
+enum { FEW_ROWS = 4 };
+
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
                     int IC, int OC) {
+    if (N <= FEW_ROWS) {
+        fill_rows(out, NULL, bias, N, OC);
+        portable_forward(out, inp, weight, N, IC, OC, 1.0f);
+        return;
+    }
     if (tiles_fit(IC, OC)) {
         tiles_forward(out, NULL, bias, bias != NULL, inp, weight, N, IC, OC);
         return;
@@ -330,6 +340,11 @@ void matmul_forward(float *out, const float *inp, const float *weight, const flo
 
 void matmul_forward_residual(float *out, const float *residual, const float *inp,
                              const float *weight, const float *bias, int N, int IC, int OC) {
+    if (N <= FEW_ROWS) {
+        fill_rows(out, residual, bias, N, OC);
+        portable_forward(out, inp, weight, N, IC, OC, 1.0f);
+        return;
+    }
     if (tiles_fit(IC, OC)) {
         tiles_forward(out, residual, bias, 1, inp, weight, N, IC, OC);
         return;

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "utils.h"
 
@@ -60,6 +61,44 @@ int sample_token(const float *logits, int V, float temperature, int top_k, Rng *
     return last_kept;
 }
 
+int generate_window_keep(int max_seq_len) {
+    return (max_seq_len + 1) / 2;
+}
+
+// Logits of the last of the n context tokens, by full recompute or the cache.
+static const float *context_logits(GPT2 *model, KVCache *cache, const int *context, int n) {
+    if (cache != NULL) {
+        return kv_cache_forward(cache, model, context, n);
+    }
+    gpt2_forward(model, context, NULL, 1, n);
+    return model->acts.logits + (size_t)(n - 1) * model->config.padded_vocab_size;
+}
+
+int generate_text(GPT2 *model, int *tokens, int prompt_len, int total_len,
+                  const GenerateOptions *options, Rng *rng) {
+    const GPT2Config *c = &model->config;
+    if (prompt_len < 1 || total_len < prompt_len) {
+        fatal("generate: needs 1 <= prompt (%d) <= total length (%d)", prompt_len, total_len);
+    }
+    const int keep = generate_window_keep(c->max_seq_len);
+    int start = 0;
+    for (int t = prompt_len; t < total_len; t++) {
+        if (t - start > c->max_seq_len) {
+            start = t - keep;
+        }
+        const float *logits = context_logits(model, options->cache, tokens + start, t - start);
+        if (options->logits != NULL) {
+            memcpy(options->logits + (size_t)(t - prompt_len) * c->vocab_size, logits,
+                   (size_t)c->vocab_size * sizeof(float));
+        }
+        tokens[t] = sample_token(logits, c->vocab_size, options->temperature, options->top_k, rng);
+        if (tokens[t] == options->stop_token) {
+            return t + 1;
+        }
+    }
+    return total_len;
+}
+
 void generate_tokens(GPT2 *model, int *tokens, int prompt_len, int total_len, float temperature,
                      int top_k, Rng *rng) {
     const GPT2Config *c = &model->config;
@@ -67,9 +106,6 @@ void generate_tokens(GPT2 *model, int *tokens, int prompt_len, int total_len, fl
         fatal("generate: needs 1 <= prompt (%d) and a total length (%d) <= maxT %d", prompt_len,
               total_len, c->max_seq_len);
     }
-    for (int t = prompt_len; t < total_len; t++) {
-        gpt2_forward(model, tokens, NULL, 1, t);
-        const float *logits = model->acts.logits + (size_t)(t - 1) * c->padded_vocab_size;
-        tokens[t] = sample_token(logits, c->vocab_size, temperature, top_k, rng);
-    }
+    GenerateOptions options = {.temperature = temperature, .top_k = top_k, .stop_token = -1};
+    generate_text(model, tokens, prompt_len, total_len, &options, rng);
 }

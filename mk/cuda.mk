@@ -30,7 +30,7 @@ CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
                   gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
                   attention_bidir swin_window atomic_write checksum \
-                  schedule cli gpt2_train_args debug_state checkpoint sampler token_buckets \
+                  schedule cli gpt2_train_args debug_state checkpoint sampler kv_cache token_buckets \
                   vit swin classifier classifier_families classifier_replicas classifier_loss \
                   patch_embed vision_model vision_config vision_layout vision_data vit_train_args \
                   vision_checkpoint idx image_shard stop_signal run_dir batch_prefetch)

@@ -23,3 +23,7 @@ $(BIN)/gcide_to_alpaca: $(BUILD)/tools/gcide_to_alpaca.o $(LLMC_LIB)
 CPU_PROGRAMS += hf_gpt2
 $(BIN)/hf_gpt2: $(BUILD)/tools/hf_gpt2.o $(LLMC_LIB)
 	$(LINK)
+# generation with and without the KV cache (make bench)
+CPU_PROGRAMS += bench_sample
+$(BIN)/bench_sample: $(BUILD)/dev/bench/bench_sample.o $(LLMC_LIB)
+	$(LINK)

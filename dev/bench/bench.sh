@@ -7,7 +7,8 @@
 # docs/performance.md); (b) AdamW and the LN vs RMS kernels vs a memory copy;
 # (c) folded vs LN inference; (d) the matmul libraries (OpenBLAS, BLIS,
 # oneDNN fp32 and bf16) at d12's shapes; (e) the host augmentation of the
-# image trainers (bench_augment, about 10 s). Not a test: it prints figures, it asserts nothing.
+# image trainers (bench_augment, about 10 s); (f) generation with and without
+# the KV cache. Not a test: it prints figures, it asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -125,3 +126,7 @@ echo
 echo "## Host augmentation (bench_augment: Swin-Tiny's 224 crops from 256, Fashion-MNIST flips)"
 echo
 bin/bench_augment -b 128 -r 6 -dw "$OMP_NUM_THREADS"
+echo
+echo "## Generation: KV cache vs full recompute (bench_sample: 256 greedy tokens after 64)"
+echo
+bin/bench_sample -e d12 -pl 64 -g "${BENCH_SAMPLE_TOKENS:-256}"

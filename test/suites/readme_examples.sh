@@ -35,7 +35,7 @@ done
 
 # rewrite CMD: the command with its paths pointing into the work folder
 rewrite() {
-    sed -e "s#\bout/#$work/out/#g" -e "s#model_00000300\.bin#model_00000003.bin#g" -e "s#\bFILE\b#$work/FILE#g" -e "s#\bTEXT\b#$work/TEXT#g" \
+    sed -e "s#\bout/#$work/out/#g" -e "s#model_00000300\.bin#model_00000003.bin#g" -e "s#out/sft/model_00000200\.bin#out/sft/model_00000002.bin#g" -e "s#\bFILE\b#$work/FILE#g" -e "s#\bTEXT\b#$work/TEXT#g" \
         -e "s#\bids\.txt\b#$work/ids.txt#g" -e "s#\bgpt2_tokenizer\.bin\b#$work/gpt2_tokenizer.bin#g" \
         -e "s#\bgpt2_124M\.bin\b#$work/gpt2_124M.bin#g" -e "s#\bdata/x/x\b#$work/x/x#g" \
         -e "s#\balpaca_data\.json\b#test/fixtures/alpaca_fixture.json#g" \
@@ -67,7 +67,7 @@ how() {
     "bin/tokenizer "*|"scripts/prepare_kjv.sh"|"bin/bpe_shards "*|"bin/gcide_to_alpaca "*) echo "run" ;;
     "scripts/prepare_gcide.sh") echo "skip minutes: 16M tokens (suite data_gcide reads GCIDE)" ;;
     "bin/train_gpt2 -i \"data/gcide/"*) echo "skip needs scripts/prepare_gcide.sh's shards" ;;
-    "bin/sample "*) echo "run" ;;
+    "bin/sample "*|"printf "*" | bin/sample "*) echo "run" ;;
     "scripts/finetune_alpaca.sh "*) echo "run -x 2 -v 1 -s 0" ;;
     "bin/test_fold "*/fashion-mnist) echo "run -ne 32" ;;
     "bin/test_fold "*) echo "run -g 10" ;;
