@@ -328,16 +328,14 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
     return 0;
 }
 
-// -o's run.txt: what a resume must repeat (llmc/run_dir.h); rank 0 alone.
-static void check_run_settings(const VitTrainArgs *args, int train_count, int ranks,
+// -o's run.txt: what a resume must repeat (llmc/run_dir.h), train_vitcu's:
+// -b as the global batch (-b x ranks), so a run resumes on other ranks with
+// the same global batch (the state holds whole moments); rank 0 alone.
+static void check_run_settings(const VitTrainArgs *args, int train_count, int global_batch,
                                int resuming) {
-    RunSetting settings[] = {{"-e", ""}, {"-b", ""}, {"-i", ""}, {"-nt", ""}, {"ranks", ""}};
-    snprintf(settings[0].value, sizeof(settings[0].value), "%s", args->model);
-    snprintf(settings[1].value, sizeof(settings[1].value), "%d", args->batch_size);
-    snprintf(settings[2].value, sizeof(settings[2].value), "%s", args->train_data);
-    snprintf(settings[3].value, sizeof(settings[3].value), "%d", train_count);
-    snprintf(settings[4].value, sizeof(settings[4].value), "%d", ranks);
-    run_dir_check_settings(args->output_dir, settings, 5, resuming);
+    RunSetting settings[VIT_RUN_SETTINGS];
+    vit_train_run_settings(args, global_batch, train_count, settings);
+    run_dir_check_settings(args->output_dir, settings, VIT_RUN_SETTINGS, resuming);
 }
 
 int main(int argc, char **argv) {
@@ -374,10 +372,10 @@ int main(int argc, char **argv) {
     run.order = malloc_check((size_t)train.count * sizeof(int), "train order");
     Classifier model;
     if (resumed_from >= 0) {
-        // a run.txt with another -b, -e or number of ranks is named before any
+        // a run.txt with another -b x ranks or -e is named before any
         // checkpoint is read (without one, the check below records this run's)
         if (comm.rank == 0 && run_dir_has_settings(args.output_dir)) {
-            check_run_settings(&args, train.count, comm.world_size, 1);
+            check_run_settings(&args, train.count, global_B, 1);
         }
         comm_barrier(&comm);
         // the newest checkpoint that verifies (a damaged newer one is named and skipped)
@@ -411,7 +409,7 @@ int main(int argc, char **argv) {
     }
     if (args.output_dir != NULL && comm.rank == 0) {
         run_dir_remove_stale_tmp(args.output_dir);
-        check_run_settings(&args, train.count, comm.world_size, resumed_from >= 0);
+        check_run_settings(&args, train.count, global_B, resumed_from >= 0);
     }
     Logger logger;
     logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);

@@ -9,8 +9,9 @@
 # decimal (printing two values 1e-9 apart can round them 1e-6 apart), the
 # test accuracy exactly. A 2-rank ZeRO-1 run with flips, resumed (-y 1) from
 # its step-10 checkpoint, ends with the uninterrupted run's main.log s: lines
-# and model file bit for bit (the gathered moments and every rank's flip
-# stream are in the state); a resume with another number of ranks is refused;
+# and model file bit for bit (the gathered moments are in the state; each
+# rank's flips are seeded per batch); the same folder resumes on 1 rank with
+# the same global batch (-b 32), and another global batch is refused;
 # SIGUSR1 to rank 1 alone stops both ranks after the same step with rank 0's
 # checkpoint (the stop flag is max-reduced every step). When the emulated GPU
 # trainer is built, 2 CPU ranks with flips log the losses of 2 GPU ranks.
@@ -94,12 +95,22 @@ if run resume_full 2 "${res[@]}"; then
     else
         fail "2-rank resume differs from the uninterrupted run: $(tail -2 "$cut.out" | tr '\n' ' ') $(head -4 "$cut.diff" | tr '\n' ' ')"
     fi
-    # the folder of a 2-rank run resumed on 1 rank: refused, naming the ranks
-    out=$(bin/train_vit "${res[@]}" -o "$cut" -y 1 2>&1); rc=$?
-    if [ $rc -ne 0 ] && grep -q "ranks 1: this run in .* was started with ranks 2" <<< "$out"; then
-        ok "a 2-rank run resumed on 1 rank: refused (exit $rc), naming the ranks"
+    # the folder of a 2-rank run on 1 rank: -b 16 is another global batch
+    # (refused, naming both), -b 32 the same (resumes from the newest checkpoint)
+    one=$work/resume_one
+    cp -r "$work/resume_full" "$one"
+    rm -f "$one"/model_000000{15,16,20}.bin "$one"/state_000000{15,16,20}.bin
+    out=$(bin/train_vit "${res[@]}" -o "$one" -y 1 2>&1); rc=$?
+    if [ $rc -ne 0 ] && grep -q -- "-b 16: this run in .* was started with -b 32" <<< "$out"; then
+        ok "a 2-rank x -b 16 run resumed on 1 rank x -b 16: refused (exit $rc), naming the global batches"
     else
-        fail "a 2-rank run resumed on 1 rank: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
+        fail "a 2-rank x -b 16 run resumed on 1 rank x -b 16: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
+    fi
+    out=$(bin/train_vit "${vit[@]}" -N cbwc "${common[@]}" -f 1 -b 32 -n 5 -o "$one" -y 1 2>&1); rc=$?
+    if [ $rc -eq 0 ] && grep -q "resumed from $one at step 10" <<< "$out" && [ -f "$one/model_00000020.bin" ]; then
+        ok "a 2-rank x -b 16 run resumed on 1 rank x -b 32 from step 10 to the end"
+    else
+        fail "a 2-rank x -b 16 run resumed on 1 rank x -b 32: exit $rc: $(tail -2 <<< "$out" | tr '\n' ' ')"
     fi
 fi
 
