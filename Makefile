@@ -24,6 +24,16 @@ ifneq ($(NO_BLAS),1)
   endif
 endif
 
+# oneDNN for train_gpt2 -mp bf16 (bf16 matmuls, llmc/matmul_dnnl.c) when
+# present (make NO_DNNL=1 to leave it out: then -mp bf16 is refused)
+ifneq ($(NO_DNNL),1)
+  ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
+    CFLAGS += -DFOLDNORM_DNNL
+    # linked only into the programs that call it (libdnnl is large to load)
+    LDLIBS += -Wl,--as-needed -ldnnl -Wl,--no-as-needed
+  endif
+endif
+
 # sanitizer build of everything: make SAN=1 test
 ifeq ($(SAN),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer

@@ -34,10 +34,18 @@ static TrainArgs parse_args(int argc, char **argv) {
         .synopsis = "[options]",
         .about = "GPT-2 training on the CPU in fp32 (llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
-        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT, flags),
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION, flags),
     };
     cli_parse(&spec, argc, argv, NULL);
     gpt2_train_args_check(&spec, &args);
+    MatmulPrecision precision;
+    if (matmul_precision_parse(args.matmul_precision, &precision) != 0) {
+        cli_error(&spec, "-mp: expected fp32 or bf16, got '%s'", args.matmul_precision);
+    }
+    if (precision != MATMUL_FP32 && !matmul_dnnl_available()) {
+        cli_error(&spec, "-mp %s: this build has no oneDNN (install libdnnl-dev with make deps, "
+                  "then rebuild without NO_DNNL=1)", args.matmul_precision);
+    }
     return args;
 }
 
@@ -134,6 +142,9 @@ int main(int argc, char **argv) {
         setup_model(&model, &args);
     }
     gpt2_set_resid_dropout(&model, args.resid_dropout, args.seed);
+    MatmulPrecision precision = MATMUL_FP32;
+    matmul_precision_parse(args.matmul_precision, &precision); // checked in parse_args
+    gpt2_set_matmul_precision(&model, precision);
     const GPT2Config *cfg = &model.config;
     const int B = args.batch_size, T = args.seq_len;
     if (T > cfg->max_seq_len) {
@@ -193,10 +204,10 @@ int main(int argc, char **argv) {
         &logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
         "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
-        "steps=%d lr=%g resid_dropout=%g ranks=%d", norm_mode_name(model.mode), args.seed,
+        "steps=%d lr=%g resid_dropout=%g ranks=%d matmul=%s", norm_mode_name(model.mode), args.seed,
         args.model, cfg->num_layers, cfg->channels, cfg->num_heads, cfg->vocab_size,
         cfg->max_seq_len, B, T, total_tokens, max_steps, (double)args.learning_rate,
-        (double)args.resid_dropout, comm.world_size);
+        (double)args.resid_dropout, comm.world_size, matmul_precision_name(precision));
 
     int threads = 1;
 #ifdef _OPENMP
@@ -206,10 +217,11 @@ int main(int argc, char **argv) {
            norm_mode_name(model.mode), cfg->num_layers, cfg->channels, cfg->num_heads,
            cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len,
            (double)model.num_parameters / 1e6);
-    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s | %d threads"
+    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s %s | %d threads"
            " x %d ranks (%s)\n",
            B, T, grad_accum, max_steps, args.learning_rate, args.weight_decay, args.grad_clip,
-           matmul_backend_name(), threads, comm.world_size, comm_backend_name());
+           matmul_precision_name(precision),
+           precision == MATMUL_FP32 ? matmul_backend_name() : "oneDNN", threads, comm.world_size, comm_backend_name());
     printf("train: %zu tokens in %d shards%s%s", train.total_tokens, train.num_shards,
            train.shuffle ? ", shuffled" : "",
            train.is_sft ? ", SFT: loss on response tokens only" : "");

@@ -96,6 +96,7 @@ static void gpt2_reset_state(GPT2 *model) {
     memset(model, 0, sizeof(*model));
     model->mean_loss = -1.0f;
     model->centred_stale = 1;
+    model->bf16_stale = 1;
 }
 
 int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode, char *err,
@@ -440,6 +441,75 @@ static void cbwc_refresh(GPT2 *model) {
                              w->fcprojw + l * 4 * C * C, w->fcprojb + l * C, (int)C, 4 * (int)C);
     }
     model->centred_stale = 0;
+    model->bf16_stale = 1; // V's bf16 copy too
+}
+
+// The bf16 copies of every parameter and of cbwc's centred weights, from the
+// fp32 masters (after cbwc_refresh, so V is rounded from the fresh V).
+static void bf16_refresh(GPT2 *model) {
+    if (model->params_bf16 == NULL) {
+        model->params_bf16 = malloc_check(model->num_parameters * sizeof(uint16_t),
+                                          "bf16 parameters");
+    }
+    matmul_to_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+    if (model->mode == MODE_CBWC) {
+        const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
+        const size_t count = L * C * C + L * C + L * 4 * C * C + L * C; // cbwc_refresh's sizes
+        if (model->centred_bf16 == NULL) {
+            model->centred_bf16 = malloc_check(count * sizeof(uint16_t), "bf16 centred weights");
+        }
+        matmul_to_bf16(model->centred_bf16, model->centred_memory, count);
+    }
+    model->bf16_stale = 0;
+}
+
+// The bf16 copy of a weight matrix W (a parameter or a centred weight).
+static const uint16_t *bf16_twin(const GPT2 *model, const float *W) {
+    uintptr_t w = (uintptr_t)W, params = (uintptr_t)model->params_memory;
+    if (w >= params && w < params + model->num_parameters * sizeof(float)) {
+        return model->params_bf16 + (W - model->params_memory);
+    }
+    if (model->centred_memory != NULL && w >= (uintptr_t)model->centred_memory &&
+        model->centred_bf16 != NULL) {
+        return model->centred_bf16 + (W - model->centred_memory);
+    }
+    fatal("gpt2: no bf16 copy of a weight matrix (a bug)");
+}
+
+void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
+    matmul_dnnl_free(model->matmul_dnnl);
+    model->matmul_dnnl = precision == MATMUL_FP32 ? NULL : matmul_dnnl_create(precision);
+    model->bf16_stale = 1;
+}
+
+// out = [residual +] inp W^T + bias in the model's matmul precision.
+static void linear_forward(GPT2 *model, float *out, const float *residual, const float *inp,
+                           const float *W, const float *bias, int N, int IC, int OC) {
+    MatmulDnnl *mm = model->matmul_dnnl;
+    if (mm == NULL) {
+        if (residual == NULL) {
+            matmul_forward(out, inp, W, bias, N, IC, OC);
+        } else {
+            matmul_forward_residual(out, residual, inp, W, bias, N, IC, OC);
+        }
+    } else if (matmul_dnnl_precision(mm) == MATMUL_BF16) {
+        matmul_bf16_forward(mm, out, residual, inp, bf16_twin(model, W), bias, N, IC, OC);
+    } else {
+        matmul_dnnl_fp32_forward(mm, out, residual, inp, W, bias, N, IC, OC);
+    }
+}
+
+// matmul_backward (dinp accumulated) in the model's matmul precision.
+static void linear_backward(GPT2 *model, float *dinp, float *dW, float *dbias, const float *dout,
+                            const float *inp, const float *W, int N, int IC, int OC) {
+    MatmulDnnl *mm = model->matmul_dnnl;
+    if (mm == NULL) {
+        matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+    } else if (matmul_dnnl_precision(mm) == MATMUL_BF16) {
+        matmul_bf16_backward(mm, dinp, 1, dW, dbias, dout, inp, bf16_twin(model, W), N, IC, OC);
+    } else {
+        matmul_dnnl_fp32_backward(mm, dinp, 1, dW, dbias, dout, inp, W, N, IC, OC);
+    }
 }
 
 // Dropout mask stream of branch (0 attention, 1 MLP) of layer l in the last forward.
@@ -453,7 +523,7 @@ static void projection_to_stream_forward(GPT2 *model, float *out, const float *r
                                          const float *inp, const float *W, const float *bias,
                                          int N, int IC, int OC, int l, int branch_index) {
     float *branch = model->scratch.dbranch; // free during the forward pass
-    matmul_forward(branch, inp, W, bias, N, IC, OC);
+    linear_forward(model, branch, NULL, inp, W, bias, N, IC, OC);
     if (model->dropout_active) {
         dropout_apply(branch, branch, (size_t)N * OC, model->resid_dropout, model->dropout_seed,
                       dropout_stream(model, l, branch_index));
@@ -476,7 +546,7 @@ static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, f
         cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
-    matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+    linear_backward(model, dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
 // Folded tied head: wte holds V = W - m 1^T, so h . W_t = h . V_t + m_t sum_c h_c
@@ -552,9 +622,13 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
-    const GPT2StreamWeights sw = gpt2_stream_weights(model);
+    const GPT2StreamWeights sw = gpt2_stream_weights(model); // refreshes cbwc's V
     const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
     const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
+    if (model->matmul_dnnl != NULL && matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16 &&
+        model->bf16_stale) {
+        bf16_refresh(model);
+    }
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
     for (int l = 0; l < L; l++) {
@@ -562,7 +636,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
         const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
         norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
                      p.ln1w + lc, p.ln1b + lc, BT, C);
-        matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
+        linear_forward(model, a.qkv + 3 * lbtc, NULL, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
                        C, 3 * C);
         attention_forward(a.atty + lbtc, a.lse + (size_t)l * B * NH * T, a.qkv + 3 * lbtc, B,
                           T, C, NH);
@@ -570,7 +644,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
                                      attprojw + lc * C, attprojb + lc, BT, C, C, l, 0);
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
-        matmul_forward(a.fch + 4 * lbtc, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
+        linear_forward(model, a.fch + 4 * lbtc, NULL, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
                        4 * C);
         gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
         projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
@@ -579,7 +653,14 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
-    gpt2_head_forward(model, a.logits, a.lnf, BT);
+    if (model->matmul_dnnl == NULL) {
+        gpt2_head_forward(model, a.logits, a.lnf, BT);
+    } else { // gpt2_head_forward in the model's matmul precision
+        linear_forward(model, a.logits, NULL, a.lnf, p.wte, NULL, BT, C, Vp);
+        if (model->mode == MODE_FOLDED) {
+            tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
+        }
+    }
 
     if (targets == NULL) {
         model->mean_loss = -1.0f;
@@ -622,7 +703,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
 
     crossentropy_backward_inplace(a.logits, a.logits_stats, model->targets, loss_scale, BT, V, Vp);
     memset(s.dln, 0, btc * sizeof(float));
-    matmul_backward(s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
+    linear_backward(model, s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
     memset(s.dresidual, 0, btc * sizeof(float));
     const float *last = a.residual3 + (size_t)(L - 1) * btc;
     norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
@@ -638,7 +719,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
                                       BT, 4 * C, C, l, 1);
         gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
         memset(s.dln, 0, btc * sizeof(float));
-        matmul_backward(s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
+        linear_backward(model, s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
                         p.fcw + 4 * lc * C, BT, C, 4 * C);
         norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
                       p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
@@ -651,7 +732,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
         attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.atty + lbtc,
                            a.lse + (size_t)l * B * NH * T, B, T, C, NH);
         memset(s.dln, 0, btc * sizeof(float));
-        matmul_backward(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
+        linear_backward(model, s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
                         p.qkvw + 3 * lc * C, BT, C, 3 * C);
         norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
                       a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
@@ -671,6 +752,7 @@ void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
                        model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
                        grad_clip);
     model->centred_stale = 1;
+    model->bf16_stale = 1;
 }
 
 void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
@@ -680,6 +762,7 @@ void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, si
                              model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS,
                              cfg, grad_scale, lo, hi);
     model->centred_stale = 1;
+    model->bf16_stale = 1;
 }
 
 void gpt2_free(GPT2 *model) {
@@ -691,6 +774,9 @@ void gpt2_free(GPT2 *model) {
     free(model->scratch_memory);
     free(model->centred_memory);
     free(model->head_row_means);
+    matmul_dnnl_free(model->matmul_dnnl);
+    free(model->params_bf16);
+    free(model->centred_bf16);
     free(model->inputs);
     free(model->targets);
     gpt2_reset_state(model);

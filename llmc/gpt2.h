@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "adamw.h"
+#include "matmul.h"
 #include "norm_mode.h"
 #include "reader.h"
 
@@ -111,6 +112,13 @@ typedef struct {
     uint64_t dropout_seed;
     int dropout_active;     // the last forward applied dropout, with draw dropout_draw
     uint64_t dropout_draw;
+    // matmul precision (gpt2_set_matmul_precision): NULL in fp32; in bf16
+    // every parameter's and cbwc's centred weights' bf16 copies, rounded from
+    // the fp32 masters once per step (after each update)
+    MatmulDnnl *matmul_dnnl;
+    uint16_t *params_bf16;    // num_parameters, params_memory's layout
+    uint16_t *centred_bf16;   // centred_memory's layout
+    int bf16_stale;
     int *inputs;        // (B, T) copy of the last forward's tokens
     int *targets;       // (B, T) or unused when the forward had none
     float mean_loss;    // -1 when the forward had no targets
@@ -172,6 +180,11 @@ GPT2StreamWeights gpt2_stream_weights(GPT2 *model);
 // The tied LM head on N rows of the final norm's output lnf (N, C): logits
 // (N, Vp) = lnf wte^T, plus m_t sum_c h_c for a folded model.
 void gpt2_head_forward(const GPT2 *model, float *logits, const float *lnf, int N);
+// The linear layers' matmul precision (matmul.h): fp32 (the default), bf16
+// (bf16 inputs, fp32 accumulation, outputs, master weights, AdamW, norms,
+// attention, softmax, GELU and loss) or dnnl-fp32. Dies with a clear message
+// where the build lacks oneDNN.
+void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision);
 void gpt2_zero_grad(GPT2 *model);
 // Accumulates parameter gradients of loss_scale * sum of per-token losses
 // (loss_scale = 1/(B*T) for the mean loss of one micro-batch). Needs a

@@ -27,6 +27,7 @@ Gpt2TrainArgs gpt2_train_args_defaults(void) {
         .temperature = 1.0f,
         .vocab_dir = "data/gpt2",
         .zero_stage = 1,
+        .matmul_precision = "fp32",
     };
 }
 
@@ -106,6 +107,13 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
          "resid_pdrop), masks from -sd, off in evaluation; makes cbwc differ\n"
          "from ln (docs/math.md section 6) (default 0 = off)", NULL, CLI_OPEN_HI, 0},
     };
+    const CliFlag precision[] = {
+        {"-mp", CLI_CHOICE, &a->matmul_precision, 0, 0,
+         "matmul precision: fp32, or bf16 = bf16 inputs with fp32 accumulation,\n"
+         "outputs, master weights and AdamW (fp32 norms, attention, softmax,\n"
+         "GELU, loss), through oneDNN where the build has it (default fp32)",
+         "fp32|bf16", 0, 0},
+    };
     int n = 0;
     if (groups & GPT2_FLAGS_CORE) {
         for (int i = 0; i < CLI_COUNT(core); i++) flags[n++] = core[i];
@@ -115,6 +123,9 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
     }
     if (groups & GPT2_FLAGS_DROPOUT) {
         for (int i = 0; i < CLI_COUNT(dropout); i++) flags[n++] = dropout[i];
+    }
+    if (groups & GPT2_FLAGS_PRECISION) {
+        for (int i = 0; i < CLI_COUNT(precision); i++) flags[n++] = precision[i];
     }
     return n;
 }

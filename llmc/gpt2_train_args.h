@@ -42,13 +42,16 @@ typedef struct {
     int zero_stage;         // 1: ZeRO-1 sharded AdamW across ranks, 0: all-reduce
     // regularisation (GPT2_FLAGS_DROPOUT, the CPU trainer only)
     float resid_dropout;    // Hugging Face GPT-2's resid_pdrop; 0: off
+    // matmul precision (GPT2_FLAGS_PRECISION, the CPU trainer only)
+    const char *matmul_precision; // "fp32" or "bf16" (matmul.h)
 } Gpt2TrainArgs;
 
 // Room for every flag gpt2_train_flags writes.
 #define GPT2_TRAIN_MAX_FLAGS 32
 
 // The groups of flags a trainer takes.
-enum { GPT2_FLAGS_CORE = 1, GPT2_FLAGS_EXTRAS = 2, GPT2_FLAGS_DROPOUT = 4 };
+enum { GPT2_FLAGS_CORE = 1, GPT2_FLAGS_EXTRAS = 2, GPT2_FLAGS_DROPOUT = 4,
+       GPT2_FLAGS_PRECISION = 8 };
 
 // The defaults of the CPU trainer (train_gpt2cu overrides the model and T).
 Gpt2TrainArgs gpt2_train_args_defaults(void);
