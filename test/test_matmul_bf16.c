@@ -1,0 +1,312 @@
+// The oneDNN matmuls (llmc/matmul_dnnl.c) against references computed here:
+//  1. matmul_to_bf16 equals an independent round-to-nearest-even to 8
+//     significant bits (frexp/nearbyint/ldexp) on random and edge values.
+//  2. bf16 forward (with and without residual and bias), dinp (accumulated
+//     and overwritten), dweight (accumulated) and dbias against a
+//     double-precision product of the same bf16-rounded inputs: per element
+//     |err| <= 1e-5 * (sum_k |a_k b_k| + |initial value|) (fp32 accumulation
+//     over K <= 3072 rounds at ~K^0.5 * 6e-8 typical; room for blocked sums).
+//  3. The same bf16 products against the fp32 matmul (matmul.c) on the
+//     unrounded inputs, the mixed-precision error: bf16 keeps 8 significant
+//     bits, so each input is rounded with relative error <= u = 2^-8, each
+//     product term is off by <= (2u + u^2) |a_k b_k|, and per element
+//     |err| <= (2^-7 + 2^-16) sum_k |a_k b_k| (+ the fp32 slack of 2.).
+//     Norm-wise (||err|| / ||ref|| per tensor) the term errors are random in
+//     sign and ~u/sqrt(3) each: ~3e-3 (measured 2.4e-3 .. 3.8e-3 over seeds
+//     1-6); the test asks <= 1e-2.
+//  4. dnnl-fp32 against the fp32 matmul: ||err|| / ||ref|| <= 1e-5.
+// Prints the worst values seen. Usage: test_matmul_bf16 [seed]
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+#include "rand.h"
+#include "utils.h"
+
+static const double FP32_SLACK = 1e-5;
+static const double BF16_PER_TERM = 1.0 / 128.0 + 1.0 / 65536.0; // 2u + u^2, u = 2^-8
+static const double BF16_NORMWISE = 1e-2;
+static const double DNNL_FP32_NORMWISE = 1e-5;
+
+static int failures = 0;
+static double worst_rounded = 0.0, worst_bound_use = 0.0, worst_normwise = 0.0,
+              worst_dnnl_fp32 = 0.0;
+
+// x rounded to 8 significant bits (normal numbers), ties to even (nearbyint in
+// the default rounding mode).
+static float round_bf16_reference(float x) {
+    if (!isfinite(x) || x == 0.0f) {
+        return x;
+    }
+    if (fabsf(x) < 0x1p-126f) { // subnormal: bf16 keeps multiples of 2^-133
+        return (float)ldexp(nearbyint(ldexp((double)x, 133)), -133);
+    }
+    int e;
+    double m = frexp((double)x, &e); // x = m 2^e, 0.5 <= |m| < 1
+    double r = ldexp(nearbyint(ldexp(m, 8)), e - 8);
+    return (float)r; // overflow past FLT_MAX gives inf, as bf16 rounding does
+}
+
+static float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+static void check_rounding(Rng *rng) {
+    enum { COUNT = 100000 };
+    float *x = malloc_check(COUNT * sizeof(float), "x");
+    uint16_t *h = malloc_check(COUNT * sizeof(uint16_t), "h");
+    const float edges[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.00390625f /* 1 + 2^-8: a tie, to even */,
+                           1.01171875f /* 1 + 3 2^-8: a tie, up */, 3.4028235e38f,
+                           1e-40f /* subnormal */, -2.5e-39f, INFINITY, -INFINITY};
+    const int num_edges = (int)(sizeof(edges) / sizeof(edges[0]));
+    for (int i = 0; i < COUNT; i++) {
+        if (i < num_edges) {
+            x[i] = edges[i];
+        } else {
+            uint32_t u = rng_u32(rng);
+            memcpy(&x[i], &u, sizeof(u));
+            if (isnan(x[i])) {
+                x[i] = 1.5f;
+            }
+        }
+    }
+    matmul_to_bf16(h, x, COUNT);
+    int bad = 0;
+    for (int i = 0; i < COUNT; i++) {
+        float got = bf16_to_float(h[i]), want = round_bf16_reference(x[i]);
+        if (memcmp(&got, &want, sizeof(got)) != 0 && !(got == 0.0f && want == 0.0f)) {
+            if (bad++ < 5) {
+                uint32_t bits;
+                memcpy(&bits, &x[i], sizeof(bits));
+                printf("FAIL bf16 rounding of %.9g (0x%08x): got %.9g, want %.9g\n", (double)x[i],
+                       bits, (double)got, (double)want);
+            }
+        }
+    }
+    float nan_in = NAN;
+    uint16_t nan_out;
+    matmul_to_bf16(&nan_out, &nan_in, 1);
+    if (!isnan(bf16_to_float(nan_out))) {
+        printf("FAIL bf16 rounding of NaN is not NaN\n");
+        bad++;
+    }
+    printf("%s bf16 rounding: %d values equal the reference rounding\n", bad ? "FAIL" : "ok  ",
+           COUNT - (bad > 0));
+    failures += bad > 0;
+    free(x);
+    free(h);
+}
+
+static float *rounded_copy(const float *x, size_t n) {
+    float *r = malloc_check(n * sizeof(float), "rounded copy");
+    for (size_t i = 0; i < n; i++) {
+        r[i] = round_bf16_reference(x[i]);
+    }
+    return r;
+}
+
+static uint16_t *bf16_copy(const float *x, size_t n) {
+    uint16_t *h = malloc_check(n * sizeof(uint16_t), "bf16 copy");
+    matmul_to_bf16(h, x, n);
+    return h;
+}
+
+// C (M, N) = init + sum_k A[m, k] B[k, n] in double, with A and B addressed
+// through strides; absC gets sum_k |A B|. init may be NULL.
+static void product_reference(double *C, double *absC, const float *init, const float *A,
+                              size_t a_row, size_t a_col, const float *B, size_t b_row,
+                              size_t b_col, int M, int K, int N) {
+    for (int m = 0; m < M; m++) {
+        for (int n = 0; n < N; n++) {
+            double s = init == NULL ? 0.0 : init[(size_t)m * N + n], abs_sum = 0.0;
+            for (int k = 0; k < K; k++) {
+                double t = (double)A[m * a_row + k * a_col] * B[k * b_row + n * b_col];
+                s += t;
+                abs_sum += fabs(t);
+            }
+            C[(size_t)m * N + n] = s;
+            absC[(size_t)m * N + n] = abs_sum;
+        }
+    }
+}
+
+// got against the reference of the rounded inputs (tight) and against the
+// fp32 result fp32_got (bf16 error bound, per element and norm-wise).
+static void compare(const char *what, const float *got, const double *ref_rounded,
+                    const double *abs_rounded, const float *fp32_got, const double *abs_fp32,
+                    const float *init, size_t n) {
+    double rounded_err = 0.0, bound_use = 0.0, err2 = 0.0, ref2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        // fp32 rounding scales with every summand: the products and the initial value
+        const double summands = abs_rounded[i] + (init != NULL ? fabs(init[i]) : 0.0);
+        double e1 = fabs(got[i] - ref_rounded[i]) / (summands + 1e-30);
+        rounded_err = fmax(rounded_err, e1);
+        double d = (double)got[i] - fp32_got[i];
+        double bound = BF16_PER_TERM * abs_fp32[i] + FP32_SLACK * (summands + abs_fp32[i]);
+        bound_use = fmax(bound_use, fabs(d) / (bound + 1e-30));
+        err2 += d * d;
+        ref2 += (double)fp32_got[i] * fp32_got[i];
+    }
+    double normwise = sqrt(err2 / (ref2 + 1e-300));
+    int ok = rounded_err <= FP32_SLACK && bound_use <= 1.0 && normwise <= BF16_NORMWISE;
+    printf("%s %s: vs rounded-input reference %.2e (<= %.0e), vs fp32 %.3f of the per-element "
+           "bound, norm-wise %.2e (<= %.0e)\n",
+           ok ? "ok  " : "FAIL", what, rounded_err, FP32_SLACK, bound_use, normwise,
+           BF16_NORMWISE);
+    failures += !ok;
+    worst_rounded = fmax(worst_rounded, rounded_err);
+    worst_bound_use = fmax(worst_bound_use, bound_use);
+    worst_normwise = fmax(worst_normwise, normwise);
+}
+
+static void compare_fp32(const char *what, const float *got, const float *want, size_t n) {
+    double err2 = 0.0, ref2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - want[i];
+        err2 += d * d;
+        ref2 += (double)want[i] * want[i];
+    }
+    double normwise = sqrt(err2 / (ref2 + 1e-300));
+    int ok = normwise <= DNNL_FP32_NORMWISE;
+    printf("%s dnnl-fp32 %s: norm-wise %.2e (<= %.0e)\n", ok ? "ok  " : "FAIL", what, normwise,
+           DNNL_FP32_NORMWISE);
+    failures += !ok;
+    worst_dnnl_fp32 = fmax(worst_dnnl_fp32, normwise);
+}
+
+static float *normal(Rng *rng, size_t n, float std) {
+    float *x = malloc_check(n * sizeof(float), "random tensor");
+    rng_normal_fill(rng, x, n, 0.0f, std);
+    return x;
+}
+
+static float *copy_of(const float *x, size_t n) {
+    float *c = malloc_check(n * sizeof(float), "copy");
+    memcpy(c, x, n * sizeof(float));
+    return c;
+}
+
+static void check_shape(MatmulDnnl *bf16, MatmulDnnl *fp32, Rng *rng, int N, int IC, int OC) {
+    char what[96];
+    const size_t nin = (size_t)N * IC, nout = (size_t)N * OC, nw = (size_t)OC * IC;
+    float *inp = normal(rng, nin, 1.0f), *W = normal(rng, nw, 0.02f), *bias = normal(rng, OC, 0.1f);
+    float *residual = normal(rng, nout, 1.0f), *dout = normal(rng, nout, 0.01f);
+    float *dinp0 = normal(rng, nin, 0.01f), *dW0 = normal(rng, nw, 0.01f);
+    float *dbias0 = normal(rng, OC, 0.01f);
+    float *inp_r = rounded_copy(inp, nin), *W_r = rounded_copy(W, nw), *dout_r = rounded_copy(dout, nout);
+    uint16_t *W16 = bf16_copy(W, nw);
+    size_t most = nout > nin ? nout : nin;
+    most = most > nw ? most : nw;
+    double *ref = malloc_check(most * sizeof(double), "ref"), *abs_r = malloc_check(most * sizeof(double), "abs");
+    double *ref32 = malloc_check(most * sizeof(double), "ref32"), *abs32 = malloc_check(most * sizeof(double), "abs32");
+    float *got = malloc_check(most * sizeof(float), "got"), *want = malloc_check(most * sizeof(float), "want");
+
+    // forward: out = residual + inp W^T + bias
+    float *init = malloc_check(nout * sizeof(float), "init");
+    for (size_t i = 0; i < nout; i++) {
+        init[i] = residual[i] + bias[i % OC];
+    }
+    product_reference(ref, abs_r, init, inp_r, IC, 1, W_r, 1, IC, N, IC, OC);
+    product_reference(ref32, abs32, init, inp, IC, 1, W, 1, IC, N, IC, OC);
+    matmul_bf16_forward(bf16, got, residual, inp, W16, bias, N, IC, OC);
+    matmul_forward_residual(want, residual, inp, W, bias, N, IC, OC);
+    snprintf(what, sizeof(what), "forward+residual+bias N=%d IC=%d OC=%d", N, IC, OC);
+    compare(what, got, ref, abs_r, want, abs32, init, nout);
+    float *got32 = malloc_check(most * sizeof(float), "got32");
+    matmul_dnnl_fp32_forward(fp32, got32, residual, inp, W, bias, N, IC, OC);
+    compare_fp32(what, got32, want, nout);
+    // forward without residual and bias, into a buffer holding garbage
+    product_reference(ref, abs_r, NULL, inp_r, IC, 1, W_r, 1, IC, N, IC, OC);
+    product_reference(ref32, abs32, NULL, inp, IC, 1, W, 1, IC, N, IC, OC);
+    for (size_t i = 0; i < nout; i++) got[i] = 1e30f;
+    matmul_bf16_forward(bf16, got, NULL, inp, W16, NULL, N, IC, OC);
+    matmul_forward(want, inp, W, NULL, N, IC, OC);
+    snprintf(what, sizeof(what), "forward N=%d IC=%d OC=%d", N, IC, OC);
+    compare(what, got, ref, abs_r, want, abs32, NULL, nout);
+
+    // dinp accumulated onto dinp0, and overwritten; dweight onto dW0; dbias onto dbias0
+    float *gd = copy_of(dinp0, nin), *wd = copy_of(dinp0, nin);
+    float *gW = copy_of(dW0, nw), *wW = copy_of(dW0, nw);
+    float *gb = copy_of(dbias0, OC), *wb = copy_of(dbias0, OC);
+    matmul_bf16_backward(bf16, gd, 1, gW, gb, dout, inp, W16, N, IC, OC);
+    matmul_backward(wd, wW, wb, dout, inp, W, N, IC, OC);
+    product_reference(ref, abs_r, dinp0, dout_r, OC, 1, W_r, IC, 1, N, OC, IC);
+    product_reference(ref32, abs32, dinp0, dout, OC, 1, W, IC, 1, N, OC, IC);
+    snprintf(what, sizeof(what), "dinp (accumulated) N=%d IC=%d OC=%d", N, IC, OC);
+    compare(what, gd, ref, abs_r, wd, abs32, dinp0, nin);
+    product_reference(ref, abs_r, dW0, dout_r, 1, OC, inp_r, IC, 1, OC, N, IC);
+    product_reference(ref32, abs32, dW0, dout, 1, OC, inp, IC, 1, OC, N, IC);
+    snprintf(what, sizeof(what), "dweight N=%d IC=%d OC=%d", N, IC, OC);
+    compare(what, gW, ref, abs_r, wW, abs32, dW0, nw);
+    double bias_err = 0.0;
+    for (int o = 0; o < OC; o++) { // dbias stays fp32: the fp32 kernel's sums exactly
+        bias_err = fmax(bias_err, fabs((double)gb[o] - wb[o]));
+    }
+    printf("%s dbias N=%d OC=%d: equals the fp32 sums (max diff %.1e)\n",
+           bias_err == 0.0 ? "ok  " : "FAIL", N, OC, bias_err);
+    failures += bias_err != 0.0;
+    for (size_t i = 0; i < nin; i++) gd[i] = 1e30f;
+    matmul_bf16_backward(bf16, gd, 0, NULL, NULL, dout, inp, W16, N, IC, OC);
+    matmul_backward_set_dinp(wd, NULL, NULL, dout, inp, W, N, IC, OC);
+    product_reference(ref, abs_r, NULL, dout_r, OC, 1, W_r, IC, 1, N, OC, IC);
+    product_reference(ref32, abs32, NULL, dout, OC, 1, W, IC, 1, N, OC, IC);
+    snprintf(what, sizeof(what), "dinp (overwritten) N=%d IC=%d OC=%d", N, IC, OC);
+    compare(what, gd, ref, abs_r, wd, abs32, NULL, nin);
+
+    // dnnl-fp32 backward against matmul.c's
+    float *fd = copy_of(dinp0, nin), *fW = copy_of(dW0, nw), *fb = copy_of(dbias0, OC);
+    float *ed = copy_of(dinp0, nin), *eW = copy_of(dW0, nw), *eb = copy_of(dbias0, OC);
+    matmul_dnnl_fp32_backward(fp32, fd, 1, fW, fb, dout, inp, W, N, IC, OC);
+    matmul_backward(ed, eW, eb, dout, inp, W, N, IC, OC);
+    snprintf(what, sizeof(what), "dinp N=%d IC=%d OC=%d", N, IC, OC);
+    compare_fp32(what, fd, ed, nin);
+    snprintf(what, sizeof(what), "dweight N=%d IC=%d OC=%d", N, IC, OC);
+    compare_fp32(what, fW, eW, nw);
+
+    float *all[] = {inp, W, bias, residual, dout, dinp0, dW0, dbias0, inp_r, W_r, dout_r, got, want,
+                    init, got32, gd, wd, gW, wW, gb, wb, fd, fW, fb, ed, eW, eb};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        free(all[i]);
+    }
+    free(W16);
+    free(ref);
+    free(abs_r);
+    free(ref32);
+    free(abs32);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2) {
+        fprintf(stderr, "usage: test_matmul_bf16 [seed]\n");
+        return 2;
+    }
+    unsigned long long seed = argc == 2 ? strtoull(argv[1], NULL, 10) : 1;
+    if (!matmul_dnnl_available()) {
+        fprintf(stderr, "test_matmul_bf16: this build has no oneDNN (FOLDNORM_DNNL)\n");
+        return 1;
+    }
+    Rng rng;
+    rng_seed(&rng, seed);
+    printf("test_matmul_bf16: seed %llu\n", seed);
+    check_rounding(&rng);
+    MatmulDnnl *bf16 = matmul_dnnl_create(MATMUL_BF16), *fp32 = matmul_dnnl_create(MATMUL_DNNL_FP32);
+    // odd sizes; an MLP-like layer (K = 3072 in dinp); the same shape twice (a
+    // cached primitive); N = 1
+    const int shapes[][3] = {{37, 50, 23}, {32, 256, 3072}, {37, 50, 23}, {1, 16, 5}, {96, 128, 384}};
+    for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+        check_shape(bf16, fp32, &rng, shapes[s][0], shapes[s][1], shapes[s][2]);
+    }
+    matmul_dnnl_free(bf16);
+    matmul_dnnl_free(fp32);
+    printf("worst: vs rounded-input reference %.2e, bf16 bound use %.3f, bf16 norm-wise %.2e, "
+           "dnnl-fp32 norm-wise %.2e\n",
+           worst_rounded, worst_bound_use, worst_normwise, worst_dnnl_fp32);
+    printf("%s: %d failed checks\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
