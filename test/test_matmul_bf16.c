@@ -13,7 +13,7 @@
 //     |err| <= (2^-7 + 2^-16) sum_k |a_k b_k| (+ the fp32 slack of 2.).
 //     Norm-wise (||err|| / ||ref|| per tensor) the term errors are random in
 //     sign and ~u/sqrt(3) each: ~3e-3 (measured 2.4e-3 .. 3.8e-3 over seeds
-//     1-6); the test asks <= 1e-2.
+//     1-6); the test asks <= 1e-2 where a tensor has >= 512 elements.
 //  4. dnnl-fp32 against the fp32 matmul: ||err|| / ||ref|| <= 1e-5.
 // Prints the worst values seen. Usage: test_matmul_bf16 [seed]
 #include <math.h>
@@ -30,6 +30,7 @@ static const double FP32_SLACK = 1e-5;
 static const double BF16_PER_TERM = 1.0 / 128.0 + 1.0 / 65536.0; // 2u + u^2, u = 2^-8
 static const double BF16_NORMWISE = 1e-2;
 static const double DNNL_FP32_NORMWISE = 1e-5;
+enum { NORMWISE_MIN_COUNT = 512 };
 
 static int failures = 0;
 static double worst_rounded = 0.0, worst_bound_use = 0.0, worst_normwise = 0.0,
@@ -154,15 +155,21 @@ static void compare(const char *what, const float *got, const double *ref_rounde
         ref2 += (double)fp32_got[i] * fp32_got[i];
     }
     double normwise = sqrt(err2 / (ref2 + 1e-300));
-    int ok = rounded_err <= FP32_SLACK && bound_use <= 1.0 && normwise <= BF16_NORMWISE;
+    // norm-wise is a statistic: over a few outputs (N=1, OC=5) with cancelling
+    // terms it can exceed it (7e-3 seen); the per-element bound holds anyway
+    const int statistic = n >= NORMWISE_MIN_COUNT;
+    int ok = rounded_err <= FP32_SLACK && bound_use <= 1.0 &&
+             (!statistic || normwise <= BF16_NORMWISE);
     printf("%s %s: vs rounded-input reference %.2e (<= %.0e), vs fp32 %.3f of the per-element "
-           "bound, norm-wise %.2e (<= %.0e)\n",
+           "bound, norm-wise %.2e (%s %.0e)\n",
            ok ? "ok  " : "FAIL", what, rounded_err, FP32_SLACK, bound_use, normwise,
-           BF16_NORMWISE);
+           statistic ? "<=" : "not checked below 512 outputs, tolerance", BF16_NORMWISE);
     failures += !ok;
     worst_rounded = fmax(worst_rounded, rounded_err);
     worst_bound_use = fmax(worst_bound_use, bound_use);
-    worst_normwise = fmax(worst_normwise, normwise);
+    if (statistic) {
+        worst_normwise = fmax(worst_normwise, normwise);
+    }
 }
 
 static void compare_fp32(const char *what, const float *got, const float *want, size_t n) {
