@@ -30,7 +30,8 @@ ifneq ($(NO_DNNL),1)
   ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
     CFLAGS += -DFOLDNORM_DNNL
     # linked only into the programs that call it (libdnnl is large to load)
-    LDLIBS += -Wl,--as-needed -ldnnl -Wl,--no-as-needed
+    DNNL_LIBS := -Wl,--as-needed -ldnnl -Wl,--no-as-needed
+    LDLIBS += $(DNNL_LIBS)
   endif
 endif
 

@@ -28,13 +28,13 @@ CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/
 # the host side needs only these llmc/ objects (no tokenizer: GPU machines lack pcre2/cJSON)
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
 CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
-                  gelu norm norm_mode matmul tile_gemm rand tensor_table utils reader dataloader logger \
+                  gelu norm norm_mode matmul matmul_dnnl tile_gemm rand tensor_table utils reader dataloader logger \
                   attention_bidir swin_window atomic_write checksum \
                   schedule cli gpt2_train_args debug_state checkpoint sampler kv_cache token_buckets \
                   vit swin classifier classifier_families classifier_replicas classifier_loss \
                   patch_embed vision_model vision_config vision_layout vision_data vit_train_args \
                   vision_checkpoint idx image_shard stop_signal run_dir batch_prefetch)
-CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
+CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) $(DNNL_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
 # rebuilt when the list above changes too (an old library would lack an object added to it)
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk
 	rm -f $@
