@@ -15,13 +15,15 @@
 //     sign and ~u/sqrt(3) each: ~3e-3 (measured 2.4e-3 .. 3.8e-3 over seeds
 //     1-6); the test asks <= 1e-2 where a tensor has >= 512 elements.
 //  4. dnnl-fp32 against the fp32 matmul: ||err|| / ||ref|| <= 1e-5.
-// Prints the worst values seen. Usage: test_matmul_bf16 [seed]
+// Prints the worst values seen. Usage: test_matmul_bf16 [SEED]
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "matmul.h"
 #include "rand.h"
 #include "utils.h"
@@ -289,11 +291,14 @@ static void check_shape(MatmulDnnl *bf16, MatmulDnnl *fp32, Rng *rng, int N, int
 }
 
 int main(int argc, char **argv) {
-    if (argc > 2) {
-        fprintf(stderr, "usage: test_matmul_bf16 [seed]\n");
-        return 2;
-    }
-    unsigned long long seed = argc == 2 ? strtoull(argv[1], NULL, 10) : 1;
+    CliSpec spec = {.program = "test_matmul_bf16", .synopsis = "[SEED=1]",
+                    .about = "The oneDNN matmuls (bf16 and fp32) against double and fp32\n"
+                             "references.\n",
+                    .min_positional = 0, .max_positional = 1};
+    const char *args[1];
+    int n = cli_parse(&spec, argc, argv, args);
+    unsigned long long seed =
+        n > 0 ? (unsigned long long)cli_positional_int(&spec, "SEED", args[0], 0, LONG_MAX) : 1;
     if (!matmul_dnnl_available()) {
         fprintf(stderr, "test_matmul_bf16: this build has no oneDNN (FOLDNORM_DNNL)\n");
         return 1;
