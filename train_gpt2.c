@@ -32,7 +32,8 @@ static TrainArgs parse_args(int argc, char **argv) {
     CliSpec spec = {
         .program = "train_gpt2",
         .synopsis = "[options]",
-        .about = "GPT-2 training on the CPU in fp32 (llm.c's flags; -N picks the norm mode).\n",
+        .about = "GPT-2 training on the CPU in fp32, or with bf16 matmuls (-mp bf16)\n"
+                 "(llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
         .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION, flags),
     };
