@@ -7,3 +7,5 @@ $(BUILD)/nodnnl/matmul_dnnl.o: llmc/matmul_dnnl.c $(wildcard llmc/*.h) $(BUILD)/
 	$(CC) $(filter-out -DFOLDNORM_DNNL,$(CFLAGS)) -c $< -o $@
 $(BUILD)/nodnnl/train_gpt2: $(BUILD)/train_gpt2.o $(BUILD)/nodnnl/matmul_dnnl.o $(LLMC_LIB)
 	$(LINK)
+# built with everything else, so that it has the same flags (make SAN=1 cpu)
+cpu: $(BUILD)/nodnnl/train_gpt2
