@@ -139,3 +139,18 @@ double now_seconds(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+int32_t file_magic(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        return 0;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return 0;
+    }
+    int32_t magic = 0;
+    size_t got = fread(&magic, sizeof(magic), 1, f);
+    fclose(f);
+    return got == 1 ? magic : 0;
+}

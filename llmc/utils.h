@@ -4,6 +4,7 @@
 #define FOLDNORM_UTILS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -28,6 +29,10 @@ void fclose_check(FILE *f, const char *path);
 long file_size_bytes(FILE *f, const char *path);
 // "a directory", "a character device", ... for a stat mode that is not a regular file.
 const char *file_kind_name(mode_t mode);
+// The first int32 of a regular file (its magic), 0 for anything else: a missing,
+// unreadable or too-short file, a directory, a device. Never fails: the loader
+// picked by the magic names what is wrong.
+int32_t file_magic(const char *path);
 
 void *malloc_check(size_t bytes, const char *what);
 void *calloc_check(size_t n, size_t size, const char *what);

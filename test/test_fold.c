@@ -71,17 +71,6 @@ static void greedy(GPT2 *model, int *seq, int len, int n, float *gaps) {
     }
 }
 
-// The file's first int32 (its magic), or 0 for a shorter file.
-static int32_t file_magic(const char *path) {
-    FILE *f = fopen_check(path, "rb");
-    int32_t magic = 0;
-    if (fread(&magic, sizeof(magic), 1, f) != 1) {
-        magic = 0;
-    }
-    fclose(f);
-    return magic;
-}
-
 // The header of a model's config with the mode left out (what must match).
 static void config_header(const Classifier *model, int32_t h[VISION_HEADER_INTS]) {
     VisionConfig c = classifier_config(model);

@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "gpt2.h"
@@ -15,22 +14,6 @@
 #include "utils.h"
 #include "vision_fold.h"
 #include "vision_model.h"
-
-// The first int32 (the magic) of a regular file, or 0 for anything else (the
-// GPT-2 loader then names what is wrong: a missing file, a device, ...).
-static int32_t file_magic(const char *path) {
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        return 0;
-    }
-    FILE *f = fopen_check(path, "rb");
-    int32_t magic = 0;
-    if (fread(&magic, sizeof(magic), 1, f) != 1) {
-        magic = 0;
-    }
-    fclose(f);
-    return magic;
-}
 
 static void fold_gpt2(const char *in_path, const char *out_path) {
     GPT2 model;

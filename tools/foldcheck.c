@@ -48,18 +48,6 @@ static char *vision_file_graph(const char *path) {
     return vision_graph_text(&config);
 }
 
-// The file's magic (its first int32), or 0 when it has none.
-static int32_t file_magic(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        return 0;
-    }
-    int32_t magic = 0;
-    size_t got = fread(&magic, sizeof(magic), 1, f);
-    fclose(f);
-    return got == 1 ? magic : 0;
-}
-
 static int is_onnx_path(const char *path) {
     size_t n = strlen(path);
     return n > 5 && strcmp(path + n - 5, ".onnx") == 0;
