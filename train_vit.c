@@ -121,20 +121,6 @@ static double median_step_seconds(double *times, int n) {
     return times[skip + (n - skip) / 2];
 }
 
-// The model's input and classes must be the data's; name: where the model came from.
-static void check_model_fits_data(const Classifier *model, const char *name,
-                                  const VisionSplit *data) {
-    if (classifier_image_size(model) != data->side ||
-        classifier_image_channels(model) != data->channels ||
-        classifier_num_classes(model) != data->num_classes) {
-        fatal("%s: the model takes %dx%d images with %d channel(s) and %d classes; the data has "
-              "%dx%d images with %d channel(s) and %d classes",
-              name, classifier_image_size(model), classifier_image_size(model),
-              classifier_image_channels(model), classifier_num_classes(model), data->side,
-              data->side, data->channels, data->num_classes);
-    }
-}
-
 static void print_model(const Classifier *model) {
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), model);
@@ -307,7 +293,7 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
     classifier_load(&model, args->model, -1);
     VisionSplit train, test;
     vision_data_load(&train, &test, args->train_data, args->test_data, 1, args->max_test);
-    check_model_fits_data(&model, args->model, &test);
+    vit_train_check_model_fits(&model, args->model, &test);
     print_model(&model);
     const int B = args->batch_size;
     float *images = malloc_check(mul_size_check(B, (size_t)test.channels * test.side * test.side *
@@ -381,13 +367,7 @@ int main(int argc, char **argv) {
         // the newest checkpoint that verifies (a damaged newer one is named and skipped)
         resumed_from = vision_checkpoint_resume(&model, &run.start, run.order, train.count,
                                                 args.output_dir);
-        check_model_fits_data(&model, args.output_dir, &train);
-        NormMode mode;
-        if (args.norm_mode != NULL && norm_mode_parse(args.norm_mode, &mode) == 0 &&
-            mode != classifier_mode(&model)) {
-            fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
-                  args.output_dir, norm_mode_name(classifier_mode(&model)));
-        }
+        vit_train_check_resumed(&model, &args, &train);
     } else {
         vit_train_build_model(&model, &args, &train);
         for (int i = 0; i < train.count; i++) {

@@ -242,16 +242,7 @@ int main(int argc, char **argv) {
         // a CPU run's as well as a GPU run's
         resumed_from = vision_checkpoint_resume(&host, &run.start, run.order, train.count,
                                                 args.output_dir);
-        vit_train_check_model_fits(&host, args.output_dir, &train);
-        if (classifier_mode(&host) == MODE_FOLDED) {
-            fatal("%s: the checkpoint's model file is folded (inference only)", args.output_dir);
-        }
-        NormMode mode;
-        if (args.norm_mode != NULL && norm_mode_parse(args.norm_mode, &mode) == 0 &&
-            mode != classifier_mode(&host)) {
-            fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
-                  args.output_dir, norm_mode_name(classifier_mode(&host)));
-        }
+        vit_train_check_resumed(&host, &args, &train);
     } else {
         vit_train_build_model(&host, &args, &train); // the same seed on every rank
         for (int i = 0; i < train.count; i++) run.order[i] = i;

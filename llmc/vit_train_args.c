@@ -237,6 +237,20 @@ void vit_train_check_model_fits(const Classifier *model, const char *name,
     }
 }
 
+void vit_train_check_resumed(const Classifier *model, const VitTrainArgs *args,
+                             const VisionSplit *data) {
+    vit_train_check_model_fits(model, args->output_dir, data);
+    if (classifier_mode(model) == MODE_FOLDED) {
+        fatal("%s: the checkpoint's model file is folded (inference only)", args->output_dir);
+    }
+    NormMode mode;
+    if (args->norm_mode != NULL && norm_mode_parse(args->norm_mode, &mode) == 0 &&
+        mode != classifier_mode(model)) {
+        fatal("-N %s: the checkpoint in %s was trained in mode %s", args->norm_mode,
+              args->output_dir, norm_mode_name(classifier_mode(model)));
+    }
+}
+
 void vit_train_describe_model(char *out, size_t size, const Classifier *model) {
     int n;
     if (model->family == FAMILY_VIT) {

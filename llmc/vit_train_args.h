@@ -57,6 +57,10 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
 // name: where the model came from (a file, a run folder).
 void vit_train_check_model_fits(const Classifier *model, const char *name,
                                 const VisionSplit *data);
+// -y 1: the model of the checkpoint resumed from dir must fit the data, be
+// trainable (not folded) and, when -N is given, be in that mode; else dies.
+void vit_train_check_resumed(const Classifier *model, const VitTrainArgs *args,
+                             const VisionSplit *data);
 
 // The settings a resume must repeat (run_dir.h's run.txt): -e, the global
 // batch (-b times the processes: a checkpoint counts global batches), -i and
