@@ -4,6 +4,7 @@
 #define FOLDNORM_ADAMW_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     float learning_rate;
@@ -21,10 +22,13 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
 // One step of a whole model: t = ++*step over parameter tensors stored back
 // to back (tensor i holds sizes[i] values, decayed when decay[i]); allocates
 // the moments *m, *v on first use and first clips by the global gradient norm
-// (grad_clip <= 0: no clipping).
-void adamw_step_tensors(float *params, const float *grads, float **m, float **v, int *step,
-                        size_t num_params, const size_t *sizes, const unsigned char *decay,
-                        int num_tensors, const AdamWConfig *cfg, float grad_clip);
+// (grad_clip <= 0: no clipping). With params_bf16 != NULL (num_params
+// values) it also writes the bf16 rounding of every updated parameter (bf16.h)
+// in the same pass.
+void adamw_step_tensors(float *params, uint16_t *params_bf16, const float *grads, float **m,
+                        float **v, int *step, size_t num_params, const size_t *sizes,
+                        const unsigned char *decay, int num_tensors, const AdamWConfig *cfg,
+                        float grad_clip);
 
 // The same step restricted to the parameters [lo, hi) of the flat vector (a
 // ZeRO-1 shard: tensors that straddle its ends are updated in part); the

@@ -97,6 +97,7 @@ static void gpt2_reset_state(GPT2 *model) {
     model->mean_loss = -1.0f;
     model->centred_stale = 1;
     model->bf16_stale = 1;
+    model->centred_bf16_stale = 1;
 }
 
 int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode, char *err,
@@ -441,26 +442,31 @@ static void cbwc_refresh(GPT2 *model) {
                              w->fcprojw + l * 4 * C * C, w->fcprojb + l * C, (int)C, 4 * (int)C);
     }
     model->centred_stale = 0;
-    model->bf16_stale = 1; // V's bf16 copy too
+    model->centred_bf16_stale = 1; // V's bf16 copy too
 }
 
 // The bf16 copies of every parameter and of cbwc's centred weights, from the
-// fp32 masters (after cbwc_refresh, so V is rounded from the fresh V).
+// fp32 masters (after cbwc_refresh, so V is rounded from the fresh V), where
+// stale (gpt2_update rounds the parameters in AdamW's pass).
 static void bf16_refresh(GPT2 *model) {
     if (model->params_bf16 == NULL) {
         model->params_bf16 = malloc_check(model->num_parameters * sizeof(uint16_t),
                                           "bf16 parameters");
+        model->bf16_stale = 1;
     }
-    matmul_to_bf16(model->params_bf16, model->params_memory, model->num_parameters);
-    if (model->mode == MODE_CBWC) {
+    if (model->bf16_stale) {
+        matmul_to_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+        model->bf16_stale = 0;
+    }
+    if (model->mode == MODE_CBWC && model->centred_bf16_stale) {
         const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
         const size_t count = L * C * C + L * C + L * 4 * C * C + L * C; // cbwc_refresh's sizes
         if (model->centred_bf16 == NULL) {
             model->centred_bf16 = malloc_check(count * sizeof(uint16_t), "bf16 centred weights");
         }
         matmul_to_bf16(model->centred_bf16, model->centred_memory, count);
+        model->centred_bf16_stale = 0;
     }
-    model->bf16_stale = 0;
 }
 
 // The bf16 copy of a weight matrix W (a parameter or a centred weight).
@@ -480,6 +486,7 @@ void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
     matmul_dnnl_free(model->matmul_dnnl);
     model->matmul_dnnl = precision == MATMUL_FP32 ? NULL : matmul_dnnl_create(precision);
     model->bf16_stale = 1;
+    model->centred_bf16_stale = 1;
 }
 
 // out = [residual +] inp W^T + bias in the model's matmul precision.
@@ -626,7 +633,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
     const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
     if (model->matmul_dnnl != NULL && matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16 &&
-        model->bf16_stale) {
+        (model->bf16_stale || (centred && model->centred_bf16_stale))) {
         bf16_refresh(model);
     }
 
@@ -747,12 +754,17 @@ static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
     1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
 
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
-    adamw_step_tensors(model->params_memory, model->grads_memory, &model->m_memory,
+    // in bf16 the update writes the parameters' bf16 copy in the same pass
+    uint16_t *params_bf16 = model->matmul_dnnl != NULL &&
+                                    matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16
+                                ? model->params_bf16
+                                : NULL;
+    adamw_step_tensors(model->params_memory, params_bf16, model->grads_memory, &model->m_memory,
                        &model->v_memory, &model->adamw_step, model->num_parameters,
                        model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
                        grad_clip);
     model->centred_stale = 1;
-    model->bf16_stale = 1;
+    model->bf16_stale = params_bf16 == NULL;
 }
 
 void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,

@@ -118,7 +118,8 @@ typedef struct {
     MatmulDnnl *matmul_dnnl;
     uint16_t *params_bf16;    // num_parameters, params_memory's layout
     uint16_t *centred_bf16;   // centred_memory's layout
-    int bf16_stale;
+    int bf16_stale;           // params_bf16 is not the rounding of params_memory
+    int centred_bf16_stale;   // centred_bf16 is not the rounding of centred_memory
     int *inputs;        // (B, T) copy of the last forward's tokens
     int *targets;       // (B, T) or unused when the forward had none
     float mean_loss;    // -1 when the forward had no targets

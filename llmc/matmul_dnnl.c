@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "utils.h"
 
 #ifdef FOLDNORM_DNNL
@@ -25,11 +26,7 @@
 void matmul_to_bf16(uint16_t *dst, const float *src, size_t n) {
 #pragma omp parallel for simd schedule(static) if (n >= ((size_t)1 << 16))
     for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], sizeof(u));
-        // round to nearest even; a NaN stays a (quiet) NaN instead of rounding to inf
-        uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-        dst[i] = (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 0x40u : rounded);
+        dst[i] = bf16_from_float(src[i]);
     }
 }
 

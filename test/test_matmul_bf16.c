@@ -15,6 +15,10 @@
 //     sign and ~u/sqrt(3) each: ~3e-3 (measured 2.4e-3 .. 3.8e-3 over seeds
 //     1-6); the test asks <= 1e-2 where a tensor has >= 512 elements.
 //  4. dnnl-fp32 against the fp32 matmul: ||err|| / ||ref|| <= 1e-5.
+//  5. AdamW's fused bf16 rounding (adamw_step_tensors with params_bf16): the
+//     fp32 parameters and moments equal, bit for bit, those of the step
+//     without rounding, and the bf16 copy equals their rounding (check 1's
+//     function), over tensors with and without weight decay and clipping.
 // Prints the worst values seen. Usage: test_matmul_bf16 [SEED]
 #include <limits.h>
 #include <math.h>
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adamw.h"
 #include "cli.h"
 #include "matmul.h"
 #include "rand.h"
@@ -290,6 +295,45 @@ static void check_shape(MatmulDnnl *bf16, MatmulDnnl *fp32, Rng *rng, int N, int
     free(abs32);
 }
 
+// check 5: two identical models, one stepped with the fused rounding
+static void check_adamw_rounding(Rng *rng) {
+    enum { TENSORS = 3, STEPS = 3 };
+    const size_t sizes[TENSORS] = {1000, 37, 70001};
+    const unsigned char decay[TENSORS] = {1, 0, 1};
+    const size_t n = sizes[0] + sizes[1] + sizes[2];
+    const AdamWConfig cfg = {.learning_rate = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f,
+                             .eps = 1e-8f, .weight_decay = 0.1f};
+    float *params[2], *m[2] = {NULL, NULL}, *v[2] = {NULL, NULL};
+    int step[2] = {0, 0};
+    params[0] = normal(rng, n, 1.0f);
+    params[1] = copy_of(params[0], n);
+    uint16_t *fused = malloc_check(n * sizeof(uint16_t), "fused bf16 copy");
+    uint16_t *want = malloc_check(n * sizeof(uint16_t), "bf16 rounding");
+    int bad = 0;
+    for (int t = 0; t < STEPS; t++) {
+        float *grads = normal(rng, n, t == 1 ? 100.0f : 0.1f); // step 1 is clipped
+        adamw_step_tensors(params[0], NULL, grads, &m[0], &v[0], &step[0], n, sizes, decay,
+                           TENSORS, &cfg, 1.0f);
+        adamw_step_tensors(params[1], fused, grads, &m[1], &v[1], &step[1], n, sizes, decay,
+                           TENSORS, &cfg, 1.0f);
+        matmul_to_bf16(want, params[0], n);
+        bad += memcmp(params[0], params[1], n * sizeof(float)) != 0;
+        bad += memcmp(m[0], m[1], n * sizeof(float)) != 0 || memcmp(v[0], v[1], n * sizeof(float)) != 0;
+        bad += memcmp(want, fused, n * sizeof(uint16_t)) != 0;
+        free(grads);
+    }
+    printf("%s AdamW with fused bf16 rounding: %d steps of %zu parameters, fp32 state bit-equal, "
+           "bf16 copy = rounding\n", bad ? "FAIL" : "ok  ", STEPS, n);
+    failures += bad > 0;
+    for (int k = 0; k < 2; k++) {
+        free(params[k]);
+        free(m[k]);
+        free(v[k]);
+    }
+    free(fused);
+    free(want);
+}
+
 int main(int argc, char **argv) {
     CliSpec spec = {.program = "test_matmul_bf16", .synopsis = "[SEED=1]",
                     .about = "The oneDNN matmuls (bf16 and fp32) against double and fp32\n"
@@ -307,6 +351,7 @@ int main(int argc, char **argv) {
     rng_seed(&rng, seed);
     printf("test_matmul_bf16: seed %llu\n", seed);
     check_rounding(&rng);
+    check_adamw_rounding(&rng);
     MatmulDnnl *bf16 = matmul_dnnl_create(MATMUL_BF16), *fp32 = matmul_dnnl_create(MATMUL_DNNL_FP32);
     // odd sizes; an MLP-like layer (K = 3072 in dinp); the same shape twice (a
     // cached primitive); N = 1
