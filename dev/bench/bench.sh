@@ -58,8 +58,18 @@ fi
 median() { sort -n | awk '{a[NR] = $1} END { if (NR == 0) print "nan"; else print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 rss_mb() { grep 'Maximum resident' "$1" | awk '{printf "%.0f", $6 / 1024}'; }
 
-run_ours() { # MODE ROUND
-    /usr/bin/time -v -o "$out/ours_$1_$2.time" bin/train_gpt2 -e d12 -N "$1" -b 4 -t 64 -x $((steps + 2)) -v 0 \
+# our runs: RUN = MODE (fp32) or MODE-bf16 (-mp bf16: bf16 matmuls through
+# oneDNN, where this build has it)
+runs="ln rms cbwc"
+if rm -rf "$out/bf16probe" && bin/train_gpt2 -e d1c32h2v256t64 -mp bf16 -x 1 -v 0 -i "$train_glob" \
+    -j "$val_glob" -o "$out/bf16probe" > /dev/null 2>&1; then
+    runs="$runs ln-bf16 cbwc-bf16"
+else
+    echo "note: this build has no oneDNN (make NO_DNNL=1?): the bf16 rows are left out"
+fi
+run_ours() { # RUN ROUND
+    /usr/bin/time -v -o "$out/ours_$1_$2.time" bin/train_gpt2 -e d12 -N "${1%-bf16}" \
+        -mp "$([ "${1%-bf16}" = "$1" ] && echo fp32 || echo bf16)" -b 4 -t 64 -x $((steps + 2)) -v 0 \
         -i "$train_glob" -j "$val_glob" > "$out/ours_$1_$2.log"
 }
 run_llmc() { # ROUND
@@ -73,7 +83,7 @@ run_torch() { # ROUND; OpenBLAS's pthread pool ignores torch.set_num_threads (sc
 for r in $(seq 1 "$rounds"); do
     if [ -n "${LLMC_DIR:-}" ]; then echo "round $r: llm.c"; run_llmc "$r"; fi
     if [ "$torch" = 1 ]; then echo "round $r: PyTorch"; run_torch "$r"; fi
-    for mode in ln rms cbwc; do echo "round $r: ours $mode"; run_ours $mode "$r"; done
+    for run in $runs; do echo "round $r: ours $run"; run_ours $run "$r"; done
 done
 
 # per-step figures from the progress lines, warmup steps dropped
@@ -83,7 +93,7 @@ ours_field() { # MODE FIELD(total|fwd|bwd|upd)
         sub(/\)/, "", up); print (f == "total" ? t : f == "fwd" ? fw : f == "bwd" ? bw : up) }' | median
 }
 echo
-echo "## GPT-2 124M (d12) training step, B=4 T=64 fp32, $OMP_NUM_THREADS threads, median over $((steps * rounds)) steps"
+echo "## GPT-2 124M (d12) training step, B=4 T=64 fp32 (the -bf16 rows: bf16 matmuls), $OMP_NUM_THREADS threads, median over $((steps * rounds)) steps"
 echo
 echo "| run | step ms | forward ms | backward ms | update ms | peak RSS MB | llm.c step / step | PyTorch step / step |"
 echo "|-----|--------:|-----------:|------------:|----------:|------------:|------------------:|--------------------:|"
@@ -95,15 +105,21 @@ llmc_ms="" torch_ms=""
 [ "$torch" = 1 ] && torch_ms=$(took_ms "$out"/torch_*.log)
 [ -n "$llmc_ms" ] && echo "| llm.c train_gpt2.c | $llmc_ms | | | | $(rss_mb "$out/llmc_1.time") | 1.00x | $(ratio "$torch_ms" "$llmc_ms") |"
 [ -n "$torch_ms" ] && echo "| PyTorch $("$PY" -c 'import torch; print(torch.__version__)') (dev/bench/torch_gpt2.py) | $torch_ms | | | | $(rss_mb "$out/torch_1.time") | $(ratio "$llmc_ms" "$torch_ms") | 1.00x |"
-for mode in ln rms cbwc; do
-    t=$(ours_field $mode total)
-    echo "| foldnorm $mode | $t | $(ours_field $mode fwd) | $(ours_field $mode bwd) | $(ours_field $mode upd) | $(rss_mb "$out/ours_${mode}_1.time") | $(ratio "$llmc_ms" "$t") | $(ratio "$torch_ms" "$t") |"
+for run in $runs; do
+    t=$(ours_field $run total)
+    echo "| foldnorm $run | $t | $(ours_field $run fwd) | $(ours_field $run bwd) | $(ours_field $run upd) | $(rss_mb "$out/ours_${run}_1.time") | $(ratio "$llmc_ms" "$t") | $(ratio "$torch_ms" "$t") |"
 done
 echo
 echo "## The three modes side by side in one process (bench_gpt2: one step of each mode per round)"
 echo
 bin/bench_gpt2 -e d12 -b 4 -t 64 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
 echo
+if [ "$runs" != "ln rms cbwc" ]; then
+    echo "## bf16 matmuls vs fp32 in one process (bench_gpt2 -mp fp32,bf16)"
+    echo
+    bin/bench_gpt2 -e d12 -b 4 -t 64 -N ln,cbwc -mp fp32,bf16 -r "${BENCH_MODE_ROUNDS:-12}" -w 2
+    echo
+fi
 echo "## AdamW over GPT-2 124M's parameters vs a copy"
 echo
 bin/bench_adamw
@@ -113,9 +129,13 @@ echo
 make -s bench_gemm
 bin/bench_gemm
 echo
-echo "## LayerNorm vs RMSNorm kernels"
+echo "## LayerNorm vs RMSNorm kernels, caches warm (arrays this size may stay in a large L3)"
 echo
 bin/bench_norms
+echo
+echo "## LayerNorm vs RMSNorm kernels, caches flushed before each op (every op from memory)"
+echo
+bin/bench_norms --flush -r 30
 echo
 echo "## Inference: folded vs LN (bench_fold: forward only, the two models interleaved)"
 echo
