@@ -7,6 +7,13 @@
 #   scripts/study.sh vision quick|full         ViT and Swin on Fashion-MNIST:
 #       test accuracy and loss per mode (Swin also with -K 1, the centring ops,
 #       and swin_paper: -pv 1, the paper's Swin, cbwc only, NOT the ln model)
+#   scripts/study.sh imagenet quick|full       Swin-Tiny (224x224 RGB) on an
+#       ImageNet-style folder (one subfolder of JPEGs per class, e.g.
+#       ImageNet-100's train/), converted by images_to_shard: ln, rms, cbwc
+#       and the paper's Swin (cbwc -pv 1). quick: Debian opencv-doc's JPEGs
+#       in 3 class folders, 2 steps; full: IMAGENET_DIR=FOLDER (required),
+#       IMAGENET_VAL_DIR=FOLDER (else 10 % of each class is held out),
+#       IMAGENET_EPOCHS (default 100)
 #   scripts/study.sh sft quick|full            Alpaca fine-tuning on GCIDE
 #       records (gcide_to_alpaca, split by headword) from a KJV-pretrained
 #       checkpoint per mode, without and with residual dropout (-rd): held-out
@@ -27,10 +34,11 @@
 # scripts/plot_runs.py (mean and min-max band over the seeds).
 # (speed: norms.md, step.md, fold.md, the tables as the benchmarks print them,
 # and speed.png; nothing is averaged over seeds.)
-# Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT.
+# Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT,
+# IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -38,7 +46,7 @@ case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, 
 out=${STUDY_OUT:-out/exp/$study}
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
-make -s train_gpt2 train_vit gcide_to_alpaca alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
+make -s train_gpt2 train_vit images_to_shard gcide_to_alpaca alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
 t_start=$SECONDS
@@ -124,6 +132,64 @@ vision)
         fi
         $PY scripts/plot_runs.py "${runs[@]}" --group \
             --title "$title ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
+    done
+    ;;
+imagenet)
+    # Swin-Tiny at 224 on JPEG class folders (the paper's ImageNet-100 study
+    # where a user has the data); the shards keep 256-pixel sides and
+    # train_vit takes random-resized 224 crops and flips
+    if [ $preset = quick ]; then
+        src=${IMAGENET_DIR:-}
+        if [ -z "$src" ]; then # real JPEGs from Debian's opencv-doc, 3 classes
+            jpegs=/usr/share/doc/opencv-doc/examples/data
+            [ -f "$jpegs/left01.jpg" ] ||
+                { echo "study.sh: $jpegs: no sample JPEGs (Debian opencv-doc; or IMAGENET_DIR=...)" >&2; exit 1; }
+            src=$out/jpeg
+            rm -rf "$src"; mkdir -p "$src/chessboard" "$src/produce" "$src/scenes"
+            cp "$jpegs"/left0[1-9].jpg "$src/chessboard/"
+            cp "$jpegs"/apple.jpg "$jpegs"/orange.jpg "$jpegs"/fruits.jpg "$jpegs"/baboon.jpg "$jpegs"/butterfly.jpg "$src/produce/"
+            cp "$jpegs"/aero1.jpg "$jpegs"/aero3.jpg "$jpegs"/building.jpg "$jpegs"/home.jpg "$jpegs"/board.jpg "$src/scenes/"
+        fi
+        common=(-b 4 -x 2 -u 1 -pe 1)
+        seeds=${STUDY_SEEDS:-"1"}
+    else
+        src=${IMAGENET_DIR:-}
+        [ -n "$src" ] || { echo "study.sh: imagenet full needs IMAGENET_DIR=FOLDER (one subfolder of JPEGs per class)" >&2; exit 1; }
+        common=(-b 128 -ep "${IMAGENET_EPOCHS:-100}" -pe 50 -nk 1)
+        seeds=${STUDY_SEEDS:-"1 2 3"}
+    fi
+    [ -d "$src" ] || { echo "study.sh: $src: not a folder" >&2; exit 1; }
+    shards=$out/shards/in
+    if [ -n "${IMAGENET_VAL_DIR:-}" ]; then # a separate validation folder: every image of it
+        bin/images_to_shard -i "$src" -o "$shards" -cs 224 -vf 0 > "$out/convert.txt"
+        bin/images_to_shard -i "$IMAGENET_VAL_DIR" -o "$out/shards/val" -cl "${shards}_classes.txt" -cs 224 -vf 0 \
+            >> "$out/convert.txt"
+        val=$out/shards/val_train.bin
+    else
+        bin/images_to_shard -i "$src" -o "$shards" -cs 224 -vf "$([ $preset = quick ] && echo 0.3 || echo 0.1)" \
+            > "$out/convert.txt"
+        val=${shards}_val.bin
+    fi
+    echo "model,mode,seed,test_accuracy,test_loss,median_images_per_s" > "$out/summary.csv"
+    for family in swin_tiny swin_tiny_paper; do
+        modes="ln rms cbwc" fam=(-e swin-tiny)
+        [ $family = swin_tiny_paper ] && modes=cbwc fam=(-e swin-tiny -pv 1)
+        runs=()
+        for mode in $modes; do
+            for s in $seeds; do
+                name=${family}_${mode}_seed$s
+                run $name bin/train_vit "${fam[@]}" -N $mode -i "${shards}_train.bin" -j "$val" "${common[@]}" -sd $s
+                final=$(grep '^final:' "$out/$name/stdout.txt")
+                acc=$(sed -E 's/.*test_accuracy ([^ ]+).*/\1/' <<< "$final")
+                loss=$(sed -E 's/.*test_loss ([^ ]+).*/\1/' <<< "$final")
+                rate=$(sed -E 's/.*median_images_per_s ([^ ]+).*/\1/' <<< "$final")
+                echo "$family,$mode,$s,$acc,$loss,$rate" >> "$out/summary.csv"
+                runs+=("$out/$name")
+            done
+        done
+        [ $family = swin_tiny_paper ] && runs+=("$out"/swin_tiny_ln_seed* "$out"/swin_tiny_rms_seed*)
+        $PY scripts/plot_runs.py "${runs[@]}" --group \
+            --title "imagenet: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
     done
     ;;
 sft)
@@ -262,7 +328,7 @@ speed)
         -o "$out/speed.png" > /dev/null
     ;;
 *)
-    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, sft, equivalence, speed)" >&2; exit 1 ;;
+    echo "study.sh: unknown study '$study' (gpt-pretrain, vision, imagenet, sft, equivalence, speed)" >&2; exit 1 ;;
 esac
 rows=$(($(wc -l < "$out/summary.csv") - 1))
 echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $rows $([ $study = speed ] && echo comparisons || echo runs)"

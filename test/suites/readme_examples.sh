@@ -76,6 +76,7 @@ how() {
     "dev/bench/onnx_bench.sh "*) echo "skip minutes: a benchmark (docs/performance.md)" ;;
     "/usr/bin/python3 dev/reference/gpt2.py "*) echo "run" ;;
     "scripts/study.sh "*" quick") echo "skip suite study_quick runs the quick studies" ;;
+    "IMAGENET_DIR=imagenet100/train "*) echo "skip days: Swin-Tiny on ImageNet-100, which this machine does not have" ;;
     "scripts/plot_runs.py "*) echo "run" ;;
     *) echo "unknown" ;;
     esac

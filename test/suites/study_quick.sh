@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/study.sh's quick presets (so the study runner cannot rot): every run
-# of gpt-pretrain, vision, sft and equivalence completes, summary.csv has a
+# of gpt-pretrain, vision, imagenet (Swin-Tiny on real JPEG class folders),
+# sft and equivalence completes, summary.csv has a
 # row per run with numbers, the curves render, and where cbwc is the ln model
-# (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; sft without residual
+# (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; Swin-Tiny; sft without residual
 # dropout) its final losses equal ln's to fp32 chaos (the vision study's
 # swin_paper rows, the paper's Swin, are cbwc only); in the equivalence study
 # cbwc stays within 1e-4 of ln (logits and every gradient) while the rms
@@ -18,7 +19,7 @@ PY=${PYTHON:-/usr/bin/python3}
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-for study in gpt-pretrain vision sft equivalence speed; do
+for study in gpt-pretrain vision imagenet sft equivalence speed; do
     if STUDY_OUT="$work/$study" scripts/study.sh $study quick > "$work/$study.log" 2>&1; then
         ok "$study quick: $(grep '^study ' "$work/$study.log")"
     else
@@ -31,10 +32,14 @@ w = sys.argv[1]
 def rows(study):
     return list(csv.DictReader(open(os.path.join(w, study, "summary.csv"))))
 gpt, vis, sft, eq = rows("gpt-pretrain"), rows("vision"), rows("sft"), rows("equivalence")
+inet = rows("imagenet")
 # vision: vit, swin, swin_k1 x 3 modes x 2 seeds, swin_paper cbwc x 2 seeds
 assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 20, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
 assert sorted(r["mode"] for r in vis if r["model"] == "swin_paper") == ["cbwc", "cbwc"], vis
-for r in gpt + vis + sft + eq:
+# imagenet: swin_tiny x 3 modes, swin_tiny_paper cbwc, 1 seed
+assert sorted((r["model"], r["mode"]) for r in inet) == [("swin_tiny", "cbwc"), ("swin_tiny", "ln"),
+    ("swin_tiny", "rms"), ("swin_tiny_paper", "cbwc")], inet
+for r in gpt + vis + inet + sft + eq:
     for k, v in r.items():
         if k not in ("mode", "model", "family"):
             float(v)  # every cell a number
@@ -50,8 +55,8 @@ def final(rs, key, **match):
 for seed, v in final(gpt, "final_val_loss", mode="ln").items():
     c = final(gpt, "final_val_loss", mode="cbwc")[seed]
     assert abs(v - c) < 2e-3 * abs(v), f"gpt seed {seed}: ln {v} vs cbwc {c}"
-for fam in ("vit", "swin", "swin_k1"):
-    ln, cb = final(vis, "test_loss", model=fam, mode="ln"), final(vis, "test_loss", model=fam, mode="cbwc")
+for rs, fam in ((vis, "vit"), (vis, "swin"), (vis, "swin_k1"), (inet, "swin_tiny")):
+    ln, cb = final(rs, "test_loss", model=fam, mode="ln"), final(rs, "test_loss", model=fam, mode="cbwc")
     for seed in ln:
         assert abs(ln[seed] - cb[seed]) < 2e-3 * abs(ln[seed]), f"{fam} seed {seed}: {ln[seed]} vs {cb[seed]}"
 speed = rows("speed")
@@ -64,7 +69,7 @@ for r in speed:
 p = os.path.join(w, "speed", "speed.png")
 assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 pngs = glob.glob(os.path.join(w, "*", "curves*.png"))
-assert len(pngs) == 8, pngs  # gpt, sft x2, equivalence, vit, swin, swin_k1, swin_paper
+assert len(pngs) == 10, pngs  # gpt, sft x2, equivalence, vit, swin, swin_k1, swin_paper, swin_tiny x2
 for p in pngs:
     assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 PYEOF
