@@ -151,10 +151,16 @@ def main():
                 continue
             shown = smooth(mean, args.smooth) if key == "trl" and args.smooth > 0 else mean
             tag = legend(name, series_list)
+            few = len(steps) < 3 and len(series_list) > 1  # e.g. one test at the end of one epoch
+            if few:  # min-max bars, each group shifted a little so that the bars stay apart
+                shift = (i - (len(groups) - 1) / 2) * 0.015 * max(max(steps), 1)
+                steps = [s + shift for s in steps]
+                ax.errorbar(steps, shown, yerr=[[m - l for m, l in zip(shown, lo)], [h - m for m, h in zip(shown, hi)]],
+                            fmt="none", ecolor=color, capsize=4, lw=1.2)
             # dashes cycle too: identical curves (ln and cbwc are the same model) stay visible
             ax.plot(steps, shown, color=color, lw=1.2, label=tag, ls=("-", "--", ":", "-.")[i % 4],
                     marker="o" if key in ("tel", "tea") and len(steps) < 40 else None, ms=3)
-            if len(series_list) > 1:
+            if len(series_list) > 1 and not few:
                 ax.fill_between(steps, lo, hi, color=color, alpha=0.18, lw=0)
         ax.set_title(label)
         ax.set_xlabel("step")

@@ -13,7 +13,7 @@
 # TRAIN_VIT runs another build of train_vit (e.g. an older commit's) in its place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-train_vit=${TRAIN_VIT:-./train_vit}
+train_vit=${TRAIN_VIT:-bin/train_vit}
 [ -n "${TRAIN_VIT:-}" ] || [ -x bin/train_vit ] || make -s train_vit
 threads=${THREADS:-2}; rounds=${ROUNDS:-2}; steps=${STEPS:-8}; B=${B:-128}
 modes=${MODES:-ln rms cbwc}; families=${FAMILIES:-vit swin}
