@@ -68,6 +68,26 @@ median_rate() {
 }
 
 : > "$out/commands.txt"
+
+# vision_runs TRAIN_VIT_ARGS...: bin/train_vit for every mode in $modes and
+# seed in $seeds as ${family}_MODE_seedN, a summary.csv row each (test
+# accuracy and loss, median images/s from its final line), the run folders
+# appended to runs
+vision_runs() {
+    local mode s name
+    for mode in $modes; do
+        for s in $seeds; do
+            name=${family}_${mode}_seed$s
+            run $name bin/train_vit "$@" -N $mode -sd $s
+            echo "$family,$mode,$s,$(final_value $name test_accuracy),$(final_value $name test_loss),$(final_value $name median_images_per_s)" \
+                >> "$out/summary.csv"
+            runs+=("$out/$name")
+        done
+    done
+}
+# final_value RUN KEY: KEY's value on the 'final:' line of train_vit's output
+final_value() { grep '^final:' "$out/$1/stdout.txt" | sed -E "s/.* $2 ([^ ]+).*/\1/"; }
+
 case $study in
 gpt-pretrain)
     if [ $preset = quick ]; then # byte-level KJV, a tiny model
@@ -113,18 +133,7 @@ vision)
             swin_paper) fam=("${swin[@]}" -pv 1) modes=cbwc ;;
         esac
         runs=()
-        for mode in $modes; do
-            for s in $seeds; do
-                name=${family}_${mode}_seed$s
-                run $name bin/train_vit "${fam[@]}" -N $mode "${common[@]}" -sd $s
-                final=$(grep '^final:' "$out/$name/stdout.txt")
-                acc=$(sed -E 's/.*test_accuracy ([^ ]+).*/\1/' <<< "$final")
-                loss=$(sed -E 's/.*test_loss ([^ ]+).*/\1/' <<< "$final")
-                rate=$(sed -E 's/.*median_images_per_s ([^ ]+).*/\1/' <<< "$final")
-                echo "$family,$mode,$s,$acc,$loss,$rate" >> "$out/summary.csv"
-                runs+=("$out/$name")
-            done
-        done
+        vision_runs "${fam[@]}" "${common[@]}"
         title="vision: $family"
         if [ $family = swin_paper ]; then # beside the same Swin's ln and rms runs
             runs+=("$out"/swin_ln_seed* "$out"/swin_rms_seed*)
@@ -175,18 +184,7 @@ imagenet)
         modes="ln rms cbwc" fam=(-e swin-tiny)
         [ $family = swin_tiny_paper ] && modes=cbwc fam=(-e swin-tiny -pv 1)
         runs=()
-        for mode in $modes; do
-            for s in $seeds; do
-                name=${family}_${mode}_seed$s
-                run $name bin/train_vit "${fam[@]}" -N $mode -i "${shards}_train.bin" -j "$val" "${common[@]}" -sd $s
-                final=$(grep '^final:' "$out/$name/stdout.txt")
-                acc=$(sed -E 's/.*test_accuracy ([^ ]+).*/\1/' <<< "$final")
-                loss=$(sed -E 's/.*test_loss ([^ ]+).*/\1/' <<< "$final")
-                rate=$(sed -E 's/.*median_images_per_s ([^ ]+).*/\1/' <<< "$final")
-                echo "$family,$mode,$s,$acc,$loss,$rate" >> "$out/summary.csv"
-                runs+=("$out/$name")
-            done
-        done
+        vision_runs "${fam[@]}" -i "${shards}_train.bin" -j "$val" "${common[@]}"
         [ $family = swin_tiny_paper ] && runs+=("$out"/swin_tiny_ln_seed* "$out"/swin_tiny_rms_seed*)
         $PY scripts/plot_runs.py "${runs[@]}" --group \
             --title "imagenet: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
