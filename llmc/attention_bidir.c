@@ -74,23 +74,6 @@ static void group_store(float *dst, const Tiles *t, const float *src, size_t ld)
     }
 }
 
-// Without a token map group g's rows are the T rows from g T on, so the
-// kernels read and write them in place; with one they are gathered into buf
-// (and scattered back by group_store).
-static const float *group_in(float *buf, const Tiles *t, const float *src, size_t ld,
-                             const int *token_map, int g) {
-    if (token_map == NULL) {
-        return src + (size_t)g * t->T * ld;
-    }
-    group_load(buf, t, src, ld);
-    return buf;
-}
-
-static float *group_out(float *buf, const Tiles *t, float *dst, size_t ld, const int *token_map,
-                        int g) {
-    return token_map == NULL ? dst + (size_t)g * t->T * ld : buf;
-}
-
 static void group_rows(const Tiles *t, const int *token_map, int map_groups, int g) {
     const int T = t->T;
     if (token_map == NULL) {
@@ -153,12 +136,11 @@ void attention_bidir_forward(float *out, float *att, const float *qkv, const flo
 #pragma omp for schedule(static)
         for (int g = 0; g < G; g++) {
             group_rows(&t, token_map, map_groups, g);
-            const float *win = group_in(t.win, &t, qkv, C3, token_map, g);
-            float *win_y = group_out(t.win_y, &t, out, (size_t)C, token_map, g);
+            group_load(t.win, &t, qkv, C3);
             for (int h = 0; h < NH; h++) {
-                tile_in(q, &t, win, C3, (size_t)h * hs);
-                tile_in_transposed(kt, &t, win, C3, C + (size_t)h * hs);
-                tile_in(v, &t, win, C3, 2 * (size_t)C + (size_t)h * hs);
+                tile_in(q, &t, t.win, C3, (size_t)h * hs);
+                tile_in_transposed(kt, &t, t.win, C3, C + (size_t)h * hs);
+                tile_in(v, &t, t.win, C3, 2 * (size_t)C + (size_t)h * hs);
                 tile_gemm(p, Tp, q, hsp, 0, kt, Tp, T, Tp, hs, 1.0f, 0); // scores q k^T
                 float *a = att + ((size_t)g * NH + h) * T * T;
                 const float *b =
@@ -195,11 +177,9 @@ void attention_bidir_forward(float *out, float *att, const float *qkv, const flo
                 }
                 // the padding columns of p are zero (from the zero columns of kt)
                 tile_gemm(o, hsp, p, Tp, 0, v, hsp, T, hsp, T, 1.0f, 0); // att v
-                tile_out(win_y, &t, o, (size_t)C, (size_t)h * hs); // every column, over the heads
+                tile_out(t.win_y, &t, o, (size_t)C, (size_t)h * hs);
             }
-            if (token_map != NULL) {
-                group_store(out, &t, win_y, (size_t)C);
-            }
+            group_store(out, &t, t.win_y, (size_t)C);
         }
         tiles_free(&t);
     }
@@ -215,13 +195,12 @@ static void group_backward(Tiles *t, float *dqkv, float *sum, const float *dout,
     const size_t C3 = (size_t)C * 3;
     float *qk = t->x, *dy = t->y, *res = t->z, *vt = t->xt, *p = t->s, *ds = t->u;
     group_rows(t, token_map, map_groups, g);
-    const float *win = group_in(t->win, t, qkv, C3, token_map, g);
-    const float *win_y = group_in(t->win_y, t, dout, (size_t)C, token_map, g);
-    float *win_d = group_out(t->win_d, t, dqkv, C3, token_map, g); // every column written below
+    group_load(t->win, t, qkv, C3);
+    group_load(t->win_y, t, dout, (size_t)C);
     for (int h = 0; h < NH; h++) {
         const float *a = att + ((size_t)g * NH + h) * T * T;
-        tile_in(dy, t, win_y, (size_t)C, (size_t)h * hs);
-        tile_in_transposed(vt, t, win, C3, 2 * (size_t)C + (size_t)h * hs);
+        tile_in(dy, t, t->win_y, (size_t)C, (size_t)h * hs);
+        tile_in_transposed(vt, t, t->win, C3, 2 * (size_t)C + (size_t)h * hs);
         tile_gemm(ds, Tp, dy, hsp, 0, vt, Tp, T, Tp, hs, 1.0f, 0); // datt = dout v^T
         for (int r = 0; r < T; r++) {
             float *d = ds + (size_t)r * Tp, *pr = p + (size_t)r * Tp;
@@ -245,18 +224,16 @@ static void group_backward(Tiles *t, float *dqkv, float *sum, const float *dout,
             }
         }
         // ds and p are zero outside the T x T block (zero columns of vt, zero init)
-        tile_in(qk, t, win, C3, C + (size_t)h * hs); // k
+        tile_in(qk, t, t->win, C3, C + (size_t)h * hs); // k
         tile_gemm(res, hsp, ds, Tp, 0, qk, hsp, T, hsp, T, scale, 0); // dq = scale ds k
-        tile_out(win_d, t, res, C3, (size_t)h * hs);
-        tile_in(qk, t, win, C3, (size_t)h * hs); // q
+        tile_out(t->win_d, t, res, C3, (size_t)h * hs);
+        tile_in(qk, t, t->win, C3, (size_t)h * hs); // q
         tile_gemm(res, hsp, ds, Tp, 1, qk, hsp, T, hsp, T, scale, 0); // dk = scale ds^T q
-        tile_out(win_d, t, res, C3, C + (size_t)h * hs);
+        tile_out(t->win_d, t, res, C3, C + (size_t)h * hs);
         tile_gemm(res, hsp, p, Tp, 1, dy, hsp, T, hsp, T, 1.0f, 0); // dv = att^T dout
-        tile_out(win_d, t, res, C3, 2 * (size_t)C + (size_t)h * hs);
+        tile_out(t->win_d, t, res, C3, 2 * (size_t)C + (size_t)h * hs);
     }
-    if (token_map != NULL) {
-        group_store(dqkv, t, win_d, C3);
-    }
+    group_store(dqkv, t, t->win_d, C3);
 }
 
 // The score-gradient sum over groups goes by fixed chunks of groups (each
