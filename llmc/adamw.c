@@ -43,6 +43,7 @@ void adamw_update(float *params, const float *grads, float *m, float *v, size_t 
     adamw_update_rounding(params, NULL, grads, m, v, n, cfg, weight_decay_on, t, grad_scale);
 }
 
+// a separate copy of the loop, so that adamw_update's keeps no bf16 branch
 static void adamw_update_bf16(float *params, uint16_t *params_bf16, const float *grads, float *m,
                               float *v, size_t n, const AdamWConfig *cfg, int weight_decay_on,
                               int t, float grad_scale) {

@@ -445,6 +445,11 @@ static void cbwc_refresh(GPT2 *model) {
     model->centred_bf16_stale = 1; // V's bf16 copy too
 }
 
+// 1 when the linear layers run in bf16 (gpt2_set_matmul_precision).
+static int uses_bf16(const GPT2 *model) {
+    return model->matmul_dnnl != NULL && matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16;
+}
+
 // The bf16 copies of every parameter and of cbwc's centred weights, from the
 // fp32 masters (after cbwc_refresh, so V is rounded from the fresh V), where
 // stale (gpt2_update rounds the parameters in AdamW's pass).
@@ -632,9 +637,8 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     const GPT2StreamWeights sw = gpt2_stream_weights(model); // refreshes cbwc's V
     const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
     const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
-    if (model->matmul_dnnl != NULL && matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16 &&
-        (model->bf16_stale || (centred && model->centred_bf16_stale))) {
-        bf16_refresh(model);
+    if (uses_bf16(model)) {
+        bf16_refresh(model); // only the stale copies
     }
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
@@ -755,10 +759,7 @@ static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
 
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
     // in bf16 the update writes the parameters' bf16 copy in the same pass
-    uint16_t *params_bf16 = model->matmul_dnnl != NULL &&
-                                    matmul_dnnl_precision(model->matmul_dnnl) == MATMUL_BF16
-                                ? model->params_bf16
-                                : NULL;
+    uint16_t *params_bf16 = uses_bf16(model) ? model->params_bf16 : NULL;
     adamw_step_tensors(model->params_memory, params_bf16, model->grads_memory, &model->m_memory,
                        &model->v_memory, &model->adamw_step, model->num_parameters,
                        model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
