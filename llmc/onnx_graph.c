@@ -1178,7 +1178,8 @@ static void op_reshape_family(Ctx *c, const Onnx__NodeProto *n) {
                 } else if (d < 0) {
                     out.rank = -1;
                 } else {
-                    known = d > 0 && known > INT64_MAX / d ? -1 : known * d;
+                    // -1 (unknown or too large) stays -1: -1 * d would be a false count
+                    known = known < 0 || (d > 0 && known > INT64_MAX / d) ? -1 : known * d;
                 }
                 out.d[i] = d;
             }
