@@ -24,7 +24,7 @@ ifneq ($(NO_BLAS),1)
   endif
 endif
 
-# oneDNN for train_gpt2 -mp bf16 (bf16 matmuls, llmc/matmul_dnnl.c) when
+# oneDNN for train_gpt2 -mp bf16 (bf16 matmuls, llmc/kernels/matmul_dnnl.c) when
 # present (make NO_DNNL=1 to leave it out: then -mp bf16 is refused)
 ifneq ($(NO_DNNL),1)
   ifneq ($(wildcard /usr/include/oneapi/dnnl/dnnl.h),)
@@ -44,16 +44,16 @@ endif
 BUILD := build
 # every program lands in bin/ (make NAME is a shortcut for make bin/NAME)
 BIN := bin
-LLMC_SRCS := $(wildcard llmc/*.c)
+# llmc/ holds one folder per concern (docs/layout.md); every list below is
+# derived from the folders
+LLMC_SRCS := $(wildcard llmc/*/*.c)
+LLMC_HEADERS := $(wildcard llmc/*/*.h)
 LLMC_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(LLMC_SRCS))
 # an archive, so each program links only the llmc/ objects it uses
 LLMC_LIB := $(BUILD)/libllmc.a
 
-CPU_PROGRAMS := train_gpt2 bench_norms bench_gpt2 bench_adamw text_to_shard
-# every test/test_NAME.c is a test program bin/test_NAME (helpers go elsewhere,
-# without the test_ prefix); a suite in test/suites/ runs it
-TEST_PROGRAMS := $(patsubst test/%.c,%,$(wildcard test/test_*.c))
-CPU_PROGRAMS += $(TEST_PROGRAMS)
+# every program's rule is in a fragment mk/NAME.mk (below), which adds it here
+CPU_PROGRAMS :=
 NVCC := $(shell command -v nvcc 2>/dev/null)
 CUDA_PROGRAMS :=
 
@@ -77,46 +77,51 @@ $(CPU_PROGRAMS) $(CUDA_PROGRAMS): %: $(BIN)/%
 # Objects depend on a stamp that holds the compiler and flags, so that switching
 # between `make` and `make SAN=1` (or NO_BLAS=1) rebuilds everything instead of
 # mixing sanitized and plain objects. The stamp is rewritten only when it changes.
-BUILD_CONFIG := $(CC) $(CFLAGS) | $(LDLIBS)
+# -march=native means another instruction set on another CPU, so the stamp
+# also holds what it resolves to here (the compiler's ISA macros): objects
+# built on one machine are rebuilt, not reused, on a machine of another kind.
+NATIVE_ISA := $(shell $(CC) $(filter -march=% -mno-% -mavx% -mfma,$(CFLAGS)) -dM -E -x c /dev/null 2>/dev/null | \
+                grep -E '__(AVX|FMA|F16C|AMX|SSE4)' | sort | cksum)
+BUILD_CONFIG := $(CC) $(CFLAGS) | $(LDLIBS) | isa $(NATIVE_ISA)
 $(BUILD)/config.stamp: FORCE | $(BUILD)/llmc
 	@echo '$(BUILD_CONFIG)' | cmp -s - $@ || echo '$(BUILD_CONFIG)' > $@
 .PHONY: FORCE
 FORCE:
 
-# The commit a run record names (llmc/logger.c): git describe at build time,
+# The commit a run record names (llmc/core/logger.c): git describe at build time,
 # "unknown" outside a git checkout; logger.o is rebuilt when it changes.
 FOLDNORM_COMMIT := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
 $(BUILD)/commit.stamp: FORCE | $(BUILD)/llmc
 	@echo '$(FOLDNORM_COMMIT)' | cmp -s - $@ || echo '$(FOLDNORM_COMMIT)' > $@
-$(BUILD)/llmc/logger.o: $(BUILD)/commit.stamp
-$(BUILD)/llmc/logger.o: CFLAGS += -DFOLDNORM_COMMIT='"$(FOLDNORM_COMMIT)"'
+$(BUILD)/llmc/core/logger.o: $(BUILD)/commit.stamp
+$(BUILD)/llmc/core/logger.o: CFLAGS += -DFOLDNORM_COMMIT='"$(FOLDNORM_COMMIT)"'
 
-$(BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
+$(BUILD)/llmc/%.o: llmc/%.c $(LLMC_HEADERS) $(BUILD)/config.stamp | $(BUILD)/llmc
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/%.o: %.c $(wildcard llmc/*.h) $(BUILD)/config.stamp | $(BUILD)/llmc
+$(BUILD)/%.o: %.c $(LLMC_HEADERS) $(BUILD)/config.stamp | $(BUILD)/llmc
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 # AdamW's sqrtf as a vector instruction: without errno to set, gcc vectorizes
 # it (the argument, v >= 0, never sets errno anyway)
-$(BUILD)/llmc/adamw.o: CFLAGS += -fno-math-errno
+$(BUILD)/llmc/kernels/adamw.o: CFLAGS += -fno-math-errno
+# fast_expf's clamp is a branch that gcc if-converts only where floating
+# point operations may not trap: without -fno-trapping-math the loops that
+# call it (GELU, softmax, cross-entropy) stay scalar on AVX2 (AVX-512 masks
+# them anyway). The same operations per element, so the same results; the
+# list is every llmc/ file that includes fast_exp.h.
+FAST_EXP_USERS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(shell grep -l 'fast_exp\.h' $(LLMC_SRCS)))
+$(FAST_EXP_USERS): CFLAGS += -fno-trapping-math
 $(BUILD)/llmc:
 	mkdir -p $@
 $(LLMC_LIB): $(LLMC_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BIN)/train_gpt2: $(BUILD)/train_gpt2.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/test_%: $(BUILD)/test/test_%.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/bench_norms: $(BUILD)/dev/bench/bench_norms.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/bench_gpt2: $(BUILD)/dev/bench/bench_gpt2.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/bench_adamw: $(BUILD)/dev/bench/bench_adamw.o $(LLMC_LIB)
-	$(LINK)
-$(BIN)/text_to_shard: $(BUILD)/tools/text_to_shard.o $(LLMC_LIB)
-	$(LINK)
+
+# the builds that test, check, demo and bench start run one compiler a core
+# (make JOBS=1 test: one at a time)
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # installs the Debian packages the demo and the tests need (quick no-op when present)
 deps:
@@ -128,21 +133,21 @@ deps:
 # make test: the full suite (CI runs it plain and with SAN=1); test/run_tests.sh
 # NAME... runs some
 test: deps
-	@$(MAKE) --no-print-directory cpu emu
+	@$(MAKE) --no-print-directory -j$(JOBS) cpu emu
 	@test/run_tests.sh
 
 # make check: the fast tier, under a minute: the suites marked "# tier: check"
 # (test/run_tests.sh --list)
 check: deps
-	@$(MAKE) --no-print-directory cpu
+	@$(MAKE) --no-print-directory -j$(JOBS) cpu
 	@test/run_tests.sh --tier check
 
 demo: deps
-	@$(MAKE) --no-print-directory cpu
+	@$(MAKE) --no-print-directory -j$(JOBS) cpu
 	@scripts/demo.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory cpu emu
+	@$(MAKE) --no-print-directory -j$(JOBS) cpu emu
 	@dev/bench/bench.sh
 
 clean:

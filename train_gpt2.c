@@ -9,20 +9,23 @@
 #include <omp.h>
 #endif
 
-#include "checkpoint.h"
-#include "comm.h"
-#include "dataloader.h"
-#include "gpt2.h"
-#include "gpt2_train_args.h"
-#include "logger.h"
-#include "matmul.h"
-#include "rand.h"
-#include "run_dir.h"
-#include "sampler.h"
-#include "schedule.h"
-#include "stop_signal.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "gpt2/checkpoint.h"
+#include "core/comm.h"
+#include "gpt2/dataloader.h"
+#include "gpt2/gpt2.h"
+#include "gpt2/gpt2_train_args.h"
+#include "gpt2/gpt2_train_setup.h"
+#include "gpt2/grad_overlap.h"
+#include "core/logger.h"
+#include "kernels/matmul.h"
+#include "core/rand.h"
+#include "core/run_dir.h"
+#include "core/run_dir_ranks.h"
+#include "gpt2/sampler.h"
+#include "core/schedule.h"
+#include "core/stop_signal.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 typedef Gpt2TrainArgs TrainArgs;
 
@@ -35,35 +38,11 @@ static TrainArgs parse_args(int argc, char **argv) {
         .about = "GPT-2 training on the CPU in fp32, or with bf16 matmuls (-mp bf16)\n"
                  "(llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
-        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION, flags),
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION | GPT2_FLAGS_OVERLAP, flags),
     };
     cli_parse(&spec, argc, argv, NULL);
     gpt2_train_args_check(&spec, &args);
-    MatmulPrecision precision;
-    if (matmul_precision_parse(args.matmul_precision, &precision) != 0) {
-        cli_error(&spec, "-mp: expected fp32 or bf16, got '%s'", args.matmul_precision);
-    }
-    if (precision != MATMUL_FP32 && !matmul_dnnl_available()) {
-        cli_error(&spec, "-mp %s: this build has no oneDNN (install libdnnl-dev with make deps, "
-                  "then rebuild without NO_DNNL=1)", args.matmul_precision);
-    }
     return args;
-}
-
-static void setup_model(GPT2 *model, const TrainArgs *args) {
-    NormMode mode = MODE_LN;
-    if (args->norm_mode != NULL && norm_mode_parse(args->norm_mode, &mode) != 0) {
-        fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", args->norm_mode);
-    }
-    GPT2Config cfg;
-    if (gpt2_parse_descriptor(args->model, &cfg) == 0) {
-        gpt2_init_random(model, &cfg, mode, args->seed);
-    } else {
-        gpt2_load(model, args->model);
-        if (args->norm_mode != NULL) {
-            model->mode = mode;
-        }
-    }
 }
 
 // Mean loss over up to max_batches batches of the val loader.
@@ -107,6 +86,9 @@ static void sample_and_print(GPT2 *model, Rng *rng, const TrainArgs *args,
 }
 
 int main(int argc, char **argv) {
+    // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
+    // write a checkpoint and exit (llmc/core/stop_signal.h)
+    stop_signal_install();
     // data parallel: under mpirun every rank trains on its slice of each batch
     // and the gradients are averaged; rank 0 alone prints, logs and checkpoints
     Comm comm;
@@ -115,36 +97,28 @@ int main(int argc, char **argv) {
         fatal("rank %d: cannot silence stdout", comm.rank);
     }
     TrainArgs args = parse_args(argc, argv);
-    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     GPT2 model;
     TrainProgress progress = {0};
     Rng rng;
     rng_seed(&rng, args.seed);
     int resumed_from = -1;
     if (args.output_dir != NULL) {
-        run_dir_check_start(args.output_dir, args.resume, checkpoint_find_latest(args.output_dir));
+        int newest = checkpoint_find_latest(args.output_dir);
+        run_dir_ranks_check(&comm, args.output_dir, newest, "newest");
+        run_dir_check_start(args.output_dir, args.resume, newest);
         if (args.resume) {
             resumed_from = checkpoint_resume(&model, &progress, args.output_dir);
+            run_dir_ranks_check(&comm, args.output_dir, resumed_from, "resumed");
         }
     }
     if (resumed_from >= 0) {
-        if (args.norm_mode != NULL) {
-            NormMode mode;
-            if (norm_mode_parse(args.norm_mode, &mode) != 0) {
-                fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", args.norm_mode);
-            }
-            if (mode != model.mode) {
-                fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
-                      args.output_dir, norm_mode_name(model.mode));
-            }
-        }
+        gpt2_train_check_resumed_mode(&model, &args);
         rng.state = progress.rng_state;
     } else {
-        setup_model(&model, &args);
+        gpt2_train_setup_model(&model, &args);
     }
     gpt2_set_resid_dropout(&model, args.resid_dropout, args.seed);
-    MatmulPrecision precision = MATMUL_FP32;
-    matmul_precision_parse(args.matmul_precision, &precision); // checked in parse_args
+    const MatmulPrecision precision = (MatmulPrecision)args.matmul_precision;
     gpt2_set_matmul_precision(&model, precision);
     const GPT2Config *cfg = &model.config;
     const int B = args.batch_size, T = args.seq_len;
@@ -187,10 +161,10 @@ int main(int argc, char **argv) {
         max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
         max_steps = max_steps > 0 ? max_steps : 1;
     }
-    if (args.output_dir != NULL) {
-        make_directories(args.output_dir);
-    }
+    // rank 0 alone writes to -o (on a host-local folder the other hosts' stay untouched)
     if (args.output_dir != NULL && comm.rank == 0) {
+        make_directories(args.output_dir);
+        run_dir_ranks_announce(&comm, args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
         RunSetting settings[GPT2_RUN_SETTINGS];
         gpt2_run_settings(&args, total_tokens, comm.world_size, settings);
@@ -205,10 +179,12 @@ int main(int argc, char **argv) {
         &logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
         "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
-        "steps=%d lr=%g resid_dropout=%g ranks=%d matmul=%s", norm_mode_name(model.mode), args.seed,
+        "steps=%d lr=%g resid_dropout=%g ranks=%d matmul=%s matmul_engine=%s",
+        norm_mode_name(model.mode), args.seed,
         args.model, cfg->num_layers, cfg->channels, cfg->num_heads, cfg->vocab_size,
         cfg->max_seq_len, B, T, total_tokens, max_steps, (double)args.learning_rate,
-        (double)args.resid_dropout, comm.world_size, matmul_precision_name(precision));
+        (double)args.resid_dropout, comm.world_size, matmul_precision_name(precision),
+        model.matmul_engine == NULL ? matmul_backend_name() : matmul_engine_kind(model.matmul_engine));
 
     int threads = 1;
 #ifdef _OPENMP
@@ -218,11 +194,14 @@ int main(int argc, char **argv) {
            norm_mode_name(model.mode), cfg->num_layers, cfg->channels, cfg->num_heads,
            cfg->vocab_size, cfg->padded_vocab_size, cfg->max_seq_len,
            (double)model.num_parameters / 1e6);
-    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s %s | %d threads"
+    printf("B=%d T=%d grad_accum=%d | %d steps | lr %.2e wd %.2f clip %.2f | matmul %s (%s) | %d threads"
            " x %d ranks (%s)\n",
            B, T, grad_accum, max_steps, args.learning_rate, args.weight_decay, args.grad_clip,
            matmul_precision_name(precision),
-           precision == MATMUL_FP32 ? matmul_backend_name() : "oneDNN", threads, comm.world_size, comm_backend_name());
+           model.matmul_engine == NULL ? matmul_backend_name()
+                                       : matmul_engine_describe(model.matmul_engine),
+           threads, comm.world_size, comm_backend_name());
+    matmul_blas_print_core_note();
     printf("train: %zu tokens in %d shards%s%s", train.total_tokens, train.num_shards,
            train.shuffle ? ", shuffled" : "",
            train.is_sft ? ", SFT: loss on response tokens only" : "");
@@ -238,6 +217,19 @@ int main(int argc, char **argv) {
                          .eps = 1e-8f, .weight_decay = args.weight_decay};
     if (args.overfit_single_batch) {
         dataloader_next_batch(&train);
+    }
+    // the step's gradient reduction: ZeRO-1 (-z 1) or all-reduce, overlapped
+    // with the backward (-ov 1) where MPI allows a thread of its own
+    const int sharded = args.zero_stage == 1 && comm.world_size > 1;
+    CommAsync *async = args.overlap ? comm_async_new(&comm, model.grads_memory,
+                                                     model.num_parameters, sharded)
+                                    : NULL;
+    Gpt2GradOverlap overlap;
+    if (comm.world_size > 1) {
+        printf("gradients: %s, %s\n", sharded ? "ZeRO-1 (reduce-scatter)" : "all-reduce",
+               async != NULL ? "each layer's reduced during the backward (-ov 1)"
+               : args.overlap ? "reduced after the backward (this MPI has no thread support)"
+                              : "reduced after the backward (-ov 0)");
     }
     int stopped_by = 0; // the stop signal, agreed by all ranks
     for (int step = progress.step; step <= max_steps; step++) {
@@ -288,6 +280,7 @@ int main(int argc, char **argv) {
         double t0 = now_seconds(), forward_s = 0.0, backward_s = 0.0;
         gpt2_zero_grad(&model);
         double loss_sum = 0.0;
+        int reduced = 0; // the last micro-batch's backward reduced the gradients (-ov 1)
         for (int micro = 0; micro < grad_accum; micro++) {
             if (!args.overfit_single_batch) {
                 dataloader_next_batch(&train);
@@ -299,26 +292,41 @@ int main(int argc, char **argv) {
             gpt2_forward_train(&model, train.inputs, train.targets, B, T, draw);
             double tb = now_seconds();
             loss_sum += model.mean_loss;
+            // the last micro-batch's backward hands each layer's final
+            // gradients to the reduction thread as it goes (-ov 1)
+            int overlapped = async != NULL && micro == grad_accum - 1;
+            if (overlapped) {
+                gpt2_grad_overlap_attach(&overlap, &model, async);
+            }
             // mean over the targets that count (all but SFT prompt tokens)
             if (model.loss_tokens > 0) {
                 gpt2_backward(&model, 1.0f / (float)(model.loss_tokens * grad_accum));
+            } else if (overlapped) {
+                gpt2_grad_overlap_post_all(&overlap); // no backward, the same collectives
             }
             forward_s += tb - ta;
             backward_s += now_seconds() - tb;
+            if (overlapped) {
+                gpt2_grad_overlap_finish(&overlap);
+                reduced = 1;
+            }
         }
         // the step's gradient and loss are the means over all ranks
-        int sharded = args.zero_stage == 1 && comm.world_size > 1;
         size_t shard_lo = 0, shard_hi = model.num_parameters;
         double grad_sq;
         if (sharded) {
             // ZeRO-1: this rank gets the mean gradient of its shard only;
             // the global norm is the sum of the shards' squares
             comm_shard_range(&comm, model.num_parameters, comm.rank, &shard_lo, &shard_hi);
-            comm_reduce_scatter_mean(&comm, model.grads_memory, model.num_parameters);
+            if (!reduced) {
+                comm_reduce_scatter_mean(&comm, model.grads_memory, model.num_parameters);
+            }
             grad_sq = sum_of_squares(model.grads_memory + shard_lo, shard_hi - shard_lo);
             comm_sum_double(&comm, &grad_sq);
         } else {
-            comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
+            if (!reduced) {
+                comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
+            }
             grad_sq = sum_of_squares(model.grads_memory, model.num_parameters);
         }
         double loss_mean = loss_sum / grad_accum;
@@ -355,6 +363,7 @@ int main(int argc, char **argv) {
     if (have_val) {
         dataloader_free(&val);
     }
+    comm_async_free(async);
     gpt2_free(&model);
     comm_finalize(&comm);
     return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;

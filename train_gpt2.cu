@@ -1,32 +1,36 @@
 // GPT-2 training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc):
 // the CUDA counterpart of train_gpt2.c with the same flags (one table,
-// llmc/gpt2_train_args.c; no -sft, -vd: samples print as token ids). bf16
+// llmc/gpt2/gpt2_train_args.c; no -sft, -vd: samples print as token ids). bf16
 // mixed precision by default, fp32 throughout when built with -DFOLDNORM_FP32
-// (make train_gpt2fp32cu). The model and its kernels live in llmc/*.cuh;
+// (make train_gpt2fp32cu). The model and its kernels live in llmc/cuda/*.cuh;
 // model files, checkpoints (the same model_STEP.bin + state_STEP.bin as
 // train_gpt2.c, so a run moves between CPU and GPU), data loader, sampler and
-// learning-rate schedule are the CPU trainer's (libllmc).
+// learning-rate schedule are the CPU trainer's (libllmc). -at chooses the
+// attention kernels (llmc/cuda/attention_kind.cuh): tensor cores by default in
+// bf16, flash (fp32 FMAs) in fp32, the cuBLAS + softmax path, or cuDNN's
+// fused attention.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt2_cuda.cuh"
-#include "grad_sync.cuh"
-#include "multi_gpu.cuh"
+#include "cuda/gpt2_cuda.cuh"
+#include "cuda/grad_sync.cuh"
+#include "cuda/multi_gpu.cuh"
 
 extern "C" {
-#include "checkpoint.h"
-#include "cli.h"
-#include "dataloader.h"
-#include "gpt2_train_args.h"
-#include "logger.h"
-#include "rand.h"
-#include "run_dir.h"
-#include "sampler.h"
-#include "schedule.h"
-#include "stop_signal.h"
-#include "tokenizer.h" // GPT2_EOT_TOKEN only: the tokenizer is not linked
+#include "gpt2/checkpoint.h"
+#include "core/cli.h"
+#include "gpt2/dataloader.h"
+#include "gpt2/gpt2_train_args.h"
+#include "gpt2/gpt2_train_setup.h"
+#include "core/logger.h"
+#include "core/rand.h"
+#include "core/run_dir.h"
+#include "gpt2/sampler.h"
+#include "core/schedule.h"
+#include "core/stop_signal.h"
+#include "text/tokenizer.h" // GPT2_EOT_TOKEN only: the tokenizer is not linked
 }
 
 typedef Gpt2TrainArgs TrainArgs;
@@ -37,16 +41,18 @@ typedef struct {
     int num_processes;    // -pn: 0 = from mpirun's environment, else 1
     int process_rank;     // -pr
     const char *id_file;  // -pf: shared file for the NCCL unique id
+    const char *attention_name; // -at: NULL = the build's default
+    AttentionKind attention;    // from -at, checked against the build
 } GpuArgs;
 
-// The GPT-2 trainers' shared flags (llmc/gpt2_train_args.c) with the GPU
+// The GPT-2 trainers' shared flags (llmc/gpt2/gpt2_train_args.c) with the GPU
 // defaults (d12, T = 1024), then the GPU-only ones.
 static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     TrainArgs a = gpt2_train_args_defaults();
     a.model = "d12";
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
-    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 4];
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 5];
     int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS, flags), n = 0;
     for (int i = 0; i < all; i++) { // no SFT shards and no tokenizer on the GPU (yet)
         if (strcmp(flags[i].name, "-sft") != 0 && strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
@@ -63,6 +69,12 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         {"-inf", CLI_INT, &gpu->inference_passes, 0, 1000000,
          "inference benchmark: time this many forward passes (B, T) on random\n"
          "tokens, no data, no training (default 0 = train)", NULL, 0, 0},
+        {"-at", CLI_CHOICE, &gpu->attention_name, 0, 0,
+         "attention kernels: tc = tensor cores, flash-style (bf16 builds only);\n"
+         "cublas = batched cuBLAS matmuls + softmax, keeps the (T, T)\n"
+         "probabilities of every layer; flash = fp32 FMAs, flash-style;\n"
+         "cudnn = cuDNN's fused flash attention (bf16 builds with cuDNN)\n"
+         "(default: tc in bf16 builds, flash in fp32 builds)", "tc|cublas|flash|cudnn", 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[160];
@@ -85,22 +97,11 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
                   gpu->process_rank);
     }
+    gpu->attention = attention_kind_default(false);
+    if (gpu->attention_name != NULL) attention_kind_parse(gpu->attention_name, &gpu->attention);
+    const char *refusal = attention_kind_refusal(gpu->attention, false);
+    if (refusal != NULL) cli_error(&spec, "-at %s: %s", gpu->attention_name, refusal);
     return a;
-}
-
-static void setup_host_model(GPT2 *model, const TrainArgs *args) {
-    NormMode mode = MODE_LN;
-    if (args->norm_mode != NULL && norm_mode_parse(args->norm_mode, &mode) != 0) {
-        fatal("-N: unknown norm mode '%s' (expected ln, rms or cbwc)", args->norm_mode);
-    }
-    GPT2Config cfg;
-    if (gpt2_parse_descriptor(args->model, &cfg) == 0) {
-        gpt2_init_random(model, &cfg, mode, args->seed);
-    } else {
-        gpt2_load(model, args->model);
-        if (args->norm_mode != NULL) model->mode = mode;
-    }
-    if (model->mode == MODE_FOLDED) fatal("-e %s: a folded model cannot be trained", args->model);
 }
 
 static int count_targets(const int *targets, int n) {
@@ -124,9 +125,10 @@ static float evaluate(GPT2Cuda *model, DataLoader *val, int max_batches) {
 
 // Forward passes only (the cost of inference; a folded model runs the rms
 // mode's kernels): mean time of `passes` forwards after one warmup.
-static void inference_benchmark(const GPT2 *host, int B, int T, int passes, unsigned long long seed) {
+static void inference_benchmark(const GPT2 *host, int B, int T, int passes, unsigned long long seed,
+                                AttentionKind attention) {
     GPT2Cuda model;
-    gpt2cuda_init(&model, host, B, T, 1);
+    gpt2cuda_init(&model, host, B, T, 1, attention);
     int *tokens = (int *)malloc_check((size_t)B * T * sizeof(int), "tokens");
     Rng rng;
     rng_seed(&rng, seed);
@@ -137,8 +139,9 @@ static void inference_benchmark(const GPT2 *host, int B, int T, int passes, unsi
     for (int i = 0; i < passes; i++) gpt2cuda_forward(&model, tokens, NULL, B, T, 0.0f);
     CUDA_CHECK(cudaDeviceSynchronize());
     const double seconds = (now_seconds() - t0) / passes;
-    printf("inference | mode %s | %s | B=%d T=%d | %.3f ms/forward | %.0f tok/s\n",
-           norm_mode_name(host->mode), FLOATX_NAME, B, T, seconds * 1e3, B * T / seconds);
+    printf("inference | mode %s | %s | attention %s | B=%d T=%d | %.3f ms/forward | %.0f tok/s\n",
+           norm_mode_name(host->mode), FLOATX_NAME, attention_kind_name(attention), B, T,
+           seconds * 1e3, B * T / seconds);
     free(tokens);
     gpt2cuda_free(&model);
 }
@@ -171,7 +174,7 @@ static void sample_and_print(GPT2Cuda *model, Rng *rng, const TrainArgs *args) {
     free(row);
 }
 
-// Writes model_STEP.bin + state_STEP.bin (llmc/checkpoint.c, train_gpt2.c's
+// Writes model_STEP.bin + state_STEP.bin (llmc/gpt2/checkpoint.c, train_gpt2.c's
 // files) from the GPU state; every rank calls it (ZeRO-1 gathers the moments),
 // rank 0 writes. host: the host model, its parameters and moments overwritten.
 static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, const char *dir,
@@ -194,10 +197,12 @@ static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, 
 }
 
 int main(int argc, char **argv) {
+    // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
+    // write a checkpoint and exit (llmc/core/stop_signal.h)
+    stop_signal_install();
     GpuArgs gpu;
     TrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE;
-    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     GPT2 host;
@@ -211,15 +216,10 @@ int main(int argc, char **argv) {
         if (args.resume) resumed_from = checkpoint_resume(&host, &progress, args.output_dir);
     }
     if (resumed_from >= 0) {
-        NormMode mode;
-        if (args.norm_mode != NULL && (norm_mode_parse(args.norm_mode, &mode) != 0 ||
-                                       mode != host.mode)) {
-            fatal("-N %s: the checkpoint in %s was trained in mode %s", args.norm_mode,
-                  args.output_dir, norm_mode_name(host.mode));
-        }
+        gpt2_train_check_resumed_mode(&host, &args);
         rng.state = progress.rng_state;
     } else {
-        setup_host_model(&host, &args); // the same seed on every rank: the same weights
+        gpt2_train_setup_model(&host, &args); // the same seed on every rank: the same weights
     }
     const GPT2Config *cfg = &host.config;
     const int B = args.batch_size, T = args.seq_len;
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
         fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
     }
     if (gpu.inference_passes > 0) {
-        if (lead) inference_benchmark(&host, B, T, gpu.inference_passes, args.seed);
+        if (lead) inference_benchmark(&host, B, T, gpu.inference_passes, args.seed, gpu.attention);
         gpt2_free(&host);
         multi_gpu_free(&mg);
         return EXIT_SUCCESS;
@@ -272,14 +272,14 @@ int main(int argc, char **argv) {
                                        have_val ? args.val_pattern : NULL, NULL};
     logger_log_run_record(&logger, argc, argv, record_data,
                           "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d "
-                          "total_batch=%d steps=%d lr=%g precision=%s gpus=%d",
+                          "total_batch=%d steps=%d lr=%g precision=%s attention=%s gpus=%d",
                           norm_mode_name(host.mode), args.seed, args.model, cfg->num_layers,
                           cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->max_seq_len, B, T,
                           total_tokens, max_steps, (double)args.learning_rate,
-                          FLOATX_NAME, mg.world);
+                          FLOATX_NAME, attention_kind_name(gpu.attention), mg.world);
 
     GPT2Cuda model;
-    gpt2cuda_init(&model, &host, B, T, 0);
+    gpt2cuda_init(&model, &host, B, T, 0, gpu.attention);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
     if (host.m_memory != NULL) {
@@ -290,9 +290,10 @@ int main(int argc, char **argv) {
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, mg.device));
     if (lead) {
-        printf("train_gpt2cu | %s x %d | %s | mode %s | L=%d C=%d NH=%d V=%d (Vp %d) maxT=%d | "
-               "%.2fM parameters\n",
-               prop.name, mg.world, FLOATX_NAME, norm_mode_name(model.mode), cfg->num_layers,
+        printf("train_gpt2cu | %s x %d | %s | attention %s | mode %s | L=%d C=%d NH=%d V=%d (Vp %d) "
+               "maxT=%d | %.2fM parameters\n",
+               prop.name, mg.world, FLOATX_NAME, attention_kind_name(gpu.attention),
+               norm_mode_name(model.mode), cfg->num_layers,
                cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->padded_vocab_size,
                cfg->max_seq_len, (double)model.num_parameters / 1e6);
         printf("B=%d T=%d processes=%d (%s) grad_accum=%d | %d steps | lr %.2e wd %.2f clip "
@@ -318,8 +319,8 @@ int main(int argc, char **argv) {
     int stopped_by = 0; // the stop signal, agreed by all ranks
     for (int step = progress.step; step <= max_steps; step++) {
         const int last = step == max_steps;
-        // a stop signal on any rank stops every rank after the same step (max = -min(-x))
-        stopped_by = -multi_gpu_min_int(&mg, -stop_signal_received());
+        // a stop signal on any rank stops every rank after the same step
+        stopped_by = multi_gpu_max_int(&mg, stop_signal_received());
         // not at the step resumed from: its val loss was logged before that checkpoint
         if (have_val && (step % args.val_every == 0 || last) &&
             (step > progress.step || resumed_from < 0)) {

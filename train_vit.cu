@@ -1,57 +1,55 @@
 // ViT and Swin training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc): the
 // CUDA counterpart of train_vit.c with the same flags (one table,
-// llmc/vit_train_args.c), data (llmc/vision_data.c: Fashion-MNIST IDX or
-// image shards, augmented on the host), model files (llmc/vision_model.c:
+// llmc/vision/vit_train_args.c), data (llmc/vision/vision_data.c: Fashion-MNIST IDX or
+// image shards, augmented on the host), model files (llmc/vision/vision_model.c:
 // a file written here loads in train_vit and back) and checkpoints
-// (llmc/vision_checkpoint.c: -n, -nk, -y 1 resumes exactly, a CPU run's
+// (llmc/vision/vision_checkpoint.c: -n, -nk, -y 1 resumes exactly, a CPU run's
 // checkpoint resumes here and back; a stop signal checkpoints and exits). The
 // host augments the next batches on a pool of threads while the GPU trains on
-// this one (llmc/batch_prefetch.c). bf16
+// this one (llmc/vision/batch_prefetch.c). bf16
 // mixed precision by default (fp32 master weights and moments, which is what
 // the checkpoints hold), fp32 throughout when built with -DFOLDNORM_FP32
-// (train_vitfp32cu). The models live in llmc/vit_cuda.cuh and
-// llmc/swin_cuda.cuh (one interface: llmc/classifier_cuda.cuh). Data parallel
+// (train_vitfp32cu). The models live in llmc/cuda/vit_cuda.cuh and
+// llmc/cuda/swin_cuda.cuh (one interface: llmc/cuda/classifier_cuda.cuh). Data parallel
 // over NCCL (-pn/-pr/-pf or mpirun, as train_gpt2cu): -b images per GPU, the
 // gradients averaged by an all-reduce per step, or with -z 1 (ZeRO-1)
 // reduce-scattered, each rank updating its shard of the AdamW moments
-// (llmc/vision_grad_sync.cuh).
+// (llmc/cuda/vision_grad_sync.cuh). -at chooses the attention kernels
+// (llmc/cuda/attention_kind.cuh): tensor cores by default in bf16.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "multi_gpu.cuh"
-#include "vision_grad_sync.cuh"
+#include "cuda/multi_gpu.cuh"
+#include "cuda/vision_grad_sync.cuh"
 
 extern "C" {
-#include "batch_prefetch.h"
-#include "checkpoint.h"
-#include "classifier.h"
-#include "classifier_loss.h"
-#include "cli.h"
-#include "logger.h"
-#include "rand.h"
-#include "run_dir.h"
-#include "schedule.h"
-#include "stop_signal.h"
-#include "vision_checkpoint.h"
-#include "vision_data.h"
-#include "vit_train_args.h"
+#include "vision/batch_prefetch.h"
+#include "core/checkpoint_files.h"
+#include "vision/classifier.h"
+#include "kernels/classifier_loss.h"
+#include "core/cli.h"
+#include "core/logger.h"
+#include "core/rand.h"
+#include "core/run_dir.h"
+#include "core/stop_signal.h"
+#include "vision/vision_checkpoint.h"
+#include "vision/vision_data.h"
+#include "vision/vision_train_loop.h"
+#include "vision/vit_train_args.h"
 }
 
-#define MAX_COUNT 1073741824.0 // 2^30
 
-// The flags only this trainer takes: train_vit's checkpoint flags and
-// train_gpt2cu's data parallel ones.
+// The flags only this trainer takes: the prefetch workers and train_gpt2cu's
+// data parallel ones (the rest, checkpoints and -z included, is
+// vit_train_args.c's table, train_vit's too).
 typedef struct {
-    int checkpoint_every; // -n: 0 = only at the end of each epoch
-    int checkpoint_keep;  // -nk: 0 = all
-    int resume;           // -y
-    int zero_stage;       // -z: 1 = ZeRO-1 (with several processes), 0 = all-reduce
     int data_workers;     // -dw: host threads building batches ahead (0: between steps)
     int num_processes;    // -pn: 0 = from mpirun's environment, else 1
     int process_rank;     // -pr
     const char *id_file;  // -pf: shared file for the NCCL unique id
+    const char *attention_name; // -at: NULL = the build's default for the model's family
 } GpuArgs;
 
 // Batches queued ahead of the GPU: k+1 and k+2 are built while step k runs.
@@ -60,21 +58,10 @@ typedef struct {
 static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
     memset(gpu, 0, sizeof(*gpu));
-    gpu->zero_stage = 1; // train_gpt2cu's default
     gpu->data_workers = 8; // ~550 Swin-Tiny crops/s each (docs/performance.md): 8 feed ~4k images/s
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 8];
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 5];
     int n = vit_train_flags(&a, flags);
     const CliFlag gpu_flags[] = {
-        {"-n", CLI_INT, &gpu->checkpoint_every, 0, MAX_COUNT,
-         "checkpoint also every this many steps, 0 = only at the end of each\n"
-         "epoch (default 0)", NULL, 0, 0},
-        {"-nk", CLI_INT, &gpu->checkpoint_keep, 0, MAX_COUNT,
-         "keep only the newest this many checkpoints, 0 = all (default 0)", NULL, 0, 0},
-        {"-y", CLI_INT, &gpu->resume, 0, 1, "resume from the newest checkpoint in -o (default 0)",
-         NULL, 0, 0},
-        {"-z", CLI_INT, &gpu->zero_stage, 0, 1,
-         "ZeRO stage: 1 shards the AdamW moments over the processes, 0 all-reduces\n"
-         "the gradients and every process updates all (default 1)", NULL, 0, 0},
         {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
          "host threads that augment the next batches while the GPU trains (default 8;\n"
          "0: each batch is built between steps); the same batches either way", NULL, 0, 0},
@@ -86,6 +73,14 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
          "shared file through which rank 0 hands the NCCL id to the others;\n"
          "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+        {"-at", CLI_CHOICE, &gpu->attention_name, 0, 0,
+         "attention kernels: tc = tensor cores, flash-style (ViT) or per window\n"
+         "(Swin), bf16 builds only; ViT: cublas = batched cuBLAS matmuls +\n"
+         "softmax, keeps the (T, T) probabilities, flash = fp32 FMAs,\n"
+         "flash-style, cudnn = cuDNN's fused flash attention (bf16 builds with\n"
+         "cuDNN); Swin: window = fp32 FMAs, keeps each window's (T, T)\n"
+         "probabilities (default: tc in bf16 builds; flash, Swin window, in fp32)",
+         "tc|cublas|flash|window|cudnn", 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -108,9 +103,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
                   gpu->process_rank);
     }
-    if (gpu->resume && a.output_dir == NULL) {
-        cli_error(&spec, "-y 1 needs -o, the directory to resume from");
-    }
+    vit_train_args_check(&spec, &a);
     return a;
 }
 
@@ -129,9 +122,9 @@ static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, 
         loss_sum += (double)classifier_cuda_mean_loss(model) * n;
         correct += classifier_correct_count(classifier_cuda_logits(model), labels, n, K);
     }
-    // the ranks' sums: mean over ranks times ranks (counts stay integers below 2^24)
-    loss_sum = (double)multi_gpu_mean(mg, (float)loss_sum) * mg->world;
-    const double total_correct = round((double)multi_gpu_mean(mg, (float)correct) * mg->world);
+    // the ranks' sums, exact in a double (counts below 2^53)
+    loss_sum = multi_gpu_sum_double(mg, loss_sum);
+    const double total_correct = multi_gpu_sum_double(mg, (double)correct);
     *mean_loss = (float)(loss_sum / s->count);
     *accuracy = (float)(total_correct / s->count);
 }
@@ -178,85 +171,138 @@ static Rng checkpoint_rng(const Rng *rng, const FlipSource *flips, const BatchPr
     return at;
 }
 
-// Where a run starts, where it is and how it saves itself.
+// The GPU trainer behind vision_train_loop's hooks.
 typedef struct {
-    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNG
-    int *order;           // the train order (count entries), shuffled in place each epoch
-    int count;
-    Classifier *host;     // the checkpoints' host copy (parameters, moments overwritten)
+    ClassifierCuda *model;
     VisionGradSync *sync;
-    const GpuArgs *gpu;
-    const char *dir;      // -o, or NULL
-} RunState;
+    MultiGpu *mg;
+    const VitTrainArgs *args;
+    const VisionSplit *test;
+    BatchPrefetch *prefetch;
+    FlipSource flips;
+    int *order;           // the train order (count entries), shuffled by the loop
+    int count;
+    Rng *rng;             // the loop's shuffling RNG (with one process, the flips' too)
+    int epoch, next_batch, end_batch; // the batches queued so far in this epoch
+    Classifier *host;     // the checkpoints' host copy (parameters, moments overwritten)
+    float *images;        // the test batches
+    int *labels, *eval_indices;
+} GpuTrainer;
+
+static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batch) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    t->epoch = epoch;
+    t->next_batch = first_batch;
+    t->end_batch = end_batch;
+    queue_batches(t->prefetch, t->order, epoch, &t->next_batch, end_batch, t->args->batch_size,
+                  t->mg, &t->flips);
+}
+
+static float gpu_forward_backward(void *ctx, int epoch, int batch) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    (void)epoch, (void)batch; // the prefetch hands the batches out in the loop's order
+    const int B = t->args->batch_size;
+    const float *images; // this rank's slice of the global batch
+    const int *labels;
+    batch_prefetch_take(t->prefetch, &images, &labels);
+    queue_batches(t->prefetch, t->order, t->epoch, &t->next_batch, t->end_batch, B, t->mg,
+                  &t->flips);
+    classifier_cuda_forward(t->model, images, labels, t->args->smoothing, B);
+    const float loss = multi_gpu_mean(t->mg, classifier_cuda_mean_loss(t->model));
+    classifier_cuda_zero_grad(t->model);
+    classifier_cuda_backward(t->model, 1.0f / (float)B);
+    return loss;
+}
+
+static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    vision_grad_sync_reduce(t->sync); // the mean gradient: every rank makes the same update
+    return vision_grad_sync_update(t->sync, adamw, grad_clip);
+}
+
+static void gpu_evaluate(void *ctx, float *loss, float *accuracy) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    evaluate(t->model, t->mg, t->test, t->args->batch_size, t->images, t->labels, t->eval_indices,
+             loss, accuracy);
+}
 
 // train_vit's checkpoint (model_STEP.bin + state_STEP.bin) after `step`
-// with the next batch at (epoch, batch) from the GPU's fp32 master weights
-// and moments; every rank calls it (ZeRO-1 gathers the moments), rank 0 writes.
-static void save_checkpoint(RunState *run, int step, int epoch, int batch, const Rng *rng) {
-    ClassifierCuda *model = run->sync->model;
-    Classifier *host = run->host;
-    classifier_cuda_params_to_host(model, host);
+// with the next batch at (epoch, next_batch) from the GPU's fp32 master
+// weights and moments; every rank calls it (ZeRO-1 gathers the moments),
+// rank 0 writes. Nothing is queued past the epoch's last batch or the run's
+// last step, so the RNG's state is the sequential trainer's.
+static void gpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    const Rng at = checkpoint_rng(t->rng, &t->flips, t->prefetch);
+    Classifier *host = t->host;
+    classifier_cuda_params_to_host(t->model, host);
     ClassifierAdamW adamw = classifier_adamw(host);
     const size_t bytes = classifier_num_parameters(host) * sizeof(float);
     if (*adamw.m == NULL) {
         *adamw.m = (float *)malloc_check(bytes, "AdamW m for the checkpoint");
         *adamw.v = (float *)malloc_check(bytes, "AdamW v for the checkpoint");
     }
-    if (!vision_grad_sync_moments_to_host(run->sync, *adamw.m, *adamw.v)) {
+    if (!vision_grad_sync_moments_to_host(t->sync, *adamw.m, *adamw.v)) {
         free(*adamw.m); // no update yet: a state without moments
         free(*adamw.v);
         *adamw.m = NULL;
         *adamw.v = NULL;
     }
-    *adamw.step = *classifier_cuda_state(model).adamw_step;
-    if (run->sync->mg->rank != 0) return;
-    VisionProgress now = {step, epoch, batch, rng->state};
-    vision_checkpoint_save(host, &now, run->order, run->count, run->dir);
-    checkpoint_prune(run->dir, run->gpu->checkpoint_keep);
-    printf("checkpoint: %s/model_%08d.bin\n", run->dir, step);
+    *adamw.step = *classifier_cuda_state(t->model).adamw_step;
+    if (t->mg->rank != 0) return;
+    VisionProgress now = {step, epoch, next_batch, at.state};
+    vision_checkpoint_save(host, &now, t->order, t->count, t->args->output_dir);
+    checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
+    printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
+}
+
+static int gpu_max_over_ranks(void *ctx, int value) {
+    return multi_gpu_max_int(((GpuTrainer *)ctx)->mg, value);
+}
+
+static void gpu_synchronize(void *ctx) {
+    (void)ctx;
+    CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 int main(int argc, char **argv) {
+    // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
+    // write a checkpoint and exit (llmc/core/stop_signal.h)
+    stop_signal_install();
     GpuArgs gpu;
     VitTrainArgs args = parse_args(argc, argv, &gpu);
-    stop_signal_install(); // SIGINT, SIGTERM, SIGUSR1: finish the step, checkpoint, exit
+    if (!cuda_device_present(argv[0])) return EXIT_FAILURE; // before any work, as train_gpt2cu
     int resumed_from = -1;
     if (args.output_dir != NULL) {
         int newest = checkpoint_find_latest(args.output_dir);
-        run_dir_check_start(args.output_dir, gpu.resume, newest);
-        resumed_from = gpu.resume ? newest : -1;
+        run_dir_check_start(args.output_dir, args.resume, newest);
+        resumed_from = args.resume ? newest : -1;
     }
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
-    RunState run;
-    memset(&run, 0, sizeof(run));
-    run.count = train.count;
-    run.gpu = &gpu;
-    run.dir = args.output_dir;
-    run.order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
+    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNG
+    memset(&start, 0, sizeof(start));
+    int *order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
     Classifier host;
-    run.host = &host;
     if (resumed_from >= 0) {
         // the newest checkpoint that verifies (a damaged newer one is named and skipped);
         // a CPU run's as well as a GPU run's
-        resumed_from = vision_checkpoint_resume(&host, &run.start, run.order, train.count,
+        resumed_from = vision_checkpoint_resume(&host, &start, order, train.count,
                                                 args.output_dir);
         vit_train_check_resumed(&host, &args, &train);
     } else {
         vit_train_build_model(&host, &args, &train); // the same seed on every rank
-        for (int i = 0; i < train.count; i++) run.order[i] = i;
+        for (int i = 0; i < train.count; i++) order[i] = i;
         Rng seeded; // the CPU trainer's shuffles (the same on every rank) and, one process, flips
         rng_seed(&seeded, args.seed ^ 0xDA7AULL);
-        run.start.rng_state = seeded.state;
+        start.rng_state = seeded.state;
     }
-    if (!cuda_device_present(argv[0])) {
-        free(run.order);
-        vision_split_free(&train);
-        vision_split_free(&test);
-        classifier_free(&host);
-        return EXIT_SUCCESS;
-    }
+    const bool windowed = host.family == FAMILY_SWIN;
+    AttentionKind attention = attention_kind_default(windowed);
+    if (gpu.attention_name != NULL) attention_kind_parse(gpu.attention_name, &attention);
+    const char *refusal = attention_kind_refusal(attention, windowed);
+    if (refusal != NULL) fatal("-at %s: %s", gpu.attention_name, refusal);
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     const int B = args.batch_size, global_B = B * mg.world;
@@ -264,9 +310,9 @@ int main(int argc, char **argv) {
         fatal("-b %d x %d processes: larger than the %d train images", B, mg.world, train.count);
     }
     const int batches_per_epoch = train.count / global_B;
-    if (run.start.next_batch >= batches_per_epoch) {
+    if (start.next_batch >= batches_per_epoch) {
         fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of %d images",
-              args.output_dir, run.start.next_batch, batches_per_epoch, global_B);
+              args.output_dir, start.next_batch, batches_per_epoch, global_B);
     }
     const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
     if (lead && args.output_dir != NULL) {
@@ -282,22 +328,24 @@ int main(int argc, char **argv) {
     vit_train_describe_model(shape, sizeof(shape), &host);
     const char *const record_data[] = {"train", args.train_data, "test", args.test_data, NULL};
     logger_log_run_record(&logger, argc, argv, record_data,
-                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g precision=%s gpus=%d",
+                          "mode=%s seed=%llu %s B=%d steps=%d lr=%g precision=%s attention=%s "
+                          "gpus=%d",
                           norm_mode_name(classifier_mode(&host)), args.seed, shape, B,
-                          total_steps, (double)args.learning_rate, FLOATX_NAME, mg.world);
+                          total_steps, (double)args.learning_rate, FLOATX_NAME,
+                          attention_kind_name(attention), mg.world);
     ClassifierCuda model;
-    classifier_cuda_init(&model, &host, B); // a resumed host's moments and step come along
+    // a resumed host's moments and step come along
+    classifier_cuda_init(&model, &host, B, attention);
     VisionGradSync sync;
-    vision_grad_sync_init(&sync, &mg, &model, gpu.zero_stage);
-    run.sync = &sync;
+    vision_grad_sync_init(&sync, &mg, &model, args.zero_stage);
     cudaDeviceProp prop;
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     if (lead) {
-        printf("train_vitcu | %s x %d | %s | %s, %zu parameters, mode %s\n", prop.name, mg.world,
-               FLOATX_NAME, shape, classifier_cuda_num_parameters(&model),
-               norm_mode_name(classifier_cuda_mode(&model)));
+        printf("train_vitcu | %s x %d | %s | attention %s | %s, %zu parameters, mode %s\n",
+               prop.name, mg.world, FLOATX_NAME, attention_kind_name(attention), shape,
+               classifier_cuda_num_parameters(&model), norm_mode_name(classifier_cuda_mode(&model)));
         printf("data: %s, %d train / %d test images; B=%d x %d processes (%s), %d steps (%d per "
                "epoch)\n",
                args.train_data, train.count, test.count, B, mg.world,
@@ -307,123 +355,70 @@ int main(int argc, char **argv) {
     }
 
     const size_t image_floats = (size_t)train.channels * train.side * train.side;
-    float *images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
-                                          "batch");
-    int *labels = (int *)malloc_check((size_t)B * sizeof(int), "labels");
-    int *eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
-    int *order = run.order;
     Rng rng; // shuffles and, with one process, flips: the checkpoints' RNG
-    rng.state = run.start.rng_state;
+    rng.state = start.rng_state;
+    GpuTrainer trainer;
+    memset(&trainer, 0, sizeof(trainer));
+    trainer.model = &model;
+    trainer.sync = &sync;
+    trainer.mg = &mg;
+    trainer.args = &args;
+    trainer.test = &test;
+    trainer.order = order;
+    trainer.count = train.count;
+    trainer.rng = &rng;
+    trainer.host = &host;
+    trainer.images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
+                                           "batch");
+    trainer.labels = (int *)malloc_check((size_t)B * sizeof(int), "labels");
+    trainer.eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
     Rng rank_flips; // several processes: each rank flips its slice from its own stream
-    FlipSource flips = {NULL, mg.world > 1, args.seed, mg.rank};
-    if (args.flip) flips.rng = mg.world == 1 ? &rng : &rank_flips;
-    flips.per_batch = flips.per_batch && flips.rng != NULL;
+    trainer.flips = FlipSource{NULL, mg.world > 1, args.seed, mg.rank};
+    if (args.flip) trainer.flips.rng = mg.world == 1 ? &rng : &rank_flips;
+    trainer.flips.per_batch = trainer.flips.per_batch && trainer.flips.rng != NULL;
     BatchPrefetch *prefetch = batch_prefetch_create(&train, B, PREFETCH_DEPTH, gpu.data_workers,
                                                     BatchBufferAllocator{pinned_alloc, pinned_free});
-    AdamWConfig adamw = {0.0f, 0.9f, 0.999f, 1e-8f, args.weight_decay};
-    double timed_seconds = 0.0;
-    long long timed_images = 0;
-    float test_loss = NAN, test_accuracy = NAN;
-    int step = run.start.step, evaluated = 0;
-    const int first_step = step;
-    int stopped_by = 0; // the stop signal, agreed by all ranks after each step
-    // train_vit.c's loop: a checkpoint every -n steps inside an epoch, and after each
-    // epoch's test (its progress the next epoch's start when the epoch is complete)
-    for (int epoch = run.start.epoch; step < total_steps && stopped_by == 0; epoch++) {
-        int batch = epoch == run.start.epoch ? run.start.next_batch : 0;
-        if (batch == 0) vision_shuffle(order, train.count, &rng);
-        const int epoch_batches = batches_per_epoch < batch + (total_steps - step)
-                                      ? batches_per_epoch
-                                      : batch + (total_steps - step);
-        int next_batch = batch;
-        queue_batches(prefetch, order, epoch, &next_batch, epoch_batches, B, &mg, &flips);
-        for (; batch < batches_per_epoch && step < total_steps; batch++) {
-            CUDA_CHECK(cudaDeviceSynchronize());
-            const double t0 = now_seconds();
-            const float *batch_images; // this rank's slice of the global batch
-            const int *batch_labels;
-            batch_prefetch_take(prefetch, &batch_images, &batch_labels);
-            queue_batches(prefetch, order, epoch, &next_batch, epoch_batches, B, &mg, &flips);
-            classifier_cuda_forward(&model, batch_images, batch_labels, args.smoothing, B);
-            const float loss = multi_gpu_mean(&mg, classifier_cuda_mean_loss(&model));
-            classifier_cuda_zero_grad(&model);
-            classifier_cuda_backward(&model, 1.0f / (float)B);
-            // the mean gradient over the ranks: every rank makes the same update
-            vision_grad_sync_reduce(&sync);
-            adamw.learning_rate = lr_cosine_with_warmup(step, total_steps, args.warmup_steps,
-                                                        args.learning_rate, args.final_lr_fraction);
-            if (!isfinite(loss)) {
-                fatal("step %d: the loss is not finite (%f); try a lower -l", step + 1, loss);
-            }
-            const float grad_norm = vision_grad_sync_update(&sync, &adamw, args.grad_clip);
-            CUDA_CHECK(cudaDeviceSynchronize());
-            const double seconds = now_seconds() - t0;
-            if (step > first_step) { // the first step pays for cuBLAS's setup
-                timed_seconds += seconds;
-                timed_images += global_B;
-            }
-            step++;
-            logger_log_train(&logger, step, loss, adamw.learning_rate, grad_norm);
-            if (lead && (step % args.print_every == 0 || step == 1 || step == total_steps)) {
-                printf("step %5d/%d | epoch %d | loss %.4f | lr %.2e | norm %.3f | %.2f ms | "
-                       "%.0f images/s\n",
-                       step, total_steps, epoch + 1, loss, adamw.learning_rate, grad_norm,
-                       seconds * 1e3, global_B / seconds);
-                fflush(stdout);
-            }
-            // a stop signal on any rank stops every rank after the same step (max = -min(-x))
-            stopped_by = -multi_gpu_min_int(&mg, -stop_signal_received());
-            // the epoch's last step checkpoints after the test below
-            const int epoch_ends = batch + 1 == batches_per_epoch || step == total_steps;
-            const int periodic = gpu.checkpoint_every > 0 && step % gpu.checkpoint_every == 0;
-            if (!epoch_ends && (periodic || stopped_by != 0)) {
-                if (args.output_dir != NULL) {
-                    const Rng at = checkpoint_rng(&rng, &flips, prefetch);
-                    save_checkpoint(&run, step, epoch, batch + 1, &at);
-                }
-                if (stopped_by != 0) break;
-            }
-        }
-        if (stopped_by != 0 && batch < batches_per_epoch && step < total_steps) {
-            break; // stopped mid-epoch: checkpointed above
-        }
-        evaluate(&model, &mg, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
-        evaluated = 1;
-        if (lead) printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
-               test_loss, test_accuracy);
-        logger_log_val(&logger, step, test_loss);
-        if (logger.file != NULL) {
-            fprintf(logger.file, "s:%d tea:%.6f\n", step, test_accuracy);
-            fflush(logger.file);
-        }
-        if (args.output_dir != NULL) {
-            const int done = batch == batches_per_epoch; // the next batch opens the next epoch
-            // nothing is queued past the epoch's last batch or the run's last step
-            const Rng at = checkpoint_rng(&rng, &flips, prefetch);
-            save_checkpoint(&run, step, done ? epoch + 1 : epoch, done ? 0 : batch, &at);
-        }
-        stopped_by = -multi_gpu_min_int(&mg, -stop_signal_received());
-    }
-    if (!evaluated && stopped_by == 0) { // resumed at the end
-        evaluate(&model, &mg, &test, B, images, labels, eval_indices, &test_loss, &test_accuracy);
-    }
-    if (stopped_by != 0) {
-        // "mpirun -np N" in the command only when mpirun started the ranks (-pn 0)
-        if (lead) run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv,
-                                      gpu.num_processes == 0 ? mg.world : 1);
-        // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
-        multi_gpu_min_int(&mg, 0);
-    } else if (lead) {
+    trainer.prefetch = prefetch;
+    VisionTrainHooks hooks;
+    memset(&hooks, 0, sizeof(hooks));
+    hooks.ctx = &trainer;
+    hooks.epoch_begins = gpu_epoch_begins;
+    hooks.forward_backward = gpu_forward_backward;
+    hooks.update = gpu_update;
+    hooks.evaluate = gpu_evaluate;
+    hooks.checkpoint = gpu_checkpoint;
+    hooks.max_over_ranks = gpu_max_over_ranks;
+    hooks.synchronize = gpu_synchronize;
+    VisionLoopConfig loop;
+    memset(&loop, 0, sizeof(loop));
+    loop.total_steps = total_steps;
+    loop.batches_per_epoch = batches_per_epoch;
+    loop.global_batch = global_B;
+    loop.learning_rate = args.learning_rate;
+    loop.final_lr_fraction = args.final_lr_fraction;
+    loop.weight_decay = args.weight_decay;
+    loop.grad_clip = args.grad_clip;
+    loop.warmup_steps = args.warmup_steps;
+    loop.print_every = args.print_every;
+    loop.checkpoint_every = args.checkpoint_every;
+    loop.output_dir = args.output_dir;
+    loop.lead = lead;
+    // "mpirun -np N" in the resume command only when mpirun started the ranks (-pn 0)
+    loop.report_ranks = gpu.num_processes == 0 ? mg.world : 1;
+    loop.argc = argc;
+    loop.argv = argv;
+    const VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng,
+                                                 &logger);
+    if (r.stopped_by == 0 && lead) {
         printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
-               FLOATX_NAME, test_accuracy, test_loss,
-               timed_images > 0 ? timed_images / timed_seconds : 0.0);
+               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
-    free(images);
-    free(labels);
-    free(eval_indices);
-    free(run.order);
+    free(trainer.images);
+    free(trainer.labels);
+    free(trainer.eval_indices);
+    free(order);
     logger_free(&logger);
     vision_grad_sync_free(&sync);
     classifier_cuda_free(&model);
@@ -431,5 +426,5 @@ int main(int argc, char **argv) {
     vision_split_free(&train);
     vision_split_free(&test);
     classifier_free(&host);
-    return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;
+    return r.stopped_by != 0 ? 128 + r.stopped_by : EXIT_SUCCESS;
 }

@@ -1,4 +1,4 @@
-# GPT-2 and ViT on NVIDIA GPUs (issues 6, 15): built by `make` only where nvcc is found.
+# GPT-2 and ViT on NVIDIA GPUs: built by `make` only where nvcc is found.
 #   bin/train_gpt2cu / test_gpt2cu          bf16 mixed precision (fp32 master weights)
 #   bin/train_gpt2fp32cu / test_gpt2fp32cu  fp32 throughout (the 1e-4 reference checks)
 #   bin/train_vitcu / test_vitcu, bin/train_vitfp32cu / test_vitfp32cu  the same for ViT
@@ -15,8 +15,11 @@ CUDA_HOME ?= $(patsubst %/bin/,%,$(dir $(realpath $(NVCC))))
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
 NVCC_GENCODE := $(foreach a,$(CUDA_ARCHS),-gencode=arch=compute_$(a),code=sm_$(a))
 NVCC_FLAGS ?= -O3
+# warnings are errors; `make NVCC_WERROR=` builds without (dev/gpu/check.sh's
+# retry where another host gcc warns)
+NVCC_WERROR ?= -Werror=all-warnings
 NVCC_FLAGS += -std=c++17 $(NVCC_GENCODE) -Illmc -Xcompiler=-Wall,-Wextra --threads 2 \
-              -Werror=all-warnings -D_DEFAULT_SOURCE
+              $(NVCC_WERROR) -D_DEFAULT_SOURCE
 CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublasLt -lcublas -lcudart -lstdc++
 # NCCL data parallel where nccl.h is found (else train_gpt2cu runs one process)
 NCCL_HEADER := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h))
@@ -24,16 +27,25 @@ ifneq ($(NCCL_HEADER),)
   NVCC_FLAGS += -DFOLDNORM_NCCL
   CUDA_LDLIBS += -lnccl
 endif
-CUDA_HEADERS := $(wildcard llmc/*.cuh) $(wildcard llmc/*.h) $(wildcard dev/cuda/*.cuh) test/test_cuda_compare.h
-# the host side needs only these llmc/ objects (no tokenizer: GPU machines lack pcre2/cJSON)
+# cuDNN's fused attention (llmc/cuda/cudnn_attention.cuh) where cudnn.h is
+# found (else the path is left out and asking for it says so); CUDNN=0 leaves it out
+ifneq ($(CUDNN),0)
+  CUDNN_HEADER := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h \
+                    /usr/include/$(shell uname -m)-linux-gnu/cudnn.h))
+endif
+ifneq ($(CUDNN_HEADER),)
+  CUDNN_INCDIR := $(patsubst %/,%,$(dir $(CUDNN_HEADER)))
+  NVCC_FLAGS += -DFOLDNORM_CUDNN $(if $(filter $(CUDNN_INCDIR),$(CUDA_HOME)/include /usr/include),,-I$(CUDNN_INCDIR))
+  CUDA_LDLIBS += -lcudnn
+endif
+CUDA_HEADERS := $(wildcard llmc/cuda/*.cuh) $(LLMC_HEADERS) $(wildcard dev/cuda/*.cuh) test/test_cuda_compare.h
+# The host side: the llmc/ objects of every folder but the ones a GPU image
+# may lack the libraries for (GPU machines have no pcre2, cJSON, protobuf-c
+# or MPI): the files that include those headers are left out, found by grep.
 CUDA_HOST_LIB := $(BUILD)/libllmc_cuda.a
-CUDA_HOST_OBJS := $(patsubst %,$(BUILD)/llmc/%.o,gpt2 adamw attention cbwc crossentropy dropout encoder \
-                  gelu norm norm_mode matmul matmul_dnnl tile_gemm rand tensor_table utils reader dataloader logger \
-                  attention_bidir swin_window atomic_write checksum \
-                  schedule cli gpt2_train_args debug_state checkpoint sampler kv_cache token_buckets \
-                  vit swin classifier classifier_families classifier_replicas classifier_loss \
-                  patch_embed vision_model vision_config vision_layout vision_data vit_train_args \
-                  vision_checkpoint idx image_shard stop_signal run_dir batch_prefetch)
+CUDA_HOST_EXCLUDED := $(shell grep -l -E '^\#include (<(mpi|pcre2|cjson/cJSON)\.h>|"onnx\.pb-c\.h")' $(LLMC_SRCS))
+CUDA_HOST_SRCS := $(filter-out $(CUDA_HOST_EXCLUDED),$(LLMC_SRCS))
+CUDA_HOST_OBJS := $(patsubst llmc/%.c,$(BUILD)/llmc/%.o,$(CUDA_HOST_SRCS))
 CUDA_LINK = mkdir -p $(@D) && $(CC) $(filter %.o,$^) $(CUDA_HOST_LIB) $(BLAS_LIBS) $(DNNL_LIBS) -lm -lz -fopenmp $(CUDA_LDLIBS) -o $@
 # rebuilt when the list above changes too (an old library would lack an object added to it)
 $(CUDA_HOST_LIB): $(CUDA_HOST_OBJS) mk/cuda.mk

@@ -1,4 +1,4 @@
-# issue 3: GPT-2 tokenizer, corpora into shards, sampling, Alpaca SFT
+# The text tools: GPT-2 tokenizer, corpora into shards, sampling, Alpaca SFT
 LDLIBS += -lpcre2-8 -lcjson
 CPU_PROGRAMS += tokenizer
 $(BIN)/tokenizer: $(BUILD)/tools/tokenizer.o $(LLMC_LIB)
@@ -15,7 +15,7 @@ $(BIN)/sample: $(BUILD)/tools/sample.o $(LLMC_LIB)
 CPU_PROGRAMS += bench_tokenizer
 $(BIN)/bench_tokenizer: $(BUILD)/dev/bench/bench_tokenizer.o $(LLMC_LIB)
 	$(LINK)
-# real instruction data: GCIDE entries into Alpaca JSON (issue 11's sft study)
+# real instruction data: GCIDE entries into Alpaca JSON (the sft study)
 CPU_PROGRAMS += gcide_to_alpaca
 $(BIN)/gcide_to_alpaca: $(BUILD)/tools/gcide_to_alpaca.o $(LLMC_LIB)
 	$(LINK)

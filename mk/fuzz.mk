@@ -1,4 +1,4 @@
-# Fuzzing (issue 7): one libFuzzer target per parser of outside input,
+# Fuzzing: one libFuzzer target per parser of outside input,
 # test/fuzz/fuzz_<name>.c, built with clang into build-fuzz/ (never build/,
 # whose objects are gcc's): the llmc/ sources with
 # -fsanitize=fuzzer-no-link,address,undefined (no OpenMP, BLAS or MPI), each
@@ -25,9 +25,9 @@ FUZZ_OBJS += $(FUZZ_BUILD)/onnx/onnx.pb-c.o
 $(FUZZ_BUILD)/onnx/onnx.pb-c.o: $(BUILD)/onnx/onnx.pb-c.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
-$(FUZZ_BUILD)/llmc/onnx_graph.o: $(BUILD)/onnx/onnx.pb-c.h
+$(FUZZ_BUILD)/llmc/fold/onnx_graph.o: $(BUILD)/onnx/onnx.pb-c.h
 
-$(FUZZ_BUILD)/llmc/%.o: llmc/%.c $(wildcard llmc/*.h)
+$(FUZZ_BUILD)/llmc/%.o: llmc/%.c $(LLMC_HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
 $(FUZZ_LIB): $(FUZZ_OBJS)

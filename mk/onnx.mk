@@ -1,4 +1,4 @@
-# ONNX (issues 18 and 14): the protobuf-c code for ONNX's schema is generated
+# ONNX: the protobuf-c code for ONNX's schema is generated
 # at build time from the onnx.proto that Debian's python3-onnx ships
 # (scripts/deps/onnx.txt) into build/onnx/ (never committed) and lives in
 # libllmc.a; the programs that read or write ONNX link -lprotobuf-c.
@@ -15,7 +15,7 @@ $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
 	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
 $(ONNX_GEN)/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/config.stamp
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/llmc/onnx_graph.o $(BUILD)/llmc/onnx_export.o: $(ONNX_GEN)/onnx.pb-c.h
+$(BUILD)/llmc/fold/onnx_graph.o $(BUILD)/llmc/interop/onnx_export.o: $(ONNX_GEN)/onnx.pb-c.h
 
 # the ONNX export tool
 CPU_PROGRAMS += onnx_export

@@ -6,6 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 steps=${DEMO_STEPS:-200}
+# OpenBLAS reads some CPUs (a virtualised AVX-512 Xeon) as Prescott and runs
+# its SSE3 kernels there, 3x slower demo steps: set the core it should use
+# (bin/cpu_info -c 1; nothing where OpenBLAS picks well, or OPENBLAS_CORETYPE is set)
+coretype=$(bin/cpu_info -c 1 2> /dev/null || true)
+if [ -n "$coretype" ]; then
+    export OPENBLAS_CORETYPE=$coretype
+    echo "demo: OPENBLAS_CORETYPE=$coretype (OpenBLAS does not recognise this CPU; see bin/cpu_info)"
+fi
 scripts/prepare_kjv.sh
 out=out/demo
 mkdir -p $out

@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 train_vit=${TRAIN_VIT:-bin/train_vit}
 [ -n "${TRAIN_VIT:-}" ] || [ -x bin/train_vit ] || make -s train_vit
+[ -x bin/cpu_info ] || make -s cpu_info
 threads=${THREADS:-2}; rounds=${ROUNDS:-2}; steps=${STEPS:-8}; B=${B:-128}
 modes=${MODES:-ln rms cbwc}; families=${FAMILIES:-vit swin}
 torch_blas_threads=${TORCH_BLAS_THREADS:-1}
@@ -24,7 +25,8 @@ data=$(scripts/prepare_fashion_mnist.sh)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "vit_bench: threads $threads, B $B, $steps timed steps, $rounds rounds (medians over rounds)," \
-     "$train_vit, torch with OPENBLAS_NUM_THREADS=$torch_blas_threads"
+     "$train_vit, torch with OPENBLAS_NUM_THREADS=$torch_blas_threads, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+bin/cpu_info | sed 's/^/vit_bench: /'   # the ratios differ by CPU class (AVX2 / AVX-512)
 for round in $(seq 1 "$rounds"); do
     for family in $families; do
         for mode in $modes; do

@@ -50,7 +50,7 @@ CRC_KIND = 0x31435243  # header slot 254 of a checksummed file (docs/formats.md)
 def with_crc(data):
     """The file with header slots 254-255 = the CRC32 kind and the zlib CRC32
     of the file read with those two slots as zero (docs/formats.md), written
-    here independently of llmc/checksum.c."""
+    here independently of llmc/core/checksum.c."""
     b = bytearray(data)
     b[1016:1024] = bytes(8)
     struct.pack_into("<iI", b, 1016, CRC_KIND, zlib.crc32(b))

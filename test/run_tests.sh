@@ -6,12 +6,24 @@
 #                         FOLDNORM_TEST_TIER=check there, so a suite may run a
 #                         shorter form of itself (make test exports full)
 #   # variants: a b c     the suite runs once per variant, named NAME_a, NAME_b, ...
+#   # sanitized: skip WHY  the SAN=1 run (make SAN=1 test) leaves it out, saying
+#                         why: for suites whose C code runs under the
+#                         sanitizers in another suite and whose own value is
+#                         not memory safety (printed as "SKIP NAME (SAN=1: WHY)")
+#   # cores: 1            the suite keeps one core busy (the emulated CUDA
+#                         suites: the emulation is serial); the runner runs
+#                         such suites side by side, one a core (nproc, or
+#                         FOLDNORM_TEST_JOBS=N; 1 runs every suite alone),
+#                         before the others; every other suite runs alone
 #
 #   test/run_tests.sh                 every suite (make test; what CI runs)
 #   test/run_tests.sh --tier check    the fast tier (make check)
 #   test/run_tests.sh NAME...         these suites (a file's name runs all its variants)
 #   test/run_tests.sh --list          the suite names, with the fast tier marked
-# Fresh random seeds every run; FOLDNORM_TEST_SEED=N replays one. Ends with
+#   test/run_tests.sh --randomised    the names of the suites that use the seed
+#   test/run_tests.sh --logs DIR ...  also keeps every suite's whole log in DIR
+# Fresh random seeds every run; FOLDNORM_TEST_SEED=N replays one
+# (test/seed_loop.sh runs suites over many seeds). Ends with
 # "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,35 +34,53 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 usage() {
-    sed -n 2,15p "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0" | sed 's/^# \{0,1\}//'
 }
 
-# suite_header FILE KEY: the value of a "# KEY: value" line in the first 20 lines
+# suite_header FILE KEY: the value of a "# KEY: value" line in the file's
+# header (its leading comment block); such a line further down is an error
 suite_header() {
-    head -20 "$1" | sed -n "s/^# $2: *//p" | head -1
+    local header
+    header=$(awk 'NR == 1 || /^#/ { print; next } { exit }' "$1" | sed -n "s/^# $2: *//p" | head -1)
+    if [ -z "$header" ] && grep -q "^# $2:" "$1"; then
+        echo "error: $1: its '# $2:' line is below the header comment (the runner reads only the header)" >&2
+        exit 2
+    fi
+    echo "$header"
 }
 
-# every runnable name, one a line: NAME FILE VARIANT TIER (fast tier first)
+# every runnable name, one a line: NAME FILE VARIANT TIER CORES (the one-core
+# suites first, so they run side by side; then the fast tier first)
 list_suites() {
-    local file name tier variant
+    local file name tier variant cores
     for file in test/suites/*.sh; do
         [ -e "$file" ] || continue
         name=$(basename "$file" .sh)
         tier=$(suite_header "$file" tier)
+        cores=$(suite_header "$file" cores)
+        case ${cores:-all} in
+        1|all) ;;
+        *) echo "error: $file: '# cores:' expects 1 (or no such line), got '$cores'" >&2; exit 2 ;;
+        esac
         local variants
         variants=$(suite_header "$file" variants)
         if [ -z "$variants" ]; then
-            echo "$name $file - ${tier:-full}"
+            echo "$name $file - ${tier:-full} ${cores:-all}"
         else
-            for variant in $variants; do echo "${name}_$variant $file $variant ${tier:-full}"; done
+            for variant in $variants; do echo "${name}_$variant $file $variant ${tier:-full} ${cores:-all}"; done
         fi
-    done | sort -s -k4,4   # "check" sorts before "full"; the file order stays within each tier
+    done | sort -s -k5,5 -k4,4   # "1" before "all", "check" before "full"; the file order stays within
 }
 
 tier=full
 names=()
+logs=
 while [ $# -gt 0 ]; do
     case $1 in
+    --logs) [ $# -ge 2 ] || { echo "error: --logs needs a directory" >&2; exit 2; }
+        logs=$2; shift 2; mkdir -p "$logs" || exit 2 ;;
+    --randomised) list_suites | while read -r name file _; do
+            grep -q FOLDNORM_TEST_SEED "$file" && echo "$name"; done; exit 0 ;;
     --tier) [ $# -ge 2 ] || { echo "error: --tier needs a value (check or full)" >&2; exit 2; }
         tier=$2; shift 2
         [ "$tier" = check ] || [ "$tier" = full ] ||
@@ -81,35 +111,108 @@ else
     while IFS= read -r line; do selected+=("$line"); done <<< "$all"
 fi
 export FOLDNORM_TEST_TIER=$tier
+# the suites' one test for the sanitized build (make SAN=1 test): 1 there, else 0
+FOLDNORM_SANITIZED=0
+[ -n "${SAN:-}" ] && [ "${SAN}" != 0 ] && FOLDNORM_SANITIZED=1
+export FOLDNORM_SANITIZED
 
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 export FOLDNORM_TEST_SEED=$seed  # suites derive their seeds from it
-export PYTHON=${PYTHON:-/usr/bin/python3}
 work=$(mktemp -d /tmp/foldnorm_test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-passed=0; failed=0; failures=()
+# the suites' python3: test/python hands each reference script to one server
+# that imported torch once (test/python_server.py: a fork a script, ~3 s less
+# a run); PYTHON=/usr/bin/python3 (or FOLDNORM_PY_SERVER=0) runs them plainly
+if [ -z "${PYTHON:-}" ] && [ "${FOLDNORM_PY_SERVER:-1}" != 0 ]; then
+    export FOLDNORM_REAL_PYTHON=/usr/bin/python3 PYTHON=$PWD/test/python
+    export FOLDNORM_PY_SOCKET=$work/python.sock
+    /usr/bin/python3 test/python_server.py "$FOLDNORM_PY_SOCKET" > "$work/python_server.log" 2>&1 &
+    export FOLDNORM_PY_SERVER_PID=$!
+fi
+export PYTHON=${PYTHON:-/usr/bin/python3}
+trap '[ -z "${FOLDNORM_PY_SERVER_PID:-}" ] || kill "$FOLDNORM_PY_SERVER_PID" 2>/dev/null; rm -rf "$work"' EXIT
+passed=0; failed=0; failures=(); skipped=()
 echo "foldnorm tests ($tier tier): seed $seed (FOLDNORM_TEST_SEED=$seed replays), work dir $work"
 
-# run_suite NAME FILE VARIANT: runs it in its own work dir, logs to $work/NAME.log
+# run_suite NAME FILE VARIANT: runs it in its own work dir, logs to
+# $work/NAME.log; its report (the PASS or FAIL line, a failure's log tail)
+# goes to $work/NAME.report, and its exit status is the suite's
 run_suite() {
-    local name=$1 file=$2 variant=$3 t0=$SECONDS
+    local name=$1 file=$2 variant=$3 t0=$SECONDS rc
     local args=("$work/$name")
     [ "$variant" = - ] || args+=("$variant")
     mkdir -p "$work/$name"
-    if "$file" "${args[@]}" > "$work/$name.log" 2>&1; then
-        passed=$((passed + 1)); echo "PASS $name ($((SECONDS - t0)) s)"
+    "$file" "${args[@]}" > "$work/$name.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        echo "PASS $name ($((SECONDS - t0)) s)"
     else
-        failed=$((failed + 1)); failures+=("$name"); echo "FAIL $name ($((SECONDS - t0)) s)"
+        echo "FAIL $name ($((SECONDS - t0)) s)"
         sed 's/^/    /' "$work/$name.log" | tail -40
-    fi
+    fi > "$work/$name.report"
+    [ -z "$logs" ] || cp "$work/$name.log" "$logs/$name.log"
+    return $rc
 }
 
+# the scheduler: a one-core suite ("# cores: 1") starts in the background
+# once a core is free; any other runs alone, in the foreground; reports print
+# as suites end
+jobs_max=${FOLDNORM_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[[ $jobs_max =~ ^[1-9][0-9]*$ ]] ||
+    { echo "error: FOLDNORM_TEST_JOBS: expected a positive whole number, got '$jobs_max'" >&2; exit 2; }
+declare -A running=() # pid -> "NAME CORES"
+busy=0
+reap_one() {
+    local pid rc name cores
+    wait -n -p pid "${!running[@]}"
+    rc=$?
+    read -r name cores <<< "${running[$pid]}"
+    unset "running[$pid]"
+    busy=$((busy - cores))
+    cat "$work/$name.report"
+    if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+sanitized_skip() { # FILE: the reason SAN=1 leaves it out, or nothing
+    [ "$FOLDNORM_SANITIZED" = 1 ] || return 0
+    local why
+    why=$(suite_header "$1" sanitized)
+    case $why in
+    '') ;;
+    skip\ *) echo "${why#skip }" ;;
+    *) echo "error: $1: '# sanitized:' expects 'skip REASON', got '$why'" >&2; exit 2 ;;
+    esac
+}
+
+# the one-core suites build what they run (make, a no-op after make test);
+# side by side, two makes would race on the same targets: one build first
+ones=$(printf '%s\n' "${selected[@]}" | awk '$5 == "1"' | wc -l)
+if [ "$jobs_max" -gt 1 ] && [ "$ones" -gt 1 ]; then
+    make -s emu > "$work/make_emu.log" 2>&1 ||
+        { echo "error: make emu failed (the emulated suites need it):"; tail -20 "$work/make_emu.log"; exit 2; }
+fi
+
 for line in "${selected[@]}"; do
-    read -r name file variant _ <<< "$line"
-    run_suite "$name" "$file" "$variant"
+    read -r name file variant _ cores <<< "$line"
+    why=$(sanitized_skip "$file") || exit 2
+    if [ -n "$why" ]; then
+        skipped+=("$name"); echo "SKIP $name (SAN=1: $why)"; continue
+    fi
+    if [ "$cores" = 1 ] && [ "$jobs_max" -gt 1 ]; then
+        while [ $((busy + 1)) -gt "$jobs_max" ]; do reap_one; done
+        run_suite "$name" "$file" "$variant" &
+        running[$!]="$name 1"
+        busy=$((busy + 1))
+    else # alone, in the foreground (a background job would ignore SIGINT, and pass that on)
+        while [ ${#running[@]} -gt 0 ]; do reap_one; done
+        run_suite "$name" "$file" "$variant"
+        rc=$?
+        cat "$work/$name.report"
+        if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+    fi
 done
+while [ ${#running[@]} -gt 0 ]; do reap_one; done
 
 echo
+[ ${#skipped[@]} -eq 0 ] || echo "left out under SAN=1: ${skipped[*]}"
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]} (seed $seed)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,4 +1,4 @@
-// The blocked causal attention (llmc/attention.c) against a naive
+// The blocked causal attention (llmc/kernels/attention.c) against a naive
 // double-precision attention that keeps the full T x T probabilities:
 // out, lse and the accumulated dqkv, at T = 1, below, at, just past and
 // several blocks past ATTENTION_BLOCK (T not a multiple of the block), head
@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
-#include "cli.h"
-#include "rand.h"
+#include "kernels/attention.h"
+#include "core/cli.h"
+#include "core/rand.h"
 #include "test_helpers.h"
-#include "utils.h"
+#include "core/utils.h"
 
 typedef struct {
     int B, T, NH, hs;

@@ -1,4 +1,4 @@
-// llmc/batch_prefetch.c: batches built ahead by worker threads are bit-identical
+// llmc/vision/batch_prefetch.c: batches built ahead by worker threads are bit-identical
 // to batches built one by one in training order as before it (per pixel and
 // channel, the render image_shard.c had; the Fashion-MNIST flip), from the
 // same Rng, for image shards with
@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "batch_prefetch.h"
-#include "cli.h"
-#include "rand.h"
-#include "utils.h"
-#include "vision_data.h"
+#include "vision/batch_prefetch.h"
+#include "core/cli.h"
+#include "core/rand.h"
+#include "core/utils.h"
+#include "vision/vision_data.h"
 
 static int failures = 0;
 

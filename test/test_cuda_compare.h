@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/attention_kind.cuh"
+
 extern "C" {
-#include "debug_state.h"
-#include "reader.h"
-#include "utils.h"
+#include "interop/debug_state.h"
+#include "core/reader.h"
+#include "core/utils.h"
 }
 
 // max|a - b| / max|b| over rows of len values (row strides stride_a,
@@ -95,6 +97,18 @@ static inline void vision_state_load(VisionDebugState *s, const char *path, int 
         fatal("%s: %s", path, err);
     }
     fclose(f);
+}
+
+// -at NAME: the attention kernels a test's GPU model runs (windowed: Swin's);
+// dies when the name is unknown or the kind does not run in this build or family
+static inline AttentionKind attention_kind_from_flag(const char *name, bool windowed) {
+    AttentionKind k;
+    if (attention_kind_parse(name, &k) != 0) {
+        fatal("-at: unknown attention '%s' (tc, cublas, flash, window, cudnn)", name);
+    }
+    const char *refusal = attention_kind_refusal(k, windowed);
+    if (refusal != NULL) fatal("-at %s: %s", name, refusal);
+    return k;
 }
 
 #endif

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "dataloader.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/dataloader.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 #define B 4
 #define T 8

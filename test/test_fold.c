@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classifier.h"
-#include "cli.h"
-#include "gpt2.h"
-#include "utils.h"
-#include "vision_data.h"
+#include "vision/classifier.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "core/utils.h"
+#include "vision/vision_data.h"
 
 // A plain llm.c token shard (magic 20240520, version 1, uint16 tokens),
 // checked: header, exact size, at least min_tokens, every token < V.

@@ -1,12 +1,12 @@
-// llmc/gcide.c on entries in GCIDE's dictd layout (copied by hand from the
+// llmc/text/gcide.c on entries in GCIDE's dictd layout (copied by hand from the
 // dictionary's forms: sense numbers, field labels, etymologies over two lines,
 // respellings, alternate spellings, citations, cross references), with the
 // expected fields written by reading them, not by running the parser.
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "gcide.h"
+#include "core/cli.h"
+#include "text/gcide.h"
 
 static int failures = 0;
 
@@ -40,7 +40,7 @@ static void count_entry(const char *text, size_t len, void *ctx) {
 
 int main(int argc, char **argv) {
     CliSpec spec = {.program = "test_gcide", .synopsis = "",
-                    .about = "The GCIDE entry parser (llmc/gcide.c) on hand-checked entries.\n"};
+                    .about = "The GCIDE entry parser (llmc/text/gcide.c) on hand-checked entries.\n"};
     cli_parse(&spec, argc, argv, NULL);
     expect_entry("Abdomen \\Ab*do\"men\\, n. [L. abdomen (a word of uncertain\n"
                  "   etymol.): cf. F. abdomen.]\n"

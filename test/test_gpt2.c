@@ -2,7 +2,7 @@
 // reference (dev/reference/gpt2.py, or llm.c's train_gpt2.py): logits, loss,
 // every parameter gradient and, when the state holds them, the losses of N
 // AdamW steps on the same batch; with -rd, under residual dropout whose masks
-// the reference redoes from llmc/dropout.c's hash.
+// the reference redoes from llmc/kernels/dropout.c's hash.
 //
 // Tolerances (fp32): a tensor passes when max|ours - ref| <= tol * max|ref|.
 // Both sides sum hundreds of fp32 products in different orders; the rounding
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "debug_state.h"
-#include "gpt2.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "interop/debug_state.h"
+#include "gpt2/gpt2.h"
+#include "core/utils.h"
 #include "test_helpers.h"
 
 int main(int argc, char **argv) {

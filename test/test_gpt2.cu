@@ -4,7 +4,7 @@
 //   2. --equivalence K: modes ln and cbwc from the same weights give the same
 //      logits, gradients and K step losses on the GPU; rms must not (control);
 //   3. --curve K: K AdamW steps on fresh random batches, the GPU model and the
-//      CPU model of llmc/gpt2.c side by side: the loss curves must agree.
+//      CPU model of llmc/gpt2/gpt2.c side by side: the loss curves must agree.
 // Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
 // curve: absolute loss differences): fp32 build 1e-4 (fp32 sums in other
 // orders, ~1e-6, plus cuBLAS's blocked sums); bf16 build per check from
@@ -16,17 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt2_cuda.cuh"
+#include "cuda/gpt2_cuda.cuh"
 #include "test_cuda_compare.h"
 
 extern "C" {
-#include "debug_state.h" // the reader test/test_gpt2.c uses (llmc/debug_state.c)
-#include "rand.h"
+#include "interop/debug_state.h" // the reader test/test_gpt2.c uses (llmc/interop/debug_state.c)
+#include "core/rand.h"
 }
-
-static const char *const PARAM_NAMES[GPT2_NUM_PARAM_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
 
 // bf16: 2.5-4x the largest error measured under emulation (in brackets:
 // fp32 accumulation, bf16 storage, libm exp/tanh) over 4 seeds x 3 modes x 2
@@ -53,11 +49,12 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"grad fcprojb", 2.5e-2},      // 8.0e-3
     {"grad lnfw", 2.5e-2},         // 8.2e-3
     {"grad lnfb", 1.5e-2},         // 4.7e-3
-    {"AdamW step losses", 1e-2},   // 2.3e-3 (absolute)
+    {"AdamW step losses", 1.2e-2}, // 2.3e-3; over 31 seeds (bf16_tolerances.sh) 5.8e-3 (absolute)
     {"step losses", 5e-3},         // cbwc vs ln: 6.5e-4 (absolute)
     {"curve gpu vs cpu", 5e-3},    // 6.1e-4 (absolute; wider: errors compound over 20 steps)
 };
 static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+static AttentionKind attention = attention_kind_default(false); // -at
 
 // the bf16 tolerance of a check, or tol
 static double tolerance(const char *what, double tol) {
@@ -79,7 +76,7 @@ static int check_grads(const GPT2 *host, const float *ours, const float *ref, do
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         size_t n = host->param_sizes[i];
         char name[64];
-        snprintf(name, sizeof(name), "%s%s", prefix, PARAM_NAMES[i]);
+        snprintf(name, sizeof(name), "%s%s", prefix, gpt2_param_name(i));
         ok &= check(name, relative_error(ours + offset, ref + offset, n), tol);
         offset += n;
     }
@@ -97,7 +94,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     const int V = host->config.vocab_size, Vp = host->config.padded_vocab_size;
     const size_t BT = (size_t)s->B * s->T;
     GPT2Cuda gpu;
-    gpt2cuda_init(&gpu, host, s->B, s->T, 0);
+    gpt2cuda_init(&gpu, host, s->B, s->T, 0, attention);
     int ok = 1;
     gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
     float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
@@ -135,7 +132,7 @@ static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s
     GPT2 copy = *host;
     copy.mode = mode;
     GPT2Cuda gpu;
-    gpt2cuda_init(&gpu, &copy, s->B, s->T, 0);
+    gpt2cuda_init(&gpu, &copy, s->B, s->T, 0, attention);
     const size_t BT = (size_t)s->B * s->T;
     ModeRun r;
     r.logits = (float *)malloc_check(BT * host->config.padded_vocab_size * sizeof(float), "logits");
@@ -183,14 +180,14 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     return ok;
 }
 
-// 3. loss curve over `steps` steps on fresh random batches: GPU vs llmc/gpt2.c
+// 3. loss curve over `steps` steps on fresh random batches: GPU vs llmc/gpt2/gpt2.c
 static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, unsigned long long seed,
                        double loss_tol) {
     GPT2 cpu;
     gpt2_init_random(&cpu, &host_in->config, host_in->mode, 0);
     memcpy(cpu.params_memory, host_in->params_memory, host_in->num_parameters * sizeof(float));
     GPT2Cuda gpu;
-    gpt2cuda_init(&gpu, &cpu, s->B, s->T, 0);
+    gpt2cuda_init(&gpu, &cpu, s->B, s->T, 0, attention);
     const int BT = s->B * s->T, V = host_in->config.vocab_size;
     int *x = (int *)malloc_check((size_t)BT * sizeof(int), "x");
     int *y = (int *)malloc_check((size_t)BT * sizeof(int), "y");
@@ -230,8 +227,9 @@ static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, 
 static void usage(void) {
     fprintf(stderr,
             "usage: test_gpt2cu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
-            "                   [--equivalence K] [--curve K] [--seed S]\n"
+            "                   [--equivalence K] [--curve K] [--seed S] [-at tc|cublas|flash|cudnn]\n"
             "  Checks the GPU model against a debug state of dev/reference/gpt2.py.\n"
+            "  -at              the attention kernels (default: tc in bf16, flash in fp32; cudnn: bf16 with cuDNN)\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
             "  defaults: %s (%s build)\n",
@@ -265,6 +263,7 @@ int main(int argc, char **argv) {
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
+        else if (strcmp(f, "-at") == 0) attention = attention_kind_from_flag(v, false);
         else usage();
     }
     GPT2 host;
@@ -279,9 +278,10 @@ int main(int argc, char **argv) {
         gpt2_free(&host);
         return EXIT_SUCCESS;
     }
-    printf("test_gpt2cu (%s): %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n", FLOATX_NAME,
-           norm_mode_name(host.mode), host.config.num_layers, host.config.channels,
-           host.config.vocab_size, s.B, s.T, s.num_steps);
+    printf("test_gpt2cu (%s, attention %s): %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n",
+           FLOATX_NAME, attention_kind_name(attention), norm_mode_name(host.mode),
+           host.config.num_layers, host.config.channels, host.config.vocab_size, s.B, s.T,
+           s.num_steps);
     int ok = check_reference(&host, &s, rel_tol, loss_tol);
     if (equivalence_steps > 0) {
         if (host.mode != MODE_LN) fatal("--equivalence: %s must be an ln model", argv[1]);

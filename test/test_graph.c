@@ -1,4 +1,4 @@
-// Checks the zero-mean analysis (llmc/graph.h) on the networks whose answer
+// Checks the zero-mean analysis (llmc/fold/graph.h) on the networks whose answer
 // docs/math.md section 3 works out by hand (GPT-2, ViT, Swin), on adversarial
 // graphs, on bad graph text, against the set the GPT-2 trainer's cbwc mode
 // centres, and the analysis time of a 1000-node graph. One line per check.
@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "graph.h"
-#include "swin.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "fold/graph.h"
+#include "vision/swin.h"
+#include "core/utils.h"
 
 static int failures = 0;
 
@@ -40,7 +40,7 @@ static int in_cbwc(const Graph *g, const GraphAnalysis *a, const char *name) {
     return i >= 0 && graph_bit(a->cbwc_set, i);
 }
 
-// The trainer's fixed cbwc set (llmc/gpt2.h): wte as embedding, wpe, every
+// The trainer's fixed cbwc set (llmc/gpt2/gpt2.h): wte as embedding, wpe, every
 // attn c_proj and mlp c_proj; every norm (ln_1, ln_2, ln_f) RMS. The analysis
 // of the GPT-2 graph must give exactly that.
 static void check_gpt2(int L, int C, int NH, int V) {
@@ -76,7 +76,7 @@ static void check_gpt2(int L, int C, int NH, int V) {
 
 // Swin without the centring ops: only the patch norm, the last stage's block
 // LNs and the final LN (the last stage's stream never meets a PatchMerging
-// concat) fold exactly; llmc/swin.c's cbwc mode uses the same set
+// concat) fold exactly; llmc/vision/swin.c's cbwc mode uses the same set
 // (swin_stage_stream_zero_mean). With them, and for ViT, every LN folds.
 static void check_builtin(const char *net, int all_foldable) {
     char *text = graph_builtin_text(net);
@@ -117,7 +117,7 @@ static int safe_by_name(const Graph *g, const GraphAnalysis *a, const char *name
     return a->shift_safe[i];
 }
 
-// The Swin trainer (llmc/swin.c) picks its RMS norms and centred layers from
+// The Swin trainer (llmc/vision/swin.c) picks its RMS norms and centred layers from
 // the config; they must be the analysis' foldable LNs, and every layer it
 // centres must be shift-safe and include the analysis' cbwc set.
 static void check_swin_trainer(int centre) {

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "graph.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "fold/graph.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 #define TOKENS 5
 #define MAX_NODES 64

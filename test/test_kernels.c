@@ -9,7 +9,7 @@
 //     gelu_forward vs the double formula: |error| <= 5e-7 * max(|gelu(x)|, |x| / 2, 1e-30)
 //     (finite |x| < 1e18; beyond, x^3 overflows in fp32 as in every fp32 GELU);
 //     gelu_backward vs the double derivative: |error| <= 5e-7 * max(|gelu'(x)|, 1), |x| < 1e6.
-//   crossentropy (llmc/crossentropy.c, fast_expf in vectorized loops): rows of
+//   crossentropy (llmc/kernels/crossentropy.c, fast_expf in vectorized loops): rows of
 //     V = 50257 (and short odd V) in Vp-padded rows, logits N(0, s) with s up
 //     to 30 (most exponents underflow below FAST_EXP_MIN), masked targets:
 //     losses within 2e-6 * max(1, |loss|) of a double logsumexp, dlogits
@@ -39,15 +39,15 @@
 #include <omp.h>
 #endif
 
-#include "attention_bidir.h"
-#include "classifier.h"
-#include "cli.h"
-#include "crossentropy.h"
-#include "fast_exp.h"
-#include "gelu.h"
-#include "rand.h"
-#include "tile_gemm.h"
-#include "utils.h"
+#include "kernels/attention_bidir.h"
+#include "vision/classifier.h"
+#include "core/cli.h"
+#include "kernels/crossentropy.h"
+#include "kernels/fast_exp.h"
+#include "kernels/gelu.h"
+#include "core/rand.h"
+#include "kernels/tile_gemm.h"
+#include "core/utils.h"
 #include "test_helpers.h"
 
 enum { CHUNK = 1 << 16 };

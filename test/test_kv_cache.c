@@ -1,4 +1,4 @@
-// Checks generation with the KV cache (llmc/kv_cache.c) against the full
+// Checks generation with the KV cache (llmc/gpt2/kv_cache.c) against the full
 // recompute (gpt2_forward, itself checked against the PyTorch reference by
 // test_gpt2): from a random prompt, G greedy tokens with the cache; at every
 // generated position the logits it drew from must equal gpt2_forward's
@@ -25,14 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "kv_cache.h"
-#include "norm_mode.h"
-#include "rand.h"
-#include "sampler.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "gpt2/kv_cache.h"
+#include "core/norm_mode.h"
+#include "core/rand.h"
+#include "gpt2/sampler.h"
 #include "test_helpers.h"
-#include "utils.h"
+#include "core/utils.h"
 
 static void write_random_model(const char *path, const char *descriptor, const char *mode_name,
                                unsigned long long seed, float eot_bias) {

@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "gpt2_fold.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "fold/gpt2_fold.h"
 #include "test_helpers.h"
-#include "utils.h"
+#include "core/utils.h"
 
 // A raw little-endian file of exactly n elements of elem_bytes.
 static void *read_exact(const char *path, size_t n, size_t elem_bytes) {

@@ -1,11 +1,11 @@
-// GPU Swin (llmc/swin_cuda.cuh) against the independent PyTorch reference
+// GPU Swin (llmc/cuda/swin_cuda.cuh) against the independent PyTorch reference
 // (dev/reference/swin.py, the states test/suites/swin_reference.sh makes for
 // the CPU Swin):
 //   1. logits, loss, every parameter gradient (relative position tables
 //      included) and the losses of the state's AdamW steps;
 //   2. --equivalence K: ln and cbwc from the same weights give the same
 //      logits, gradients and K step losses; rms's gradients must not (the
-//      control). Exact for Swin only where llmc/swin.h's foldable set makes
+//      control). Exact for Swin only where llmc/vision/swin.h's foldable set makes
 //      cbwc the ln function, which is every config the model files hold:
 //      the kept norms stay LN in cbwc (docs/math.md section 3).
 // Tolerances (max|ours - ref| / max|ref| per tensor; losses absolute): fp32
@@ -18,55 +18,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "swin_cuda.cuh"
+#include "cuda/swin_cuda.cuh"
 #include "test_cuda_compare.h"
 
 extern "C" {
-#include "classifier.h"
-#include "debug_state.h"
-#include "reader.h"
+#include "vision/classifier.h"
+#include "interop/debug_state.h"
+#include "core/reader.h"
 }
 
-// bf16: 2.5-3x the largest error measured under emulation (in brackets),
-// over 3 seeds x 3 modes x centring ops 0/1 x 2 configs (16x16x2 patch 2
-// embed 16 depths 2,2 heads 2,4 window 4 B 2; 24x24x3 patch 2 embed 8
-// depths 2,2,2 heads 2,2,4 window 3 B 3), ln's with the 10-step equivalence:
-// fp32 accumulation, bf16 storage (att too, read back by the backward), libm
-// exp/tanh; headroom for the device's fast-math intrinsics and tensor-core
-// sum orders. A gradient's kind is its name after the last '.' (s0.b1.rpb:
-// rpb). The relative position tables sum score gradients over every window
-// and image, hence the widest.
+// bf16: tolerances from the errors measured under emulation over many seeds
+// (test/bf16_tolerances.sh swin; in brackets: the largest over 31 seeds with
+// the fp32 flash kernels, then over 4 seeds with the tensor-core default),
+// each at least 2x the first and 2.5x the second (and never below the
+// earlier 3-seed table). Per seed: 3 modes x centring ops 0/1 x 2 configs
+// (16x16x2 patch 2 embed 16 depths 2,2 heads 2,4 window 4 B 2; 24x24x3
+// patch 2 embed 8 depths 2,2,2 heads 2,2,4 window 3 B 3), ln's with the
+// 10-step equivalence. The distribution has a long tail: one state of the
+// 31 (seed 15, config B, ln) sets most maxima at 2-3x the 99th percentile
+// (its bias gradients are small sums of large terms, so bf16 storage costs
+// more relative to their max). fp32 accumulation, bf16 storage (att too,
+// read back by the backward), libm exp/tanh. A gradient's kind is its name
+// after the last '.' (s0.b1.rpb: rpb). The mutants in cuda_swin_emu and
+// test_swincu must still fail these (each is an O(1) error).
 static const Bf16Tolerance BF16_TOLERANCES[] = {
-    {"logits", 4e-2},            // 1.4e-2
-    {"loss", 4e-3},              // 1.2e-3 (absolute)
-    {"AdamW step losses", 5e-3}, // 1.5e-3 (absolute)
-    {"step losses", 6e-3},       // cbwc vs ln: 2.0e-3 (absolute)
-    {"patchw", 6e-2},            // 2.2e-2
-    {"patchb", 4e-2},            // 1.3e-2
-    {"pnw", 5e-2},               // 2.0e-2
-    {"pnb", 4e-2},               // 1.3e-2
-    {"ln1w", 8e-2},              // 2.9e-2
-    {"ln1b", 8e-2},              // 2.8e-2
-    {"qkvw", 5e-2},              // 1.8e-2
-    {"qkvb", 5e-2},              // 2.0e-2
-    {"rpb", 9e-2},               // 3.4e-2
-    {"projw", 4e-2},             // 1.5e-2
-    {"projb", 4e-2},             // 1.4e-2
-    {"ln2w", 7e-2},              // 2.7e-2
-    {"ln2b", 7e-2},              // 2.6e-2
-    {"fcw", 6e-2},               // 2.2e-2
-    {"fcb", 5e-2},               // 1.9e-2
-    {"fc2w", 5e-2},              // 1.85e-2
-    {"fc2b", 4e-2},              // 1.4e-2
-    {"mnw", 7e-2},               // 2.7e-2
-    {"mnb", 3e-2},               // 1.2e-2
-    {"redw", 4e-2},              // 1.3e-2
-    {"lnfw", 4e-2},              // 1.4e-2
-    {"lnfb", 3e-2},              // 1.1e-2
-    {"headw", 3e-2},             // 1.2e-2
-    {"headb", 1.5e-2},           // 4.5e-3
+    {"logits", 0.04},             // 1.73e-02, 1.45e-02
+    {"loss", 0.004},              // 1.46e-03, 8.76e-04 (absolute)
+    {"AdamW step losses", 0.006}, // 2.60e-03, 1.14e-03 (absolute)
+    {"step losses", 0.011},       // 5.12e-03, 1.33e-03 (absolute)
+    {"patchw", 0.06},             // 1.86e-02, 2.33e-02
+    {"patchb", 0.07},             // 2.08e-02, 2.43e-02
+    {"pnw", 0.09},                // 4.34e-02, 2.58e-02
+    {"pnb", 0.07},                // 3.08e-02, 2.42e-02
+    {"ln1w", 0.08},               // 3.55e-02, 3.00e-02
+    {"ln1b", 0.09},               // 4.10e-02, 1.62e-02
+    {"qkvw", 0.15},               // 5.19e-02, 1.91e-02
+    {"qkvb", 0.15},               // 5.90e-02, 3.07e-02
+    {"rpb", 0.1},                 // 4.78e-02, 3.07e-02
+    {"projw", 0.07},              // 3.47e-02, 2.10e-02
+    {"projb", 0.07},              // 3.32e-02, 2.30e-02
+    {"ln2w", 0.09},               // 4.49e-02, 2.23e-02
+    {"ln2b", 0.2},                // 7.88e-02, 2.50e-02
+    {"fcw", 0.06},                // 2.99e-02, 1.79e-02
+    {"fcb", 0.15},                // 5.55e-02, 2.81e-02
+    {"fc2w", 0.07},               // 2.64e-02, 2.44e-02
+    {"fc2b", 0.07},               // 3.22e-02, 2.18e-02
+    {"mnw", 0.07},                // 1.66e-02, 1.40e-02
+    {"mnb", 0.05},                // 2.13e-02, 8.52e-03
+    {"redw", 0.04},               // 1.75e-02, 1.25e-02
+    {"lnfw", 0.05},               // 2.00e-02, 1.26e-02
+    {"lnfb", 0.03},               // 1.00e-02, 8.09e-03
+    {"headw", 0.04},              // 1.63e-02, 9.96e-03
+    {"headb", 0.015},             // 5.11e-03, 4.54e-03
 };
 static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+static AttentionKind attention = attention_kind_default(true); // -at
 
 // the bf16 tolerance of a check ("cbwc " and "grad " dropped, a gradient by its kind), or tol
 static double tolerance(const char *what, double tol) {
@@ -106,7 +112,7 @@ static int check_reference(const Swin *host, const VisionDebugState *s, double r
                            double loss_tol) {
     const int K = host->config.num_classes;
     SwinCuda gpu;
-    swincuda_init(&gpu, host, s->B);
+    swincuda_init(&gpu, host, s->B, attention);
     int ok = 1;
     swincuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
     ok &= check("logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K), rel_tol);
@@ -138,7 +144,7 @@ static ModeRun run_mode(const Swin *host, NormMode mode, const VisionDebugState 
     Swin copy = *host;
     copy.mode = mode;
     SwinCuda gpu;
-    swincuda_init(&gpu, &copy, s->B);
+    swincuda_init(&gpu, &copy, s->B, attention);
     const size_t BK = (size_t)s->B * host->config.num_classes;
     ModeRun r;
     r.logits = (float *)malloc_check(BK * sizeof(float), "logits");
@@ -192,7 +198,9 @@ static int check_equivalence(const Swin *host, const VisionDebugState *s, int st
 static void usage(void) {
     fprintf(stderr,
             "usage: test_swincu MODEL.bin STATE.bin [-r rel_tol] [-l loss_tol] [--equivalence K]\n"
+            "                   [-at tc|window]\n"
             "  Checks the GPU Swin against a debug state of dev/reference/swin.py.\n"
+            "  -at              the window attention (default: tc in bf16, window in fp32)\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
@@ -224,6 +232,8 @@ int main(int argc, char **argv) {
             loss_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
         else if (strcmp(f, "--equivalence") == 0)
             equivalence_steps = (int)parse_number(f, v, 0.0, 1e5);
+        else if (strcmp(f, "-at") == 0)
+            attention = attention_kind_from_flag(v, true);
         else
             usage();
     }
@@ -239,9 +249,9 @@ int main(int argc, char **argv) {
         classifier_free(&model);
         return EXIT_SUCCESS;
     }
-    printf("test_swincu (%s): %s mode, S=%d Cin=%d P=%d E=%d stages=%d W=%d centre_ops=%d B=%d, "
+    printf("test_swincu (%s, attention %s): %s mode, S=%d Cin=%d P=%d E=%d stages=%d W=%d centre_ops=%d B=%d, "
            "%d AdamW steps\n",
-           FLOATX_NAME, norm_mode_name(host->mode), c->image_size, c->image_channels, c->patch_size,
+           FLOATX_NAME, attention_kind_name(attention), norm_mode_name(host->mode), c->image_size, c->image_channels, c->patch_size,
            c->embed_dim, c->num_stages, c->window, c->centre_ops, s.B, s.num_steps);
     int ok = check_reference(host, &s, rel_tol, loss_tol);
     if (equivalence_steps > 0) {

@@ -1,4 +1,4 @@
-// Checks the image classifiers (llmc/vit.c, llmc/swin.c) three ways.
+// Checks the image classifiers (llmc/vision/vit.c, llmc/vision/swin.c) three ways.
 //
 // test_vit MODEL STATE [-rt rel_tol] [-lt loss_tol] [--forward-only]
 //   against a debug state written by the independent PyTorch reference
@@ -25,11 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classifier.h"
-#include "cli.h"
-#include "debug_state.h"
-#include "rand.h"
-#include "utils.h"
+#include "vision/classifier.h"
+#include "core/cli.h"
+#include "interop/debug_state.h"
+#include "core/rand.h"
+#include "core/utils.h"
 #include "test_helpers.h"
 
 // The vision debug state for this model; dies naming the file.
@@ -155,7 +155,7 @@ static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept
 }
 
 // The foldable sets derived by hand (docs/math.md section 3, corrected for
-// PatchMerging, see llmc/swin.h): ViT every norm; Swin the patch norm, with
+// PatchMerging, see llmc/vision/swin.h): ViT every norm; Swin the patch norm, with
 // the centring ops everything, else the last stage's blocks and the final norm.
 static int check_foldable_sets(const Classifier *model) {
     if (model->family == FAMILY_VIT) {

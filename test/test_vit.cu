@@ -1,11 +1,11 @@
-// GPU ViT (llmc/vit_cuda.cuh) against an independent reference and the CPU model:
+// GPU ViT (llmc/cuda/vit_cuda.cuh) against an independent reference and the CPU model:
 //   1. logits, loss, every parameter gradient and the losses of N AdamW steps
 //      against a debug state of dev/reference/vit.py (as test/test_vit.c);
 //   2. --equivalence K: modes ln and cbwc from the same weights give the same
 //      logits, gradients and K step losses on the GPU; rms's gradients must
 //      not (the control);
 //   3. --curve K: K AdamW steps on fresh random images, the GPU model and the
-//      CPU model of llmc/vit.c side by side: the loss curves must agree.
+//      CPU model of llmc/vision/vit.c side by side: the loss curves must agree.
 // Tolerances (max|ours - ref| / max|ref| per tensor; losses: absolute
 // differences): fp32 build 1e-4 (the CPU test's 1e-5 plus cuBLAS's blocked
 // sums and the flash attention's online softmax); bf16 build per check from
@@ -17,14 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit_cuda.cuh"
+#include "cuda/vit_cuda.cuh"
 #include "test_cuda_compare.h"
 
 extern "C" {
-#include "classifier.h"
-#include "debug_state.h" // the reader test/test_vit.c uses (llmc/debug_state.c)
-#include "rand.h"
-#include "reader.h"
+#include "vision/classifier.h"
+#include "interop/debug_state.h" // the reader test/test_vit.c uses (llmc/interop/debug_state.c)
+#include "core/rand.h"
+#include "core/reader.h"
 }
 
 // bf16: 2.5-3x the largest error measured under emulation (in brackets:
@@ -39,7 +39,7 @@ extern "C" {
 // 3.7e-2, ln1b 3.4e-2 (seed 8), and CI seed 915677407 gave fcprojb 3.0e-2;
 // 1e-1 is ~2.2x the worst (the fp32 checks at 1e-4 catch the mutants).
 static const Bf16Tolerance BF16_TOLERANCES[] = {
-    {"logits", 5e-2},            // 1.7e-2
+    {"logits", 7e-2},            // 1.7e-2; over 31 seeds (bf16_tolerances.sh) 3.1e-2
     {"loss", 5e-3},              // 1.8e-3 (absolute)
     {"grad patchw", 1e-1}, // 3 seeds: 1.2e-2
     {"grad patchb", 1e-1}, // 3 seeds: 1.1e-2
@@ -61,11 +61,12 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"grad lnfb", 1e-1},   // 3 seeds: 7.1e-3
     {"grad headw", 1e-1},  // 3 seeds: 1.2e-2
     {"grad headb", 1e-1},  // 3 seeds: 4.5e-3
-    {"AdamW step losses", 1e-2}, // 2.8e-3 (absolute)
+    {"AdamW step losses", 1.2e-2}, // 2.8e-3; over 31 seeds 5.0e-3 (absolute)
     {"step losses", 1.5e-2},     // cbwc vs ln: 5.1e-3 (absolute)
     {"curve gpu vs cpu", 2e-2},  // 5.6e-3 (absolute, 20 steps: errors compound)
 };
 static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+static AttentionKind attention = attention_kind_default(false); // -at
 
 // the bf16 tolerance of a check, or tol
 static double tolerance(const char *what, double tol) {
@@ -99,7 +100,7 @@ static int check_reference(const ViT *host, const VisionDebugState *s, double re
                            double loss_tol) {
     const int K = host->config.num_classes;
     ViTCuda gpu;
-    vitcuda_init(&gpu, host, s->B);
+    vitcuda_init(&gpu, host, s->B, attention);
     int ok = 1;
     vitcuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
     ok &= check("logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K), rel_tol);
@@ -133,7 +134,7 @@ static ModeRun run_mode(const ViT *host, NormMode mode, const VisionDebugState *
     ViT copy = *host;
     copy.mode = mode;
     ViTCuda gpu;
-    vitcuda_init(&gpu, &copy, s->B);
+    vitcuda_init(&gpu, &copy, s->B, attention);
     const size_t BK = (size_t)s->B * host->config.num_classes;
     ModeRun r;
     r.logits = (float *)malloc_check(BK * sizeof(float), "logits");
@@ -185,12 +186,12 @@ static int check_equivalence(const ViT *host, const VisionDebugState *s, int ste
     return ok;
 }
 
-// 3. loss curve over `steps` steps on fresh random images: GPU vs llmc/vit.c
+// 3. loss curve over `steps` steps on fresh random images: GPU vs llmc/vision/vit.c
 static int check_curve(Classifier *cpu, const VisionDebugState *s, int steps,
                        unsigned long long seed, double loss_tol) {
     ViT *host = &cpu->vit;
     ViTCuda gpu;
-    vitcuda_init(&gpu, host, s->B);
+    vitcuda_init(&gpu, host, s->B, attention);
     const ViTConfig *c = &host->config;
     const size_t n_img = (size_t)s->B * c->image_channels * c->image_size * c->image_size;
     float *images = (float *)malloc_check(n_img * sizeof(float), "images");
@@ -227,8 +228,9 @@ static int check_curve(Classifier *cpu, const VisionDebugState *s, int steps,
 static void usage(void) {
     fprintf(stderr,
             "usage: test_vitcu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
-            "                  [--equivalence K] [--curve K] [--seed S]\n"
+            "                  [--equivalence K] [--curve K] [--seed S] [-at tc|cublas|flash|cudnn]\n"
             "  Checks the GPU ViT against a debug state of dev/reference/vit.py.\n"
+            "  -at              the attention kernels (default: tc in bf16, flash in fp32; cudnn: bf16 with cuDNN)\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  --curve K        also: K steps on random images, GPU vs the CPU model\n"
             "  defaults: %s (%s build)\n",
@@ -279,6 +281,7 @@ int main(int argc, char **argv) {
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
+        else if (strcmp(f, "-at") == 0) attention = attention_kind_from_flag(v, false);
         else usage();
     }
     Classifier model;
@@ -299,8 +302,9 @@ int main(int argc, char **argv) {
         return EXIT_SUCCESS;
     }
     const ViTConfig *c = &host->config;
-    printf("test_vitcu (%s): %s mode, S=%d Cin=%d P=%d C=%d L=%d NH=%d K=%d B=%d, %d AdamW steps\n",
-           FLOATX_NAME, norm_mode_name(host->mode), c->image_size, c->image_channels,
+    printf("test_vitcu (%s, attention %s): %s mode, S=%d Cin=%d P=%d C=%d L=%d NH=%d K=%d B=%d, "
+           "%d AdamW steps\n",
+           FLOATX_NAME, attention_kind_name(attention), norm_mode_name(host->mode), c->image_size, c->image_channels,
            c->patch_size, c->channels, c->num_layers, c->num_heads, c->num_classes, s.B,
            s.num_steps);
     int ok = check_reference(host, &s, rel_tol, loss_tol);

@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alpaca.h"
-#include "atomic_write.h"
-#include "cli.h"
-#include "dataloader.h"
-#include "reader.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "text/alpaca.h"
+#include "core/atomic_write.h"
+#include "core/cli.h"
+#include "gpt2/dataloader.h"
+#include "core/reader.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 typedef struct {
     TokenList tokens;

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "dataloader.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/dataloader.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 static int write_split(const char *prefix, const char *split, const uint16_t *tokens, size_t count,
                        size_t shard_tokens) {

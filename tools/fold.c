@@ -1,19 +1,19 @@
 // fold: turns a model trained in ln or cbwc mode (or any llm.c GPT-2 file) into
 // an inference model whose foldable LNs are RMSNorm and whose CBWC layers
 // hold V and the centred bias directly (docs/math.md sections 3-5): a GPT-2
-// (llmc/gpt2_fold.c) or a ViT / Swin (llmc/vision_fold.c), told apart by the
+// (llmc/fold/gpt2_fold.c) or a ViT / Swin (llmc/fold/vision_fold.c), told apart by the
 // file's magic. Which norms fold and which layers are centred comes from the
 // zero-mean analysis of the model's graph, not from a fixed list.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "gpt2_fold.h"
-#include "utils.h"
-#include "vision_fold.h"
-#include "vision_model.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "fold/gpt2_fold.h"
+#include "core/utils.h"
+#include "fold/vision_fold.h"
+#include "vision/vision_model.h"
 
 static void fold_gpt2(const char *in_path, const char *out_path) {
     GPT2 model;

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "graph.h"
-#include "onnx_graph.h"
-#include "reader.h"
-#include "utils.h"
-#include "vision_fold.h"
-#include "vision_model.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "fold/graph.h"
+#include "fold/onnx_graph.h"
+#include "core/reader.h"
+#include "core/utils.h"
+#include "fold/vision_fold.h"
+#include "vision/vision_model.h"
 
 // ONNX files over this are refused (protobuf's own limit is 2 GiB)
 #define ONNX_MAX_BYTES ((size_t)2 << 30)

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "atomic_write.h"
-#include "cli.h"
-#include "gcide.h"
-#include "utils.h"
+#include "core/atomic_write.h"
+#include "core/cli.h"
+#include "text/gcide.h"
+#include "core/utils.h"
 
 typedef struct {
     GcideEntry *entries;

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "hf_gpt2.h"
-#include "reader.h"
-#include "safetensors.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "interop/hf_gpt2.h"
+#include "core/reader.h"
+#include "interop/safetensors.h"
+#include "core/utils.h"
 
 #define MAX_FILE_BYTES ((size_t)64 << 30)
 #define MAX_SHARDS 256

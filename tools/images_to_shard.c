@@ -1,5 +1,5 @@
 // Converts an ImageNet-style folder (one subfolder of JPEGs per class) into
-// two image shards (llmc/image_shard.h, docs/formats.md): PREFIX_train.bin
+// two image shards (llmc/vision/image_shard.h, docs/formats.md): PREFIX_train.bin
 // and PREFIX_val.bin, split per class. Decodes with libjpeg-turbo; training
 // images are stored with the shorter side resized to crop*8/7 and
 // centre-cropped square (random-resized-crop and flips happen at load time),
@@ -18,11 +18,11 @@
 
 #include <jpeglib.h> // after stdio.h: it uses FILE
 
-#include "atomic_write.h"
-#include "cli.h"
-#include "image_shard.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/atomic_write.h"
+#include "core/cli.h"
+#include "vision/image_shard.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 // ---------------------------------------------------------------- decoding
 

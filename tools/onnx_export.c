@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "gpt2_fold.h"
-#include "onnx_export.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "fold/gpt2_fold.h"
+#include "interop/onnx_export.h"
+#include "core/utils.h"
 
 int main(int argc, char **argv) {
     const char *model_arg = NULL, *mode_name = NULL;

@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alpaca.h"
-#include "cli.h"
-#include "gpt2.h"
-#include "kv_cache.h"
-#include "rand.h"
-#include "sampler.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "text/alpaca.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "gpt2/kv_cache.h"
+#include "core/rand.h"
+#include "gpt2/sampler.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 typedef struct {
     GPT2 *model;

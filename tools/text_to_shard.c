@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "dataloader.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/dataloader.h"
+#include "core/utils.h"
 
 static void emit(const char *prefix, const char *split, int index, const uint16_t *tokens,
                  size_t count) {

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 static unsigned char *read_input(const char *path, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen_check(path, "rb");

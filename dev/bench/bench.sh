@@ -25,6 +25,7 @@ scripts/prepare_kjv_bytes.sh
 train_glob="data/kjv/kjv_bytes_train_*.bin" val_glob="data/kjv/kjv_bytes_val_*.bin"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, OMP_NUM_THREADS=$OMP_NUM_THREADS, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo none)"
+bin/cpu_info | sed 's/^/machine: /'   # the vector flags, oneDNN's ISA, OpenBLAS's kernels
 
 # llm.c's train_gpt2.c runs a fixed 40 steps (with evaluation every 10 and
 # sampling every 20); we build it here from LLMC_DIR's source with its loop

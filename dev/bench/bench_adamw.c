@@ -1,4 +1,4 @@
-// AdamW (llmc/adamw.c) over a GPT-2 124M-sized parameter vector, timed side
+// AdamW (llmc/kernels/adamw.c) over a GPT-2 124M-sized parameter vector, timed side
 // by side with a memory copy in the same run, so that the update is reported
 // as bytes moved, GB/s and a fraction of copy bandwidth. Also times the
 // gradient-norm pass (sum_of_squares) that clipping adds before the update.
@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "adamw.h"
-#include "cli.h"
-#include "rand.h"
-#include "utils.h"
+#include "kernels/adamw.h"
+#include "core/cli.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 enum { OP_COPY_1T, OP_COPY_OMP, OP_COPY_LOOP, OP_ADAMW, OP_SUMSQ, OP_COUNT };
 // enough values for the correctness check, few enough for a double loop
@@ -58,7 +58,7 @@ static double median(double *v, int n) {
 static const AdamWConfig CONFIG = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
 
 // One AdamW step on CHECK_COUNT values against the formula in double
-// (torch.optim.AdamW, llmc/adamw.h); returns the largest of max |error| /
+// (torch.optim.AdamW, llmc/kernels/adamw.h); returns the largest of max |error| /
 // max |reference| over p, m and v.
 static double check_adamw(Rng *rng) {
     size_t n = CHECK_COUNT;

@@ -1,7 +1,7 @@
 // Host augmentation throughput (issue 15): how many training images per
 // second the host builds (random-resized-crop + flip, bilinear, normalise:
-// llmc/image_shard.c; a flip for Fashion-MNIST), on one thread and through
-// llmc/batch_prefetch.c's worker pool, against the rate a GPU trains at.
+// llmc/vision/image_shard.c; a flip for Fashion-MNIST), on one thread and through
+// llmc/vision/batch_prefetch.c's worker pool, against the rate a GPU trains at.
 // Synthetic data: random pixels (the bilinear work does not depend on them).
 //   train shard: stored side -S (default 256, images_to_shard's for 224),
 //     crop -cs (default 224): Swin-Tiny's input;
@@ -14,11 +14,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "batch_prefetch.h"
-#include "cli.h"
-#include "rand.h"
-#include "utils.h"
-#include "vision_data.h"
+#include "vision/batch_prefetch.h"
+#include "core/cli.h"
+#include "core/rand.h"
+#include "core/utils.h"
+#include "vision/vision_data.h"
 
 static double cpu_seconds(void) {
     struct timespec ts;

@@ -14,12 +14,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "gpt2_fold.h"
-#include "norm.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "fold/gpt2_fold.h"
+#include "kernels/norm.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 static int compare_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;

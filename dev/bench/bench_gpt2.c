@@ -11,11 +11,11 @@
 #include <omp.h>
 #endif
 
-#include "cli.h"
-#include "gpt2.h"
-#include "matmul.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "kernels/matmul.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 enum { MAX_MODES = 3, MAX_PRECISIONS = 3, MAX_RUNS = MAX_MODES * MAX_PRECISIONS, NUM_PHASES = 4 };
 static const char *const PHASES[NUM_PHASES] = {"forward", "backward", "update", "step"};
@@ -107,6 +107,12 @@ int main(int argc, char **argv) {
     printf("bench_gpt2: %s (%.1fM parameters), B=%d T=%d, %d threads, matmul %s, %d rounds after %d warmup\n",
            descriptor, (double)models[0].num_parameters / 1e6, B, T, threads,
            matmul_backend_name(), rounds, warmup);
+    for (int p = 0; p < num_precisions; p++) {
+        if (models[p].matmul_engine != NULL) {
+            printf("  -mp %s: %s\n", matmul_precision_name(precisions[p]),
+                   matmul_engine_describe(models[p].matmul_engine));
+        }
+    }
     for (int r = -warmup; r < rounds; r++) {
         for (size_t i = 0; i < (size_t)B * T * 2; i++) {
             tokens[i] = (int)(rng_u32(&rng) % (unsigned)cfg.vocab_size);
@@ -141,9 +147,11 @@ int main(int argc, char **argv) {
            norm_mode_name(modes[0]), matmul_precision_name(precisions[0]));
     printf("|------|-----------:|------------:|----------:|--------:|-----------:|--------|\n");
     for (int m = 0; m < NUM_MODES; m++) {
-        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %s |\n",
+        const MatmulEngine *engine = models[m].matmul_engine;
+        printf("| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %s%s%s |\n",
                norm_mode_name(modes[m / num_precisions]), med[m][0], med[m][1], med[m][2],
-               med[m][3], med[m][3] / med[0][3], matmul_precision_name(precisions[m % num_precisions]));
+               med[m][3], med[m][3] / med[0][3], matmul_precision_name(precisions[m % num_precisions]),
+               engine != NULL ? " " : "", engine != NULL ? matmul_engine_kind(engine) : "");
     }
     printf("\n(phases: %s, %s (incl. zeroing grads), %s (grad norm + AdamW), %s)\n", PHASES[0],
            PHASES[1], PHASES[2], PHASES[3]);

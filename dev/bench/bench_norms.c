@@ -1,4 +1,4 @@
-// LayerNorm vs RMSNorm kernels (llmc/norm.c), forward and
+// LayerNorm vs RMSNorm kernels (llmc/kernels/norm.c), forward and
 // backward, timed side by side with a plain memory copy of the same size so
 // that each kernel is reported as bytes moved, GB/s and a fraction of copy
 // bandwidth. Prints a markdown table for docs/performance.md.
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "norm.h"
-#include "rand.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "kernels/norm.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 enum { DEFAULT_REPEATS = 50, DEFAULT_WARMUPS = 5 };
 // larger than the last-level cache of the test VMs, for -f

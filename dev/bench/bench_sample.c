@@ -1,4 +1,4 @@
-// Generation speed with and without the KV cache (llmc/kv_cache.c): greedy
+// Generation speed with and without the KV cache (llmc/gpt2/kv_cache.c): greedy
 // generation of G tokens after a random prompt of P tokens on one random-init
 // model, by full recompute of the context for every token (sample -kv 0) and
 // with the cache (sample -kv 1, the prompt run once as a block, then one
@@ -13,13 +13,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
-#include "gpt2.h"
-#include "kv_cache.h"
-#include "matmul.h"
-#include "rand.h"
-#include "sampler.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "gpt2/kv_cache.h"
+#include "kernels/matmul.h"
+#include "core/rand.h"
+#include "gpt2/sampler.h"
+#include "core/utils.h"
 
 static double process_cpu_seconds(void) {
     struct timespec ts;

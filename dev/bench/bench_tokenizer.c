@@ -1,13 +1,13 @@
-// Single-thread GPT-2 encode throughput of llmc/tokenizer on a text file:
+// Single-thread GPT-2 encode throughput of llmc/text/tokenizer on a text file:
 // one cold pass (fresh word cache, as a one-shot encode would see) and the
 // best of REPEATS warm passes. Prints "cold_s warm_s bytes tokens".
 //   bench_tokenizer FILE [REPEATS=3]
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cli.h"
-#include "tokenizer.h"
-#include "utils.h"
+#include "core/cli.h"
+#include "text/tokenizer.h"
+#include "core/utils.h"
 
 int main(int argc, char **argv) {
     CliSpec spec = {.program = "bench_tokenizer", .synopsis = "FILE [REPEATS=3]",

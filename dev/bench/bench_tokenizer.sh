@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPT-2 encode throughput on the whole KJV, single thread, side by side in
-# one run: llmc/tokenizer (C, PCRE2 JIT) vs gpt-3-encoder's JavaScript
+# one run: llmc/text/tokenizer (C, PCRE2 JIT) vs gpt-3-encoder's JavaScript
 # encoder (Node.js), both timed around encoding only (no file or vocabulary
 # loading), one cold pass each; C's best warm pass too. Checks the ids agree.
 set -euo pipefail
@@ -16,6 +16,6 @@ awk -v nv="$(node --version)" -v b="$bytes" -v n="$tokens" -v cc="$c_cold" -v cw
     printf "KJV: %.2f MB, %d tokens (ids identical)\n", b / 1e6, n
     printf "| encoder | seconds | MB/s | vs gpt-3-encoder |\n|---|---:|---:|---:|\n"
     printf "| gpt-3-encoder 1.1.4 (Node.js %s) | %.3f | %.2f | 1x |\n", nv, js, b / 1e6 / js
-    printf "| llmc/tokenizer, cold cache | %.3f | %.2f | %.1fx |\n", cc, b / 1e6 / cc, js / cc
-    printf "| llmc/tokenizer, warm cache (best of 3) | %.3f | %.2f | %.1fx |\n", cw, b / 1e6 / cw, js / cw
+    printf "| llmc/text/tokenizer, cold cache | %.3f | %.2f | %.1fx |\n", cc, b / 1e6 / cc, js / cc
+    printf "| llmc/text/tokenizer, warm cache (best of 3) | %.3f | %.2f | %.1fx |\n", cw, b / 1e6 / cw, js / cw
 }'

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "classifier.h"
-#include "cli.h"
-#include "rand.h"
-#include "utils.h"
-#include "vision_fold.h"
+#include "vision/classifier.h"
+#include "core/cli.h"
+#include "core/rand.h"
+#include "core/utils.h"
+#include "fold/vision_fold.h"
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

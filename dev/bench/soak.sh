@@ -20,7 +20,7 @@ mkdir -p "$work"
 rm -rf "$work/run" "$work/samples.txt"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 [ -f "$work/src_val_000000.bin" ] || {
-    cat llmc/*.c llmc/*.h > "$work/text.txt"
+    cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
     bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 }
 bin/train_gpt2 -e d1c32h2v256t32 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 32 \

@@ -1,15 +1,15 @@
-// Causal attention (llmc/attention.cuh) against the CPU kernels of
-// llmc/attention.c on random q, k, v: the output, the attention matrix (from
+// Causal attention (llmc/cuda/attention.cuh) against the CPU kernels of
+// llmc/kernels/attention.c on random q, k, v: the output, the attention matrix (from
 // the CPU's per-row logsumexp: exp(q.k / sqrt(hs) - lse)) and dqkv; then timed at
 // GPT-2 124M's shape (B=8, T=1024, NH=12, hs=64).
 #include <math.h>
 #include <string.h>
 
-#include "attention.cuh"
+#include "cuda/attention.cuh"
 #include "common.cuh"
 
 extern "C" {
-#include "attention.h"
+#include "kernels/attention.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 3e-2;
@@ -73,7 +73,7 @@ static int check(const MatmulContext *ctx, int B, int T, int C, int NH, DevRng *
     attention_forward_cuda(ctx, &a.s, a.out, a.att, a.qkv, B, T, C, NH);
     attention_backward_cuda(ctx, &a.s, a.dqkv, a.dout, a.qkv, a.att, B, T, C, NH);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // the oracle: llmc/attention.c (the tested CPU kernels) on the same inputs
+    // the oracle: llmc/kernels/attention.c (the tested CPU kernels) on the same inputs
     float *fout = (float *)host_alloc(btc * 4), *flse = (float *)host_alloc((size_t)B * NH * T * 4);
     float *fdqkv = (float *)host_alloc(3 * btc * 4);
     memset(fdqkv, 0, 3 * btc * 4); // attention_backward accumulates

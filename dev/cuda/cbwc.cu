@@ -1,5 +1,5 @@
-// CBWC kernels (llmc/cbwc.cuh) against the CPU kernels of llmc/cbwc.c and
-// llmc/adamw.c on random
+// CBWC kernels (llmc/cuda/cbwc.cuh) against the CPU kernels of llmc/kernels/cbwc.c and
+// llmc/kernels/adamw.c on random
 // weights whose columns have non-zero means: the projection V = P W, P b of
 // a stacked (L, OC, IC) tensor, the AdamW step fused with it, and the centred
 // output gradient P dy; then
@@ -8,12 +8,12 @@
 //                dy (65536, 768), plus a small odd shape)
 #include <string.h>
 
-#include "cbwc.cuh"
+#include "cuda/cbwc.cuh"
 #include "common.cuh"
 
 extern "C" {
-#include "adamw.h"
-#include "cbwc.h"
+#include "kernels/adamw.h"
+#include "kernels/cbwc.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 1e-2;
@@ -29,7 +29,7 @@ static int check_projection(int L, int OC, int IC, double copy_gbs, DevRng *rng,
     CUDA_CHECK(cudaMalloc(&bc, (size_t)L * OC * sizeof(floatX)));
     cbwc_project_cuda(v, bc, w, b, L, OC, IC, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // the oracle: llmc/cbwc.c per layer
+    // the oracle: llmc/kernels/cbwc.c per layer
     double *rv = (double *)host_alloc(n * 8), *rb = (double *)host_alloc((size_t)L * OC * 8);
     float *fv = (float *)host_alloc(n * 4), *fbc = (float *)host_alloc((size_t)L * OC * 4);
     for (int l = 0; l < L; l++) {
@@ -100,7 +100,7 @@ static int check_adamw_projection(int L, int OC, int IC, double copy_gbs, DevRng
     const AdamWStep a = adamw_step_constants(lr, b1, b2, eps, wd, 1, t, clip);
     adamw_cbwc_project_cuda(V, w, sizeof(floatX) == 2 ? wx : NULL, g, m, v, a, L, OC, IC, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // the oracle: llmc/adamw.c's step (torch.optim.AdamW), then llmc/cbwc.c per layer
+    // the oracle: llmc/kernels/adamw.c's step (torch.optim.AdamW), then llmc/kernels/cbwc.c per layer
     double *rw = (double *)host_alloc(n * 8), *rv = (double *)host_alloc(n * 8);
     float *fw = (float *)host_alloc(n * 4), *fv = (float *)host_alloc(n * 4);
     float *fm = (float *)host_alloc(n * 4), *fvv = (float *)host_alloc(n * 4);
@@ -153,7 +153,7 @@ static int check_centre_rows(int N, int C, double copy_gbs, DevRng *rng, bool ti
     CUDA_CHECK(cudaDeviceSynchronize());
     double *ref = (double *)host_alloc(n * 8);
     float *fout = (float *)host_alloc(n * 4);
-    cbwc_centre_rows(fout, fx, N, C); // the oracle: llmc/cbwc.c
+    cbwc_centre_rows(fout, fx, N, C); // the oracle: llmc/kernels/cbwc.c
     for (size_t i = 0; i < n; i++) ref[i] = fout[i];
     free(fout);
     float *got = (float *)host_alloc(n * 4);

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_common.cuh"
+#include "cuda/cuda_common.cuh"
 
 // xorshift64*; uniform in [-1, 1)
 typedef struct {
@@ -97,6 +97,31 @@ static inline int check_tensor(const char *what, const float *gpu, const double 
     double err = max_ref > 0.0 ? max_diff / max_ref : max_diff;
     int ok = isfinite(err) && err <= tol;
     printf("  %-16s rel err %.3e (tol %.0e) %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+
+// the same over part p (0: q, 1: k, 2: v) of rows of 3C values (dqkv)
+static inline int check_tensor_part(const char *what, const float *gpu, const float *ref,
+                                    size_t rows, int C, int p, double tol) {
+    double max_diff = 0.0, max_ref = 0.0;
+    for (size_t r = 0; r < rows; r++) {
+        for (int c = 0; c < C; c++) {
+            const size_t i = r * 3 * C + (size_t)p * C + c;
+            const double d = fabs((double)gpu[i] - ref[i]);
+            if (!(d <= max_diff)) max_diff = d;
+            if (fabs(ref[i]) > max_ref) max_ref = fabs(ref[i]);
+        }
+    }
+    double err = max_ref > 0.0 ? max_diff / max_ref : max_diff;
+    int ok = isfinite(err) && err <= tol;
+    printf("  %-16s rel err %.3e (tol %.0e) %s\n", what, err, tol, ok ? "ok" : "FAIL");
+    return ok;
+}
+static inline int check_qkv_parts(const float *gpu, const float *ref, size_t rows, int C,
+                                  double tol) {
+    int ok = check_tensor_part("dq", gpu, ref, rows, C, 0, tol); // in this order
+    ok &= check_tensor_part("dk", gpu, ref, rows, C, 1, tol);
+    ok &= check_tensor_part("dv", gpu, ref, rows, C, 2, tol);
     return ok;
 }
 

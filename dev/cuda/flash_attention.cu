@@ -1,5 +1,5 @@
-// Flash attention (llmc/flash_attention.cuh) against the CPU attention
-// (llmc/attention.c, the trainer's oracle) on random q, k, v: the output and
+// Flash attention (llmc/cuda/flash_attention.cuh) against the CPU attention
+// (llmc/kernels/attention.c, the trainer's oracle) on random q, k, v: the output and
 // dqkv, at head sizes 16 .. 128 and T not a multiple of the tiles; the
 // backward run twice must agree bit for bit (no atomics). Then timed at
 // GPT-2 124M's shape (B=8, T=1024, NH=12, hs=64).
@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "common.cuh"
-#include "flash_attention.cuh"
+#include "cuda/flash_attention.cuh"
 
 extern "C" {
-#include "attention.h"
+#include "kernels/attention.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-4 : 3e-2;

@@ -1,17 +1,19 @@
-// The matmul layouts of llmc/matmul_cublaslt.cuh on random data against the
-// CPU kernels of llmc/matmul.c (the batched products, which have none there,
+// The matmul layouts of llmc/cuda/matmul_cublaslt.cuh on random data against the
+// CPU kernels of llmc/kernels/matmul.c (the batched products, which have none there,
 // against a loop in double): y = x W^T + b (bias epilogue), dx = dy W,
 // dW += dy^T x (fp32, accumulated onto a random start), and the row-major
 // strided-batched products with every transpose combination. Then the
-// GPT-2 124M shapes are timed (TFLOP/s). Odd sizes catch leading-dimension
+// GPT-2 124M shapes are timed (TFLOP/s). The bias gradient's column sums
+// (reduce.cuh) are checked against the CPU's. Odd sizes catch leading-dimension
 // mistakes that square ones hide.
 #include <string.h>
 
 #include "common.cuh"
-#include "matmul_cublaslt.cuh"
+#include "cuda/matmul_cublaslt.cuh"
+#include "cuda/reduce.cuh"
 
 extern "C" {
-#include "matmul.h"
+#include "kernels/matmul.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
@@ -39,7 +41,7 @@ static int check_linear(const MatmulContext *ctx, int N, int IC, int OC, DevRng 
     matmul_forward_cuda(ctx, y, dx_, dw_, db_, N, IC, OC);
     matmul_backward_cuda(ctx, dinp, dweight, ddy, dx_, dw_, N, IC, OC);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // the oracle: llmc/matmul.c (the tested CPU kernels; dinp and dweight accumulate)
+    // the oracle: llmc/kernels/matmul.c (the tested CPU kernels; dinp and dweight accumulate)
     float *fy = (float *)host_alloc((size_t)N * OC * 4), *fdx = (float *)host_alloc((size_t)N * IC * 4);
     float *fdw = (float *)host_alloc((size_t)OC * IC * 4);
     memset(fdx, 0, (size_t)N * IC * 4);
@@ -65,6 +67,36 @@ static int check_linear(const MatmulContext *ctx, int N, int IC, int OC, DevRng 
     void *device[] = {dx_, dw_, db_, ddy, dweight, y, dinp};
     for (void *p : device) CUDA_CHECK(cudaFree(p));
     void *host[] = {x, w, b, dy, dw0, ry, rdx, rdw, got};
+    for (void *p : host) free(p);
+    return ok;
+}
+
+// db (fp32) += the column sums of dy (N, OC) (reduce.cuh: fixed chunks of
+// rows, then the chunks in a fixed grouped order) against llmc/kernels/matmul.c's
+// bias gradient, onto a random start; OC % PACK_X == 0 takes the 16-byte
+// kernel, other widths the one-column kernel.
+static int check_bias_grad(int N, int OC, DevRng *rng) {
+    printf("bias gradient N=%d OC=%d (%s, %s loads, %d chunks):\n", N, OC, FLOATX_NAME,
+           OC % PACK_X == 0 ? "16-byte" : "scalar", column_sum_chunks(N));
+    float *dy = (float *)host_alloc((size_t)N * OC * 4), *db0 = (float *)host_alloc((size_t)OC * 4);
+    floatX *ddy = random_device((size_t)N * OC, dy, rng);
+    for (int c = 0; c < OC; c++) db0[c] = dev_uniform(rng);
+    float *ddb = to_device(db0, OC);
+    float *scratch;
+    CUDA_CHECK(cudaMalloc(&scratch, (size_t)column_sum_chunks(N) * OC * sizeof(float)));
+    column_sum_accumulate(ddb, scratch, ddy, N, OC, 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    float *fdb = (float *)host_alloc((size_t)OC * 4), *got = (float *)host_alloc((size_t)OC * 4);
+    memcpy(fdb, db0, (size_t)OC * 4);
+    matmul_backward(NULL, NULL, fdb, dy, NULL, NULL, N, 1, OC);
+    double *ref = (double *)host_alloc((size_t)OC * 8);
+    for (int c = 0; c < OC; c++) ref[c] = fdb[c];
+    float_to_host(got, ddb, OC);
+    int ok = check_tensor("db += sum_n dy", got, ref, OC, 1e-5); // fp32 sums either way
+    CUDA_CHECK(cudaFree(ddy));
+    CUDA_CHECK(cudaFree(ddb));
+    CUDA_CHECK(cudaFree(scratch));
+    void *host[] = {dy, db0, fdb, got, ref};
     for (void *p : host) free(p);
     return ok;
 }
@@ -145,6 +177,9 @@ int main(void) {
     ok &= check_linear(&ctx, 40, 64, 96, &rng);
     ok &= check_linear(&ctx, 72, 96, 384, &rng);
     ok &= check_linear(&ctx, 24, 256, 64, &rng);
+    // several chunks with a partial last one; a width of 16-byte packs and one that is not
+    ok &= check_bias_grad(3 * COLUMN_SUM_ROWS_PER_CHUNK + 17, 96, &rng);
+    ok &= check_bias_grad(2 * COLUMN_SUM_ROWS_PER_CHUNK + 5, 37, &rng);
     for (int t = 0; t < 4; t++) ok &= check_batched(&ctx, 3, 24, 40, 16, t & 1, t & 2, &rng);
     for (int t = 0; t < 4; t++) ok &= check_batched(&ctx, 2, 16, 8, 40, t & 1, t & 2, &rng);
     // GPT-2 124M, B*T = 32768: qkv, attn proj, fc, fc proj, the LM head

@@ -1,5 +1,5 @@
 // LayerNorm and RMSNorm forward/backward fused with the residual add
-// (llmc/norm.cuh): checked against the CPU kernels of llmc/norm.c on random
+// (llmc/cuda/norm.cuh): checked against the CPU kernels of llmc/kernels/norm.c on random
 // inputs (rows with a mean offset, so the LN variance is not trivially
 // centred), then timed against the device-to-device copy bandwidth.
 // usage: norm [N C]...   (default: 4096 96, 65536 768, 16384 1600;
@@ -8,15 +8,15 @@
 #include <string.h>
 
 #include "common.cuh"
-#include "norm.cuh"
+#include "cuda/norm.cuh"
 
 extern "C" {
-#include "norm.h"
+#include "kernels/norm.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
 
-// The oracle: llmc/norm.c (the tested CPU kernels) on the kernel's inputs:
+// The oracle: llmc/kernels/norm.c (the tested CPU kernels) on the kernel's inputs:
 // residual = a + b rounded to floatX as the kernel stores it; y, mean, rstd;
 // dres = dres0 + dx and dg, db accumulated from zero.
 static void reference(bool layer, double *r_res, double *r_y, double *r_mean, double *r_rstd,

@@ -1,5 +1,5 @@
-// Swin's PatchMerging gather (llmc/swin_patch_merge.cuh) against the CPU
-// Swin's (llmc/swin_window.c) on random activations: the forward gather and
+// Swin's PatchMerging gather (llmc/cuda/swin_patch_merge.cuh) against the CPU
+// Swin's (llmc/kernels/swin_window.c) on random activations: the forward gather and
 // the backward scatter, in 16-byte packs (C a multiple of the pack) and
 // element-wise (C not, or a buffer not 16-byte aligned). Both are copies, so
 // the check is exact: tolerance 0 in fp32 and bf16 (the CPU reads the same
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "common.cuh"
-#include "swin_patch_merge.cuh"
+#include "cuda/swin_patch_merge.cuh"
 
 extern "C" {
-#include "swin_window.h"
+#include "kernels/swin_window.h"
 }
 
 // offset: elements by which the device buffers start past a 16-byte boundary

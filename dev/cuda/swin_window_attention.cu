@@ -1,22 +1,25 @@
-// Swin's (shifted-)window attention (llmc/swin_window_attention.cuh) against
-// the CPU kernels the CPU Swin runs (llmc/attention_bidir.c with the window
+// Swin's (shifted-)window attention (llmc/cuda/swin_window_attention.cuh) against
+// the CPU kernels the CPU Swin runs (llmc/kernels/attention_bidir.c with the window
 // permutation, relative index, shift mask and score bias of
-// llmc/swin_window.c) on random qkv, bias table and output gradient: out,
+// llmc/kernels/swin_window.c) on random qkv, bias table and output gradient: out,
 // att, dqkv and the bias table's gradient, over shifts 0 and > 0, windows
 // 3, 4, 7 and 12, several windows per image and one, odd head counts, head
 // sizes 8 to 64 (above 48 KiB of shared memory: hs 64, window 12) and few score
 // chunks (several windows per backward block). A second backward must give
 // the same dqkv bits and exactly twice the table gradient (it accumulates;
-// x + x is exact). Then timed at Swin-T's first stage (224x224, B=64).
+// x + x is exact). bf16 builds also check the tensor-core kernel
+// (llmc/cuda/swin_window_attention_tc.cuh: out, dqkv, dtable, the repeat) on the
+// same inputs. Then both are timed at Swin-T's first stage (224x224, B=64).
 #include <math.h>
 #include <string.h>
 
 #include "common.cuh"
-#include "swin_window_attention.cuh"
+#include "cuda/swin_window_attention.cuh"
+#include "cuda/swin_window_attention_tc.cuh"
 
 extern "C" {
-#include "attention_bidir.h"
-#include "swin_window.h"
+#include "kernels/attention_bidir.h"
+#include "kernels/swin_window.h"
 }
 
 // fp32: sums of <= 64 products in another order than the CPU's tile GEMMs (max measured
@@ -24,6 +27,12 @@ extern "C" {
 // backward, out and dqkv are rounded (max measured: 6.0e-3, dqkv); 2e-2 leaves the headroom
 // docs/cuda.md gives the device's fast-math exp
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
+// tc (bf16 only): q, k, v, dy and the table as bf16, P and dS rounded to bf16 as mma
+// operands, fp32 sums, no att stored (lse instead). Largest errors measured under
+// emulation over seeds 1-30 (docs/cuda.md): out 4.5e-3, dq 5.9e-3, dk 6.5e-3, dv 6.0e-3,
+// dtable 6.8e-3; the same 2e-2 as the FMA kernel's bf16 (~3x, for the device's sum
+// order and expf).
+static const double TC_TOL = 2e-2;
 
 // the CPU Swin's attention of one block on the (rounded) inputs
 static void cpu_reference(float *out, float *att, float *dqkv, float *dtable, const float *qkv,
@@ -57,6 +66,54 @@ static int check_against(const char *what, const float *got, const float *ref, s
     double *r = to_double(ref, n);
     int ok = check_tensor(what, got, r, n, TOL);
     free(r);
+    return ok;
+}
+
+// the tensor-core kernel on the inputs of check() against the CPU's out, dqkv, dtable
+static int check_tc(const SwinWindowShape *s, const floatX *d_qkv, const floatX *d_table,
+                    const floatX *d_dout, const float *out, const float *dqkv,
+                    const float *dtable) {
+    const size_t rows = (size_t)s->B * s->res * s->res, nqkv = rows * 3 * s->C;
+    const size_t nout = rows * s->C, ntab = (size_t)(2 * s->W - 1) * (2 * s->W - 1) * s->NH;
+    printf("  tc:\n");
+    floatX *d_out, *d_dqkv;
+    float *d_lse, *d_dtable, *d_scratch;
+    CUDA_CHECK(cudaMalloc(&d_out, nout * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&d_dqkv, nqkv * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&d_lse, swin_window_attention_tc_lse_floats(s) * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_dtable, ntab * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_scratch, swin_window_attention_scratch_floats(s) * sizeof(float)));
+    CUDA_CHECK(cudaMemset(d_dtable, 0, ntab * sizeof(float)));
+    swin_window_attention_tc_forward_cuda(d_out, d_lse, d_qkv, d_table, s, 0);
+    swin_window_attention_tc_backward_cuda(d_dqkv, d_dtable, d_scratch, d_dout, d_out, d_qkv,
+                                           d_lse, d_table, s, 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    float *got = (float *)host_alloc(nqkv * 4), *again = (float *)host_alloc(nqkv * 4);
+    float *gtab = (float *)host_alloc(ntab * 4);
+    int ok = 1;
+    double *r = to_double(out, nout);
+    floatx_to_host(got, d_out, nout);
+    ok &= check_tensor("out", got, r, nout, TC_TOL);
+    free(r);
+    floatx_to_host(got, d_dqkv, nqkv);
+    ok &= check_qkv_parts(got, dqkv, rows, s->C, TC_TOL);
+    r = to_double(dtable, ntab);
+    float_to_host(gtab, d_dtable, ntab);
+    ok &= check_tensor("dtable", gtab, r, ntab, TC_TOL);
+    free(r);
+    CUDA_CHECK(cudaMemset(d_dqkv, 0, nqkv * sizeof(floatX)));
+    swin_window_attention_tc_backward_cuda(d_dqkv, d_dtable, d_scratch, d_dout, d_out, d_qkv,
+                                           d_lse, d_table, s, 0);
+    floatx_to_host(again, d_dqkv, nqkv);
+    int same = memcmp(got, again, nqkv * 4) == 0;
+    float_to_host(again, d_dtable, ntab);
+    for (size_t i = 0; i < ntab; i++) same &= again[i] == 2.0f * gtab[i];
+    printf("  %-16s %s\n", "repeated", same ? "dqkv bit-identical, dtable doubled ok" : "FAIL");
+    ok &= same;
+    void *dev[] = {d_out, d_dqkv, d_lse, d_dtable, d_scratch};
+    for (void *p : dev) CUDA_CHECK(cudaFree(p));
+    void *host[] = {got, again, gtab};
+    for (void *p : host) free(p);
     return ok;
 }
 
@@ -110,6 +167,7 @@ static int check(SwinWindowShape s, DevRng *rng) {
     for (size_t i = 0; i < ntab; i++) same &= again[i] == 2.0f * gtab[i];
     printf("  %-16s %s\n", "repeated", same ? "dqkv bit-identical, dtable doubled ok" : "FAIL");
     ok &= same;
+    if (sizeof(floatX) == 2) ok &= check_tc(&s, d_qkv, d_table, d_dout, out, dqkv, dtable);
     void *dev[] = {d_qkv, d_table, d_dout, d_out, d_att, d_dqkv, d_dtable, d_scratch};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
     void *host[] = {h, qkv, table, dout, out, att, dqkv, dtable, got, again, gtab};
@@ -144,6 +202,21 @@ static void timing(SwinWindowShape s) {
     printf("RESULT swin_window_attention %s B=%d res=%d W=%d shift=%d C=%d NH=%d fwd %.3f ms | "
            "bwd %.3f ms\n",
            FLOATX_NAME, s.B, s.res, s.W, s.shift, s.C, s.NH, fwd, bwd);
+    if (sizeof(floatX) == 2) { // the tensor-core kernel: lse instead of att, out read back
+        float *lse;
+        CUDA_CHECK(cudaMalloc(&lse, swin_window_attention_tc_lse_floats(&s) * sizeof(float)));
+        const float tc_fwd = time_ms([&] {
+            swin_window_attention_tc_forward_cuda(out, lse, qkv, table, &s, 0);
+        }, 5);
+        const float tc_bwd = time_ms([&] {
+            swin_window_attention_tc_backward_cuda(dqkv, dtable, scratch, dout, out, qkv, lse,
+                                                   table, &s, 0);
+        }, 5);
+        printf("RESULT swin_window_attention_tc %s B=%d res=%d W=%d shift=%d C=%d NH=%d fwd %.3f "
+               "ms | bwd %.3f ms\n",
+               FLOATX_NAME, s.B, s.res, s.W, s.shift, s.C, s.NH, tc_fwd, tc_bwd);
+        CUDA_CHECK(cudaFree(lse));
+    }
     void *dev[] = {qkv, dqkv, out, dout, att, table, dtable, scratch};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
 }

@@ -1,23 +1,23 @@
 // ViT's own kernels against the llmc/ CPU kernels the ViT trainer uses, on
-// random data: the patch embedding (llmc/patch_embed.cuh: im2col + cuBLASLt
+// random data: the patch embedding (llmc/cuda/patch_embed.cuh: im2col + cuBLASLt
 // vs patches_from_images + matmul_forward / matmul_backward), the class
 // token + position embedding with and without the cbwc centring
-// (llmc/vit_tokens.cuh vs llmc/vit.c's loop, cbwc_centre_rows) and the
-// label-smoothed cross-entropy (llmc/classifier_loss.cuh vs
+// (llmc/cuda/vit_tokens.cuh vs llmc/vision/vit.c's loop, cbwc_centre_rows) and the
+// label-smoothed cross-entropy (llmc/cuda/classifier_loss.cuh vs
 // classifier_loss_forward / _backward). Then timed at ViT-B/16's 224x224 shape.
 #include <math.h>
 #include <string.h>
 
 #include "common.cuh"
-#include "classifier_loss.cuh"
-#include "patch_embed.cuh"
-#include "vit_tokens.cuh"
+#include "cuda/classifier_loss.cuh"
+#include "cuda/patch_embed.cuh"
+#include "cuda/vit_tokens.cuh"
 
 extern "C" {
-#include "cbwc.h"
-#include "classifier_loss.h"
-#include "matmul.h"
-#include "patch_embed.h"
+#include "kernels/cbwc.h"
+#include "kernels/classifier_loss.h"
+#include "kernels/matmul.h"
+#include "kernels/patch_embed.h"
 }
 
 static const double TOL = sizeof(floatX) == 4 ? 1e-5 : 2e-2;
@@ -114,7 +114,7 @@ static int check_tokens(int B, int T, int C, int centred, DevRng *rng) {
     vit_tokens_forward_cuda(d_stream, d_patch, d_cls, d_pos, B, T, C, centred, 0);
     vit_tokens_backward_cuda(d_dcls, d_dpos, d_dpatch, d_d, B, T, C, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
-    // llmc/vit.c: cbwc centres cls and every pos row (cbwc_centre_rows); its
+    // llmc/vision/vit.c: cbwc centres cls and every pos row (cbwc_centre_rows); its
     // patch rows come centred from V, so the test centres them here too
     float *e_cls = (float *)host_alloc((size_t)C * 4), *e_pos = (float *)host_alloc(tc * 4);
     float *e_patch = (float *)host_alloc(bpc * 4);

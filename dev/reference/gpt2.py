@@ -23,7 +23,7 @@ Norm modes (eps = 1e-5 everywhere):
 
 --resid-dropout P adds train-mode residual dropout (Hugging Face GPT-2's
 resid_pdrop) on the attention and MLP branch outputs, with the masks of
-llmc/dropout.c redone here from its hash (docs/formats.md): forward k of the
+llmc/kernels/dropout.c redone here from its hash (docs/formats.md): forward k of the
 run (k = 0 for the initial state) uses draw k.  With it ln and cbwc are no
 longer the same function (docs/math.md section 6).
 
@@ -143,7 +143,7 @@ def mix64(z):
 
 
 def dropout_scale(p, seed, stream, n):
-    """llmc/dropout.c's mask times 1/(1-p) for n elements of mask stream `stream`:
+    """llmc/kernels/dropout.c's mask times 1/(1-p) for n elements of mask stream `stream`:
     u_i = top 24 bits of mix64(key + G (i+1)) / 2^24, key = mix64(seed + G (stream+1)),
     element i kept iff u_i >= p."""
     key = mix64(np.array([(seed + GOLDEN_GAMMA * (stream + 1)) & MASK64], dtype=np.uint64))
@@ -357,7 +357,7 @@ def parse_args(argv):
     p.add_argument("--wd", type=float, default=0.1, help="weight decay on the matrices")
     p.add_argument("--clip", type=float, default=1.0, help="global grad-norm clip, 0 = none")
     p.add_argument("--resid-dropout", type=float, default=0.0, metavar="P",
-                   help="train-mode residual dropout with llmc/dropout.c's masks (default 0)")
+                   help="train-mode residual dropout with llmc/kernels/dropout.c's masks (default 0)")
     p.add_argument("--dropout-seed", type=int, default=0,
                    help="the masks' seed (train_gpt2 -sd, test_gpt2 -sd) (default 0)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference for foldnorm's Swin Transformer (llmc/swin.c).
+"""Independent PyTorch reference for foldnorm's Swin Transformer (llmc/vision/swin.c).
 
 Written after the official Swin code (Liu et al. 2021): torch.roll for the
 cyclic shift, window_partition / window_reverse by view + permute, the

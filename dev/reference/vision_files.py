@@ -17,7 +17,7 @@ MODES = ("ln", "rms", "cbwc")
 READ_MODES = MODES + ("folded",)
 FAMILIES = ("vit", "swin")
 
-# header slots (llmc/vision_model.h)
+# header slots (llmc/vision/vision_model.h)
 SLOT = dict(magic=0, version=1, family=2, mode=3, image_size=4, image_channels=5,
             patch_size=6, num_classes=7, channels=8, num_layers=9, num_heads=10,
             mlp_ratio=11, window=12, centre_ops=13, folded_norms=14, paper_variant=15,

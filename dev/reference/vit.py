@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent PyTorch reference for foldnorm's ViT (llmc/vit.c).
+"""Independent PyTorch reference for foldnorm's ViT (llmc/vision/vit.c).
 
 Builds (or loads) a ViT in foldnorm's parameter layout, runs it in one of
 three norm modes, and writes the files the C test (test_vit) checks against:

@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "classifier.h"
-#include "cli.h"
-#include "gpt2.h"
-#include "rand.h"
-#include "utils.h"
+#include "vision/classifier.h"
+#include "core/cli.h"
+#include "gpt2/gpt2.h"
+#include "core/rand.h"
+#include "core/utils.h"
 
 enum { NUM_MODELS = 4 }; // ln, cbwc, rms, ln nudged
 static const NormMode MODES[NUM_MODELS] = {MODE_LN, MODE_CBWC, MODE_RMS, MODE_LN};

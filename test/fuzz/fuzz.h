@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checksum.h"
-#include "reader.h"
+#include "core/checksum.h"
+#include "core/reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

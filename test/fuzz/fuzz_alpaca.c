@@ -1,6 +1,6 @@
 // The Alpaca JSON converter input (alpaca_to_sft): alpaca_parse and the
-// prompt template, llmc/alpaca.c (cJSON).
-#include "alpaca.h"
+// prompt template, llmc/text/alpaca.c (cJSON).
+#include "text/alpaca.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

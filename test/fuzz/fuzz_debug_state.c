@@ -1,8 +1,8 @@
 // The GPT-2 debug state (magic 20240327): gpt2_debug_state_parse,
-// llmc/debug_state.c. Input: 12 bytes naming the model it is checked
+// llmc/interop/debug_state.c. Input: 12 bytes naming the model it is checked
 // against (uint32 maxT, V, number of parameters, each reduced to a bound),
 // then the state file.
-#include "debug_state.h"
+#include "interop/debug_state.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,9 +1,9 @@
-// GCIDE dictd text (tools/gcide_to_alpaca, llmc/gcide.c): the entry splitter
+// GCIDE dictd text (tools/gcide_to_alpaca, llmc/text/gcide.c): the entry splitter
 // and the entry parser on arbitrary bytes, read exactly within bounds; a
 // parsed entry must hold a valid headword, a known part of speech and a
 // NUL-terminated definition.
 #include "fuzz.h"
-#include "gcide.h"
+#include "text/gcide.h"
 
 static void check_entry(const char *text, size_t len, void *ctx) {
     (void)ctx;

@@ -1,8 +1,8 @@
 // The GPT-2 model file (magic 20240326, incl. folded files with their row
-// means): gpt2_read, llmc/gpt2.c. A checksummed input gets its CRC made right
+// means): gpt2_read, llmc/gpt2/gpt2.c. A checksummed input gets its CRC made right
 // first (fuzz_copy_fixing_checksum).
 #include "fuzz.h"
-#include "gpt2.h"
+#include "gpt2/gpt2.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned char *input = fuzz_copy_fixing_checksum(data, size);

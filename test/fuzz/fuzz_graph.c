@@ -1,8 +1,8 @@
 // The graph text format (docs/graph-format.md): graph_parse,
-// llmc/graph_parse.c, then the zero-mean analysis and each LN's verdict and
+// llmc/fold/graph_parse.c, then the zero-mean analysis and each LN's verdict and
 // reason, as foldcheck runs them.
 #include "fuzz.h"
-#include "graph.h"
+#include "fold/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = malloc(size + 1);

@@ -1,7 +1,7 @@
-// IDX files, raw or gzip (zlib's in-memory inflate): idx_parse, llmc/idx.c,
+// IDX files, raw or gzip (zlib's in-memory inflate): idx_parse, llmc/vision/idx.c,
 // as images (3 dimensions) and as labels (1 dimension).
 #include "fuzz.h"
-#include "idx.h"
+#include "vision/idx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     IdxArray arrays[2];

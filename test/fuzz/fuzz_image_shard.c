@@ -1,8 +1,8 @@
-// Image shards (magic 20261201): image_shard_parse, llmc/image_shard.c, then
+// Image shards (magic 20261201): image_shard_parse, llmc/vision/image_shard.c, then
 // a random-resized crop and the centre crop of the first image, as train_vit
 // samples them.
 #include "fuzz.h"
-#include "image_shard.h"
+#include "vision/image_shard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Reader r;

@@ -1,9 +1,9 @@
-// ONNX models in (llmc/onnx_graph.c): protobuf-c's decoding of a ModelProto,
+// ONNX models in (llmc/fold/onnx_graph.c): protobuf-c's decoding of a ModelProto,
 // the mapping onto the graph text, then graph_parse and the analysis, as
 // foldcheck runs them on a .onnx file.
 #include "fuzz.h"
-#include "graph.h"
-#include "onnx_graph.h"
+#include "fold/graph.h"
+#include "fold/onnx_graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[READER_ERR_BYTES] = {0};

@@ -1,11 +1,11 @@
-// safetensors (llmc/safetensors.c) and the Hugging Face GPT-2 import
-// (llmc/hf_gpt2.c) on arbitrary bytes: the parser keeps every tensor inside
+// safetensors (llmc/interop/safetensors.c) and the Hugging Face GPT-2 import
+// (llmc/interop/hf_gpt2.c) on arbitrary bytes: the parser keeps every tensor inside
 // the input, converts the float ones, and the import of a tiny GPT-2 config
 // (L=1, C=4, NH=1, V=8, maxT=4; the seeds are such files) checks names,
 // shapes, dtypes and the tied head without exiting.
 #include "fuzz.h"
-#include "hf_gpt2.h"
-#include "safetensors.h"
+#include "interop/hf_gpt2.h"
+#include "interop/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Safetensors st;

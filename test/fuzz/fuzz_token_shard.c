@@ -1,6 +1,6 @@
-// The llm.c token shard (magic 20240520): shard_parse, llmc/dataloader.c,
+// The llm.c token shard (magic 20240520): shard_parse, llmc/gpt2/dataloader.c,
 // as train_gpt2 reads one (GPT-2 vocabulary, B*T+1 = 65 tokens at least).
-#include "dataloader.h"
+#include "gpt2/dataloader.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -1,7 +1,7 @@
-// GPT-2's tokenizer files: tokenizer_parse_files, llmc/tokenizer.c (cJSON
+// GPT-2's tokenizer files: tokenizer_parse_files, llmc/text/tokenizer.c (cJSON
 // for encoder.json). Input: encoder.json, a NUL byte, vocab.bpe.
 #include "fuzz.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *nul = memchr(data, '\0', size);

@@ -1,8 +1,8 @@
 // The training state of a checkpoint (state_STEP.bin, magic 20241129):
-// train_state_read, llmc/checkpoint.c. Input: 8 bytes (uint32 number of the
+// train_state_read, llmc/gpt2/checkpoint.c. Input: 8 bytes (uint32 number of the
 // model's parameters, reduced; int32 the step asked for), then the file,
 // whose CRC is made right first (fuzz_copy_fixing_checksum).
-#include "checkpoint.h"
+#include "gpt2/checkpoint.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

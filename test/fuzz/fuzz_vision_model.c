@@ -1,9 +1,9 @@
 // The ViT/Swin model file (magic 20261129): vision_model_parse,
-// llmc/vision_model.c (the family configs of llmc/vit.c and llmc/swin.c), as
+// llmc/vision/vision_model.c (the family configs of llmc/vision/vit.c and llmc/vision/swin.c), as
 // a ViT and as a Swin file. A checksummed input gets its CRC made right
 // first (fuzz_copy_fixing_checksum).
 #include "fuzz.h"
-#include "vision_model.h"
+#include "vision/vision_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     unsigned char *input = fuzz_copy_fixing_checksum(data, size);

@@ -1,8 +1,8 @@
 // The vision debug state (magic 20261130): vision_debug_state_parse,
-// llmc/debug_state.c. Input: 20 bytes naming the model it is checked against
+// llmc/interop/debug_state.c. Input: 20 bytes naming the model it is checked against
 // (uint32 family, image size, channels, classes, parameters; reduced), then
 // the state file.
-#include "debug_state.h"
+#include "interop/debug_state.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

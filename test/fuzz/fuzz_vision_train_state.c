@@ -1,12 +1,12 @@
 // The training state of a train_vit checkpoint (state_STEP.bin, magic
-// 20261202): vision_state_read, llmc/vision_checkpoint.c. Input: 8 bytes
+// 20261202): vision_state_read, llmc/vision/vision_checkpoint.c. Input: 8 bytes
 // (uint32 the number of train images, reduced; int32 the step asked for),
 // then the file, whose CRC is made right first (fuzz_copy_fixing_checksum).
 // The model is the tiny ViT of make_seeds.sh's vit.bin (its parameter count
 // is what the seed's header holds).
-#include "classifier.h"
+#include "vision/classifier.h"
 #include "fuzz.h"
-#include "vision_checkpoint.h"
+#include "vision/vision_checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 8) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# llmc/batch_prefetch.c (issue 15): batches built ahead by worker threads are
+# llmc/vision/batch_prefetch.c (issue 15): batches built ahead by worker threads are
 # bit-identical to the ones built one by one in training order (image shards
 # with random-resized-crop + flips, Fashion-MNIST-style flips, no
 # augmentation; 0 to 4 workers, 1 to 3 queued), the Rng ends where the

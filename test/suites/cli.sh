@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command line of every program in bin/ (llmc/cli.h, docs/cli.md):
+# The command line of every program in bin/ (llmc/core/cli.h, docs/cli.md):
 #   - -h prints the help to stdout (nothing on stderr) and exits 0;
 #   - every flag the help lists is accepted with a valid value taken from its
 #     listed type and range (FOLDNORM_CLI_DRY_RUN=1: parse, check, print the
@@ -64,7 +64,7 @@ invalid_value() {
     esac
 }
 
-# the GPU test programs belong to test/test_gpt2.cu, test/test_vit.cu, test/test_swin.cu (the emu harness), not to llmc/cli
+# the GPU test programs belong to test/test_gpt2.cu, test/test_vit.cu, test/test_swin.cu (the emu harness), not to llmc/core/cli
 for prog in bin/*; do
     name=$(basename "$prog")
     case $name in test_gpt2cu | test_gpt2fp32cu | test_vitcu | test_vitfp32cu | test_swincu | test_swinfp32cu) continue ;; esac

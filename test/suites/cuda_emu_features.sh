@@ -4,8 +4,8 @@
 # logic check, not a device run. Builds nothing; SKIP where the emulated
 # programs are missing (make emu builds them).
 #   1. (in cuda_emu.sh, with every dev/cuda check: dev/cuda/flash_attention.cu,
-#      flash attention vs llmc/attention.c at head sizes 16..128, fp32 and bf16)
-#   2. no atomics left in the wte gradient or the attention kernels
+#      flash attention vs llmc/kernels/attention.c at head sizes 16..128, fp32 and bf16)
+#   2. no atomics left in the wte gradient or the attention kernels (every kind)
 #   3. the emulated fp32 trainer's loss curve equals train_gpt2's (CPU)
 #   4. resume from the step-2 checkpoint: final model, state (AdamW, loader,
 #      RNG) and the step-4 sample bit-exact
@@ -13,7 +13,9 @@
 #   6. ZeRO-1 over 2 emulated ranks == all-reduce over 2 ranks, bit for bit
 #      (model and gathered AdamW moments), and a ZeRO-1 resume is bit-exact
 #   7. sampling prints -g token ids; bf16: the CPU curve within 3e-2, resume
-#      bit-exact, ZeRO-1 == all-reduce over 2 ranks
+#      bit-exact, ZeRO-1 == all-reduce over 2 ranks; -at cudnn (the emulator's
+#      cuDNN shim): the CPU curve within 3e-2 and resume bit-exact
+# cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 EMU=${EMU_DIR:-build/emu}
@@ -26,15 +28,21 @@ for b in "$EMU/train_gpt2fp32cu" "$EMU/train_gpt2cu" bin/train_gpt2 bin/text_to_
     [ -x "$b" ] || { echo "SKIP: $b not built (make emu; make train_gpt2 text_to_shard)"; exit 0; }
 done
 export OMP_NUM_THREADS=1
+# the race detector (1.5-2.5x a run) only on the bf16 ZeRO-1 run: the rest are
+# the trainer's kernels again, race-checked in cuda_emu (test/emu_race_subset.sh)
+export EMU_RACECHECK=0
 gpu=$EMU/train_gpt2fp32cu
 
 # 2 (1: the flash attention checks run with every dev/cuda check in cuda_emu.sh)
-if grep -n 'atomic' llmc/encoder.cuh llmc/flash_attention.cuh | grep -v '^[^:]*:[0-9]*: *//' \
+attention_files="llmc/cuda/flash_attention.cuh llmc/cuda/flash_attention_tc.cuh llmc/cuda/attention_tc_warp.cuh
+                 llmc/cuda/swin_window_attention.cuh llmc/cuda/swin_window_attention_tc.cuh llmc/cuda/attention.cuh"
+# shellcheck disable=SC2086
+if grep -n 'atomic' llmc/cuda/encoder.cuh $attention_files | grep -v '^[^:]*:[0-9]*: *//' \
     > "$work/atomics.txt"; then bad "atomics in the wte gradient or attention: $(cat "$work/atomics.txt")"
-else ok "no atomics in llmc/encoder.cuh, llmc/flash_attention.cuh"; fi
+else ok "no atomics in llmc/cuda/encoder.cuh and the attention kernels ($(echo $attention_files | wc -w) files)"; fi
 
 # data: this repository's C sources, one token per byte
-cat llmc/*.c llmc/*.h > "$work/text.txt"
+cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || { bad "text_to_shard"; exit 1; }
 flags=(-N cbwc -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16
        -x 4 -n 2 -v 2 -m 1 -l 3e-3 -u 1 -q 0.1 -c 0.1 -sd 11)
@@ -109,9 +117,20 @@ cp "$work/bf16/model_00000002.bin" "$work/bf16/state_00000002.bin" "$work/bf16_r
 "$bf16" "${flags[@]}" -o "$work/bf16_resumed" -y 1 > "$work/bf16_resumed.out" 2>&1
 same_checkpoint "$work/bf16" "$work/bf16_resumed" 4 && ok "bf16 resume at step 2 bit-exact" ||
     bad "bf16 resume differs: $(tail -2 "$work/bf16_resumed.out")"
+# -at cudnn: its backward is the deterministic graph (no warning printed), so resume is bit-exact too
+"$bf16" "${flags[@]}" -at cudnn -o "$work/cudnn" > "$work/cudnn.out" 2>&1 || bad "bf16 -at cudnn run: $(tail -2 "$work/cudnn.out")"
+if close "$work/cudnn.out" "$work/cpu.out" 3e-2; then ok "bf16 -at cudnn: 4 steps within 3e-2 of the CPU losses"
+else bad "bf16 -at cudnn losses $(losses "$work/cudnn.out" | xargs) vs CPU $(losses "$work/cpu.out" | xargs)"; fi
+mkdir -p "$work/cudnn_resumed"
+cp "$work/cudnn/model_00000002.bin" "$work/cudnn/state_00000002.bin" "$work/cudnn_resumed/"
+"$bf16" "${flags[@]}" -at cudnn -o "$work/cudnn_resumed" -y 1 > "$work/cudnn_resumed.out" 2>&1
+if same_checkpoint "$work/cudnn" "$work/cudnn_resumed" 4 && ! grep -q 'not deterministic' "$work/cudnn.out"; then
+    ok "bf16 -at cudnn resume at step 2 bit-exact"
+else bad "bf16 -at cudnn resume differs: $(tail -2 "$work/cudnn_resumed.out")"; fi
 for z in 1 0; do
     rm -f "$work/id16_$z"
-    EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z $z -pf "$work/id16_$z" -o "$work/bf16_z$z" \
+    r=0; [ $z = 1 ] && r=1
+    EMU_RACECHECK=$r EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z $z -pf "$work/id16_$z" -o "$work/bf16_z$z" \
         > "$work/bf16_z$z.out" 2>&1 || bad "bf16 2 ranks -z $z: $(tail -2 "$work/bf16_z$z.out")"
 done
 same_checkpoint "$work/bf16_z1" "$work/bf16_z0" 4 && ok "bf16 ZeRO-1 == all-reduce over 2 ranks, bit for bit" ||

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GCIDE into Alpaca instruction data (tools/gcide_to_alpaca, llmc/gcide.c):
+# GCIDE into Alpaca instruction data (tools/gcide_to_alpaca, llmc/text/gcide.c):
 # the entry parser on hand-checked entries (bin/test_gcide); the real
 # dictionary (Debian dict-gcide) gives tens of thousands of headwords, three
 # records each, train and test split by headword with no word in both, and

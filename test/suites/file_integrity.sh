@@ -3,7 +3,7 @@
 # Files that survive bit flips, full disks and wrong paths (issue 17):
 # - every model, folded model, vision model and training state foldnorm writes
 #   carries a CRC32 in header slots 254-255 (checked here with Python's zlib,
-#   independently of llmc/checksum.c); the same file with the slots zeroed, as
+#   independently of llmc/core/checksum.c); the same file with the slots zeroed, as
 #   llm.c's files are, still loads; a flipped byte is refused naming the file
 # - train_gpt2 -y 1 skips a corrupt newest checkpoint, says so, resumes from
 #   the newest that verifies and ends bit-identical to the uninterrupted run;
@@ -68,7 +68,7 @@ flip_byte() { # FILE OFFSET: xor 0x10 into one byte
     $PY -c "import sys; p, o = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, 'rb').read()); b[o] ^= 0x10; open(p, 'wb').write(b)" "$1" "$2"
 }
 
-cat llmc/*.c > "$work/text.txt"
+cat llmc/*/*.c > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 flags=(-N ln -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 32
        -x 6 -n 2 -v 3 -sd 5)

@@ -5,6 +5,8 @@
 # on a fresh corpus in the work dir. Any crash, leak, timeout or UB report
 # fails; so does a missing clang or libFuzzer (declared in scripts/deps/fuzz.txt).
 # The long runs and their figures: make fuzz, docs/reliability.md.
+# sanitized: skip its libFuzzer targets are always built with ASan + UBSan (clang), so the plain run already runs them sanitized
+# cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/fuzz_short

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Hugging Face GPT-2 checkpoints in and out (bin/hf_gpt2, llmc/safetensors.c,
-# llmc/hf_gpt2.c) against dev/reference/hf_gpt2.py, an independent writer and
+# Hugging Face GPT-2 checkpoints in and out (bin/hf_gpt2, llmc/interop/safetensors.c,
+# llmc/interop/hf_gpt2.c) against dev/reference/hf_gpt2.py, an independent writer and
 # reader of the format and the name / Conv1D mapping:
 #   import: f32 with and without the "transformer." prefix, 3 shards with an
 #     index, a stored tied lm_head, f16 and bf16 -> the weights equal the
@@ -73,7 +73,7 @@ cbwc_case() { # NAME MODEL.bin: export, LN reference state of the export, our cb
 }
 ref --mode cbwc --seed $((s + 3)) --L 2 --C 64 --NH 4 --V 500 --Vp 512 --maxT 32 --model "$work/cbwc.bin"
 cbwc_case cbwc_random "$work/cbwc.bin"
-cat llmc/*.c > "$work/text.txt"
+cat llmc/*/*.c > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null &&
     bin/train_gpt2 -N cbwc -e d2c64h4v256t32 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 2 -t 16 \
         -x 6 -n 6 -v 0 -sd $((s % 1000)) -o "$work/run" > "$work/train.out" 2>&1 ||

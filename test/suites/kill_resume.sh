@@ -22,7 +22,7 @@ export OMP_NUM_THREADS=1  # a tiny model: threads only add barrier waits
 fmnist=/usr/share/datasets/fashion-mnist
 case $variant in
 gpt2)
-    cat llmc/*.c llmc/*.h > "$work/text.txt"
+    cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
     bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
     prog=bin/train_gpt2
     flags=(-e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin" -b 4 -t 64

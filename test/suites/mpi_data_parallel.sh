@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Data parallel on the CPU with MPI (llmc/comm.c): the all-reduce gives the
+# Data parallel on the CPU with MPI (llmc/core/comm.c): the all-reduce gives the
 # exact mean over 1, 2 and 4 ranks (4 oversubscribed on 2 cores), and
 # train_gpt2 with B/2 per rank on 2 ranks and B/4 on 4 ranks logs the same
 # loss at every one of 20 steps as 1 rank with B (within 1e-5), in each mode,
@@ -26,7 +26,7 @@ rm -f /tmp/test_comm_$$.out
 
 work=${1:-$(mktemp -d)}/mpi
 rm -rf "$work"; mkdir -p "$work"
-cat llmc/*.c llmc/*.h > "$work/text.txt"
+cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 # max |loss difference| over the 20 logged train steps of two runs (or "missing")
 max_loss_diff() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MPI runs that end early (llmc/comm.c, docs/reliability.md):
+# MPI runs that end early (llmc/core/comm.c, docs/reliability.md):
 #   1. a stop signal (SIGUSR1) sent to rank 1 alone: the ranks agree on it
 #      (an all-reduce of the flag every step), all stop after the same step,
 #      rank 0 writes the checkpoint, every rank exits 138; resuming with
@@ -7,6 +7,10 @@
 #   2. a dead rank: rank 1, then rank 0, killed with -9 mid-run: mpirun and
 #      every other rank exit non-zero within 60 s (Open MPI aborts the job when
 #      a rank dies; the seconds it took are printed)
+#   3. a rank that never arrives (test_comm -st: rank 1 sleeps 30 s before a
+#      collective) with FOLDNORM_COMM_TIMEOUT=3: the waiting rank's watchdog
+#      (llmc/core/comm_watchdog.h) names the collective and the job ends
+#      non-zero within 20 s (the deadline, mpirun's start and end)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
@@ -17,7 +21,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 work=${1:-$(mktemp -d)}/mpi_faults
 rm -rf "$work"; mkdir -p "$work"
-cat llmc/*.c llmc/*.h > "$work/text.txt"
+cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 fails=0
 ok() { echo "ok   $*"; }
@@ -100,5 +104,16 @@ for victim in 1 0; do
         kill -9 "$peer" 2>/dev/null; kill $mpirun_pid 2>/dev/null; wait $mpirun_pid
     fi
 done
+# 3. the collectives' deadline
+t0=$(date +%s%N)
+FOLDNORM_COMM_TIMEOUT=3 timeout 60 mpirun --oversubscribe -np 2 -x FOLDNORM_COMM_TIMEOUT bin/test_comm -st 30 \
+    > "$work/stall.out" 2>&1; rc=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $ms -lt 20000 ] &&
+    grep -q "error: rank 0 on host .*: MPI_Allreduce of 1 values has not completed in [0-9]* s (FOLDNORM_COMM_TIMEOUT)" "$work/stall.out"; then
+    ok "a rank 30 s late to a collective, FOLDNORM_COMM_TIMEOUT=3: rank 0 names MPI_Allreduce, the job ends (exit $rc) in $ms ms"
+else
+    fail "collective deadline: exit $rc after $ms ms: $(grep error "$work/stall.out" | head -2 | tr '\n' ' ')"
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# train_vit data parallel over MPI (llmc/classifier_parallel.h): 2 ranks x
+# train_vit data parallel over MPI (llmc/vision/classifier_parallel.h): 2 ranks x
 # -b 16 against 1 rank x -b 32, the same global batches (no flips: with
 # several ranks each flips from its own stream), 20 steps, for ViT and Swin,
 # ln and cbwc, ZeRO-1 (-z 1) and the all-reduce (-z 0). Each rank's half-batch

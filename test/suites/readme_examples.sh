@@ -6,6 +6,7 @@
 # is then model_00000003.bin); the table below appends the flags that make a run tiny
 # (a later flag wins) or says why a command is left out. A command the table
 # does not know fails the suite: a new README example needs a line here.
+# sanitized: skip the README's command lines as written; every program they call runs under the sanitizers in its own suite
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/readme_examples
@@ -51,6 +52,8 @@ how() {
     "make demo") echo "skip minutes; writes out/demo (scripts/demo.sh: DEMO_STEPS=N shortens it)" ;;
     "make test"|"make check") echo "skip the test suite itself" ;;
     "test/run_tests.sh --list") echo "run" ;;
+    "nice test/seed_loop.sh "*) echo "skip an hour: every randomised suite over many seeds" ;;
+    "bin/cpu_info") echo "run" ;;
     "test/run_tests.sh "*|"FOLDNORM_TEST_SEED="*) echo "skip runs suites, as make test does" ;;
     "bin/train_gpt2 -h") echo "run" ;;
     "bin/train_gpt2 -N cbwc -e d12 -b 4 -t 64 -o out/d12 -y 1") echo "run -e $tiny $small -x 3" ;;

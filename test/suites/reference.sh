@@ -24,3 +24,12 @@ esac
 $PY dev/reference/gpt2.py --mode "$mode" "${flags[@]}" --model "$work/$variant.bin" \
     --state "$work/${variant}_state.bin"
 bin/test_gpt2 "$work/$variant.bin" "$work/${variant}_state.bin"
+# the suites' python3 (test/python: a fork of test/python_server.py, torch
+# imported once) must write what a fresh interpreter writes, byte for byte
+if [ "$variant" = ln_small ] && [ "$PY" != /usr/bin/python3 ]; then
+    /usr/bin/python3 dev/reference/gpt2.py --mode "$mode" "${flags[@]}" --model "$work/fresh.bin" \
+        --state "$work/fresh_state.bin" > /dev/null
+    cmp "$work/$variant.bin" "$work/fresh.bin" && cmp "$work/${variant}_state.bin" "$work/fresh_state.bin" ||
+        { echo "FAIL $PY and a fresh /usr/bin/python3 wrote different reference files"; exit 1; }
+    echo "ok   $PY (the fork server) and a fresh /usr/bin/python3 wrote the same model and state"
+fi

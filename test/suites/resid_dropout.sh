@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Residual dropout (train_gpt2 -rd, llmc/dropout.c): the forward, every
+# Residual dropout (train_gpt2 -rd, llmc/kernels/dropout.c): the forward, every
 # gradient and 4 AdamW steps under dropout match the PyTorch reference, which
 # redoes the masks from the documented hash (dev/reference/gpt2.py
 # --resid-dropout), in modes ln and cbwc; another mask seed must fail (the
@@ -35,11 +35,19 @@ for mode in ln cbwc; do
         ok "$mode: another mask seed fails ($(grep -cE 'FAIL$' "$work/wrong_$mode.out") checks)"
 done
 
-# 2. ln == cbwc without dropout, != with it (same weights, same masks)
+# 2. ln == cbwc without dropout, != with it (same weights, same masks), 10
+# AdamW steps at lr 3e-3. The rms control must differ from ln's loss by
+# > 1e-3 (10x the equivalence tolerance): at lr 1e-3 it measured 1.27e-3 ..
+# 7.8e-3 over 60 seeds, and 8.27e-4 at seed 247859127 (a failure, 2.5 sigma
+# of its log-normal spread); at 3e-3 it measured 2.86e-3 .. 1.4e-2 (4.1
+# sigma above 1e-3; 6.98e-3 at that seed), while ln - cbwc stayed <= 9.5e-7
+# (tol 1e-4) and, with dropout, cbwc - ln >= 4.3e-2 in the logits (min 1e-3)
+# and >= 9.1e-4 in the loss (min 1e-4). At 1e-2 ln - cbwc reached 2.2e-4:
+# rounding grows too fast there. (60 seeds, docs/reliability.md.)
 $PY dev/reference/gpt2.py --mode ln --seed $((seed + 4)) --model "$work/eq.bin" > /dev/null
 for d in 0 $p; do
-    bin/test_equivalence "$work/eq.bin" $((seed + 5)) 10 4 32 $d > "$work/eq_$d.out" 2>&1 &&
-        ok "dropout $d: $(grep 'step 0 logits' "$work/eq_$d.out" | sed 's/^ *//')" ||
+    bin/test_equivalence "$work/eq.bin" $((seed + 5)) 10 4 32 $d 3e-3 > "$work/eq_$d.out" 2>&1 &&
+        ok "dropout $d: $(grep -E 'step 0 logits|loss over' "$work/eq_$d.out" | sed 's/^ *//' | tr '\n' ' ')" ||
         { fail "dropout $d: ln vs cbwc"; tail -3 "$work/eq_$d.out"; }
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tier: check
-# Generation with the KV cache (llmc/kv_cache.c, sample -kv 1) against the
+# Generation with the KV cache (llmc/gpt2/kv_cache.c, sample -kv 1) against the
 # full recompute (-kv 0): for random small models in ln, rms, cbwc and a
 # folded one (bin/fold of the ln model), the logits of every generated
 # position equal gpt2_forward's within 1e-5 relative and greedy and seeded
@@ -50,11 +50,45 @@ fi
 m=$work/gpt2v.bin
 bin/test_kv_cache -w "$m" -e d2c32h2t64 -N ln -eb 12 -sd $((seed % 1000000 + 5)) || bad "writing a V = 50257 model"
 sample() { bin/sample -e "$m" "$@"; }
-same_both_ways() { # NAME FLAGS...: -kv 0 and -kv 1 print the same
-    local name=$1; shift
-    sample "$@" -kv 1 > "$work/kv1.out" 2> "$work/kv1.err" && sample "$@" -kv 0 > "$work/kv0.out" 2> "$work/kv0.err" &&
-        cmp -s "$work/kv1.out" "$work/kv0.out" && ok "sample $name: the same with -kv 1 and -kv 0" ||
-        { bad "sample $name: -kv 1 and -kv 0 differ or failed"; head -c 300 "$work"/kv*.out "$work"/kv*.err; }
+# near_tie TRACE_A TRACE_B: the first draw (FOLDNORM_SAMPLE_TRACE lines) whose
+# token differs is a near tie: the same u, and the end of one run's interval
+# and the start of the other's (the boundary between the two tokens, moved by
+# the paths' last-bit differences) lie on either side of u, less than 1e-6
+# apart. Prints the draw; fails when no draw differs or the gap is wider.
+# Why 1e-6: the cache and the full recompute sum in other orders, and their
+# logits differ by <= ~4e-7 relative (test_kv_cache above, tol 1e-5); that
+# moved a boundary by 1.4e-7 at seed 53666807, whose u fell between. On this
+# untrained model over 50257 tokens an interval is ~2e-5 wide, so such a
+# straddle comes up now and then (1 seed in 50 of test/seed_loop.sh,
+# 2026-12-02); an error in the cache path moves the logits by far more (and
+# the greedy and logits checks above compare them).
+near_tie() {
+    awk '/^sample trace:/ { gsub(/[\[,)]/, ""); f = (FNR == NR) ? 1 : 2; n[f]++
+                             tok[f, n[f]] = $4; u[f, n[f]] = $6; lo[f, n[f]] = $8; hi[f, n[f]] = $9 }
+         END { for (k = 1; k <= n[1] && k <= n[2]; k++) if (tok[1, k] != tok[2, k]) break
+               if (k > n[1] || k > n[2]) exit 1
+               a = (tok[1, k] < tok[2, k]) ? 1 : 2; b = 3 - a  # a: the lower token, b: the next
+               gap = hi[a, k] - lo[b, k]
+               printf "draw %d: u %s, tokens %s and %s, boundary %s vs %s (gap %.2e)\n", k, u[1, k],
+                      tok[1, k], tok[2, k], hi[a, k], lo[b, k], gap
+               exit !(u[1, k] == u[2, k] && lo[b, k] <= u[1, k] + 0 && u[1, k] + 0 < hi[a, k] && gap < 1e-6) }' "$1" "$2"
+}
+# the tie rule bites: a divergence whose intervals overlap widely is no tie
+printf 'sample trace: token 5 u 0.500000000000 in [0.400000000000, 0.600000000000)\n' > "$work/tie_a"
+printf 'sample trace: token 9 u 0.500000000000 in [0.450000000000, 0.550000000000)\n' > "$work/tie_b"
+near_tie "$work/tie_a" "$work/tie_b" > /dev/null && bad "near_tie takes a wide divergence for a tie"
+same_both_ways() { # NAME FLAGS...: -kv 0 and -kv 1 print the same (up to a near tie)
+    local name=$1 tie; shift
+    if ! FOLDNORM_SAMPLE_TRACE=1 sample "$@" -kv 1 > "$work/kv1.out" 2> "$work/kv1.err" ||
+       ! FOLDNORM_SAMPLE_TRACE=1 sample "$@" -kv 0 > "$work/kv0.out" 2> "$work/kv0.err"; then
+        bad "sample $name: failed"; head -c 300 "$work"/kv*.err
+    elif cmp -s "$work/kv1.out" "$work/kv0.out"; then
+        ok "sample $name: the same with -kv 1 and -kv 0"
+    elif tie=$(near_tie "$work/kv1.err" "$work/kv0.err"); then
+        ok "sample $name: the same with -kv 1 and -kv 0 up to a near tie, $tie"
+    else
+        bad "sample $name: -kv 1 and -kv 0 differ (${tie:-no draw differs})"; head -c 300 "$work"/kv*.out
+    fi
 }
 same_both_ways "greedy ids past the context (4 + 100 > 64)" -p "And God said" -g 100 -tp 0 -ids 1
 n=$(wc -w < "$work/kv1.out")

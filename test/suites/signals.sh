@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop signals (llmc/stop_signal.h): SIGTERM, SIGINT and SIGUSR1 sent to a
+# Stop signals (llmc/core/stop_signal.h): SIGTERM, SIGINT and SIGUSR1 sent to a
 # training run mid-way make it finish the step, write a checkpoint, print
 # where and the command that resumes, and exit with 128 + signal; running
 # that printed command (-y 1) ends with the uninterrupted run's main.log
@@ -7,7 +7,7 @@
 # (128 + signal) with nothing written. For train_gpt2 (each signal),
 # train_vit (SIGTERM) and, when built, the CUDA trainer under emulation
 # (build/emu/train_gpt2fp32cu, SIGTERM). Also the run-folder rules
-# (llmc/run_dir.h): a reused -o without -y, -y 1 without a checkpoint, a
+# (llmc/core/run_dir.h): a reused -o without -y, -y 1 without a checkpoint, a
 # resume with another -b / -t / -e, stale *.tmp files.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,7 +17,7 @@ export OMP_NUM_THREADS=1
 fails=0
 ok() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-cat llmc/*.c llmc/*.h > "$work/text.txt"
+cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 
 # wait_for_line FILE REGEX PID: until FILE has a line matching REGEX (at most
@@ -145,7 +145,7 @@ expect_error "resume with another -e" "-e d2c64h4v256t128: this run .* was start
 expect_error "train_vit: reused -o without -y" "holds the checkpoints of an earlier run" \
     bin/train_vit "${vflags[@]}" -o "$work/vit.full"
 
-# a damaged vision train state is refused, naming the file (llmc/vision_checkpoint.c),
+# a damaged vision train state is refused, naming the file (llmc/vision/vision_checkpoint.c),
 # and -y 1 falls back to the newest checkpoint that verifies
 if [ -d "$work/vit.full" ]; then
     for damage in truncated flipped order; do

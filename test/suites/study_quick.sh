@@ -11,6 +11,7 @@
 # study has every comparison (norms per shape with the copy, the step per
 # mode, folded inference per B and T) with positive times and its ratios
 # equal to the times' quotient.
+# sanitized: skip scripts/study.sh's runner and summaries; the trainers it drives run under the sanitizers in the reference, resume and vision suites
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/study_quick

@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/train_resume
 rm -rf "$work"; mkdir -p "$work"
-cat llmc/*.c llmc/*.h train_gpt2.c > "$work/text.txt"
+cat llmc/*/*.c llmc/*/*.h train_gpt2.c > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }

@@ -130,6 +130,8 @@ void check_device_range(const void *p, size_t bytes, const char *what);
 size_t device_bytes_after(const void *p);
 // the emulated SM count (EMU_SMS, default 4: small grids still loop)
 int sm_count();
+// the race detector runs: built (not SAN=1) and EMU_RACECHECK is not 0
+bool race_checking();
 } // namespace emu
 
 #endif

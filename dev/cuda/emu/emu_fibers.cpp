@@ -5,6 +5,8 @@
 // releases when every thread waits at it; a warp barrier when all 32 lanes
 // do. A thread that ends while others wait at a barrier, or a shuffle with
 // an exited lane, aborts with the kernel's name and the threads involved.
+// The race detector (emu_race.cpp) hears of every fiber switch, block,
+// warp release and block barrier release: its notion of "no barrier between".
 // State is thread_local: data-parallel ranks (threads) launch concurrently.
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 
 #include "cuda_runtime.h"
 #include "emu_internal.h"
+#include "emu_race.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -84,8 +87,9 @@ struct Scheduler {
     const char *kernel = "";
     void (*body)(void *) = nullptr;
     void *body_ctx = nullptr;
-    uint64_t slots[MAX_THREADS];
-    std::vector<unsigned char> dynamic_shared;
+    uint64_t slots[MAX_THREADS][WARP_SLOT_WORDS];
+    std::vector<unsigned char> dynamic_shared; // at least 1 byte
+    size_t dynamic_shared_bytes = 0;           // as the launch asked
     unsigned long long generation = 0;
 };
 
@@ -101,7 +105,9 @@ void switch_to_fiber(int i) {
     void *main_fake = nullptr;
     __sanitizer_start_switch_fiber(&main_fake, f.stack, STACK_BYTES);
 #endif
+    race::fiber_enters(i);
     emu_switch(&sched.main_sp, f.sp);
+    race::fiber_leaves();
 #if EMU_ASAN
     __sanitizer_finish_switch_fiber(main_fake, nullptr, nullptr);
 #endif
@@ -192,6 +198,7 @@ void release_barriers() {
                             other, waiting);
         }
         for (int i = lo; i < hi; i++) sched.fibers[i].state = RUNNABLE;
+        race::warp_released(w);
         released = true;
     }
     if (released) return;
@@ -203,6 +210,7 @@ void release_barriers() {
     if (waiting < 0) return; // all done
     if (done >= 0) report_deadlock("divergent __syncthreads", done, waiting);
     for (int i = 0; i < n; i++) sched.fibers[i].state = RUNNABLE;
+    race::block_released();
 }
 
 // EMU_FIBER_ORDER=reverse runs the threads last to first: a missing barrier
@@ -268,16 +276,20 @@ void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
     gridDim = cfg.grid;
     blockDim = cfg.block;
     sched.dynamic_shared.resize(cfg.shared_bytes > 0 ? cfg.shared_bytes : 1);
+    race::launch_begins(name, cfg.grid, cfg.block, sched.dynamic_shared.data(), cfg.shared_bytes);
+    sched.dynamic_shared_bytes = cfg.shared_bytes;
     for (unsigned z = 0; z < cfg.grid.z; z++) {
         for (unsigned y = 0; y < cfg.grid.y; y++) {
             for (unsigned x = 0; x < cfg.grid.x; x++) {
                 blockIdx = uint3{x, y, z};
                 // never-written shared memory reads as NaN, as device memory does
                 memset(sched.dynamic_shared.data(), 0xff, sched.dynamic_shared.size());
+                race::block_begins(x + cfg.grid.x * (y + cfg.grid.y * z));
                 run_block();
             }
         }
     }
+    race::launch_ends();
     sched.kernel = "";
     count_launch();
 }
@@ -302,10 +314,25 @@ void warp_barrier(unsigned mask, const char *what) {
     switch_to_scheduler(false);
 }
 
-uint64_t *warp_slot(int lane) { return &sched.slots[sched.current / 32 * 32 + lane]; }
+uint64_t *warp_slot(int lane) { return sched.slots[sched.current / 32 * 32 + lane]; }
 int lane_id() { return sched.current % 32; }
-void *dynamic_shared() { return sched.dynamic_shared.data(); }
+void *dynamic_shared(const char *name) {
+    race::dynamic_shared_named(name);
+    return sched.dynamic_shared.data();
+}
+void *dynamic_shared_buffer() { return sched.dynamic_shared.data(); }
+size_t dynamic_shared_bytes() { return sched.current >= 0 ? sched.dynamic_shared_bytes : 0; }
+bool on_own_stack(const void *p) {
+    if (sched.current < 0) return false;
+    const uintptr_t lo = (uintptr_t)sched.fibers[sched.current].stack, a = (uintptr_t)p;
+    return a >= lo && a < lo + STACK_BYTES;
+}
 unsigned long long block_generation() { return sched.generation; }
+
+void shared_array_begins(void *p, size_t bytes, const char *name) {
+    memset(p, 0xff, bytes);
+    race::shared_array(p, bytes, name);
+}
 
 void device_abort(const char *fmt, ...) {
     fprintf(stderr, "emulated CUDA error");

@@ -4,6 +4,7 @@
 #define FOLDNORM_EMU_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cuda_runtime.h"
 
@@ -15,6 +16,16 @@ void check_stream(cudaStream_t s, const char *what);
 void count_launch();
 // alignment of a device pointer in bytes (largest power of two <= 256)
 unsigned pointer_alignment(const void *p);
+// the cudaMalloc holding address a: its start and size (0, 0: none)
+void device_allocation(uintptr_t a, uintptr_t *start, size_t *bytes);
+// device memory from the race detector's arena (emu_arena.cpp); nullptr: use the heap
+void *arena_alloc(size_t bytes);
+bool arena_free(void *p, size_t bytes); // false: p is not arena memory
+// the running launch's extern __shared__ buffer size in bytes (0 outside a kernel)
+size_t dynamic_shared_bytes();
+void *dynamic_shared_buffer(); // its start (the kernel's own view: emu::dynamic_shared)
+// whether p lies on the running thread's own fiber stack (its local memory)
+bool on_own_stack(const void *p);
 } // namespace emu
 
 #endif

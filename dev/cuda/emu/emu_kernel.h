@@ -47,10 +47,18 @@ namespace emu {
 
 void syncthreads();
 void warp_barrier(unsigned mask, const char *what);
-uint64_t *warp_slot(int lane);       // this warp's staging slot of a lane
+// each lane's staging: WARP_SLOT_WORDS 64-bit words (a shuffle or vote uses
+// word 0; an mma's A and B registers take words 0-2 and the last word names
+// the warp operation: emu_mma.cpp)
+const int WARP_SLOT_WORDS = 4;
+uint64_t *warp_slot(int lane);       // this warp's staging words of a lane
 int lane_id();
-void *dynamic_shared();              // the launch's extern __shared__ buffer
+void *dynamic_shared(const char *name); // the launch's extern __shared__ buffer, as `name`
 unsigned long long block_generation(); // changes with every block
+// a static __shared__ array at a block's first use: poisoned, shown to the race detector
+void shared_array_begins(void *p, size_t bytes, const char *name);
+// an atomic read-modify-write of p, made at pc (the race detector's view)
+void atomic_access(void *p, size_t bytes, const void *pc);
 [[noreturn]] void device_abort(const char *fmt, ...);
 
 struct LaunchConfig {
@@ -138,28 +146,36 @@ inline void __threadfence() {}
 inline void __threadfence_block() {}
 
 // one fiber runs at a time: read-modify-write is atomic by construction
-// (so the emulator cannot see a missing atomic)
-template <typename T> inline T atomicAdd(T *p, T v) {
+// (so the emulator cannot see a missing atomic). The race detector sees one
+// atomic access (atomics race only with plain accesses), not the plain load
+// and store inside: those are left uninstrumented, hence noinline
+#define EMU_ATOMIC __attribute__((noinline, no_sanitize("thread")))
+template <typename T> EMU_ATOMIC T atomicAdd(T *p, T v) {
+    emu::atomic_access(p, sizeof(T), __builtin_return_address(0));
     T old = *p;
     *p = old + v;
     return old;
 }
-template <typename T> inline T atomicMax(T *p, T v) {
+template <typename T> EMU_ATOMIC T atomicMax(T *p, T v) {
+    emu::atomic_access(p, sizeof(T), __builtin_return_address(0));
     T old = *p;
     *p = old > v ? old : v;
     return old;
 }
-template <typename T> inline T atomicMin(T *p, T v) {
+template <typename T> EMU_ATOMIC T atomicMin(T *p, T v) {
+    emu::atomic_access(p, sizeof(T), __builtin_return_address(0));
     T old = *p;
     *p = old < v ? old : v;
     return old;
 }
-template <typename T> inline T atomicExch(T *p, T v) {
+template <typename T> EMU_ATOMIC T atomicExch(T *p, T v) {
+    emu::atomic_access(p, sizeof(T), __builtin_return_address(0));
     T old = *p;
     *p = v;
     return old;
 }
-template <typename T> inline T atomicCAS(T *p, T compare, T v) {
+template <typename T> EMU_ATOMIC T atomicCAS(T *p, T compare, T v) {
+    emu::atomic_access(p, sizeof(T), __builtin_return_address(0));
     T old = *p;
     if (old == compare) *p = v;
     return old;
@@ -188,7 +204,7 @@ template <typename A, typename B> inline typename std::common_type<A, B>::type m
 #define EMU_SHARED_POISON(name)                                                    \
     static thread_local unsigned long long name##_emu_block = 0;                   \
     if (name##_emu_block != emu::block_generation()) {                             \
-        memset((void *)&name, 0xff, sizeof(name));                                 \
+        emu::shared_array_begins((void *)&name, sizeof(name), #name);              \
         name##_emu_block = emu::block_generation();                                \
     }
 

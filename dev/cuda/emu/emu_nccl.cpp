@@ -6,6 +6,12 @@
 // that never arrives (say, one more step on one rank) is reported after
 // EMU_NCCL_TIMEOUT seconds (default 60) or when a peer destroys the
 // communicator, instead of hanging.
+// Built with MPI (FOLDNORM_MPI) the ranks may also be processes, one per
+// (namespace) host under mpirun, the id sent by MPI_Bcast (multi_gpu.cuh):
+// when MPI is initialized with as many processes as the communicator's
+// ranks, each collective all-gathers the calls (checked as above) and the
+// send buffers over MPI, and every rank computes its result with the same
+// code in the same rank order, so both transports give the same bits.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +29,10 @@
 #include "cuda_bf16.h"
 #include "emu_internal.h"
 #include "nccl.h"
+
+#ifdef FOLDNORM_MPI
+#include <mpi.h>
+#endif
 
 namespace {
 
@@ -107,9 +117,12 @@ void store(ncclDataType_t t, void *p, size_t i, double v) {
 } // namespace
 
 struct emu_nccl_comm {
-    std::shared_ptr<Group> group;
+    std::shared_ptr<Group> group; // threads: the shared group; processes: this rank's alone
     int rank;
     unsigned long long seq;
+#ifdef FOLDNORM_MPI
+    MPI_Comm mpi = MPI_COMM_NULL; // processes: a duplicate of MPI_COMM_WORLD
+#endif
 };
 
 namespace {
@@ -140,6 +153,79 @@ void barrier(ncclComm_t c, const char *what) {
     }
 }
 
+// every rank's call matches rank r's
+void check_calls(const Call &call, const Call *calls, int W, int r) {
+    for (int q = 0; q < W; q++) {
+        const Call &o = calls[q];
+        if (o.kind != call.kind || o.count != call.count || o.type != call.type ||
+            (call.kind != ALL_GATHER && call.kind != BROADCAST && o.op != call.op) ||
+            (call.kind == BROADCAST && o.root != call.root)) {
+            emu::device_abort("emulated NCCL: call %llu differs between ranks: rank %d %s of %zu "
+                              "(type %d op %d), rank %d %s of %zu (type %d op %d)", call.seq, r,
+                              kind_name(call.kind), call.count, (int)call.type, (int)call.op, q,
+                              kind_name(o.kind), o.count, (int)o.type, (int)o.op);
+        }
+    }
+}
+
+// rank r's result (recv_n values) from every rank's send buffer, in rank order
+std::vector<double> compute(const Call &call, const void *const *sends, int W, int r, size_t recv_n) {
+    std::vector<double> out(recv_n);
+    for (size_t i = 0; i < recv_n; i++) {
+        if (call.kind == ALL_GATHER) {
+            out[i] = load(call.type, sends[i / call.count], i % call.count);
+        } else if (call.kind == BROADCAST) {
+            out[i] = load(call.type, sends[call.root], i);
+        } else {
+            const size_t src = call.kind == REDUCE_SCATTER ? r * call.count + i : i;
+            double v = load(call.type, sends[0], src);
+            for (int q = 1; q < W; q++) {
+                const double x = load(call.type, sends[q], src);
+                switch (call.op) {
+                case ncclSum: case ncclAvg: v = round_to(call.type, v + x); break;
+                case ncclProd: v = round_to(call.type, v * x); break;
+                case ncclMax: v = v > x ? v : x; break;
+                case ncclMin: v = v < x ? v : x; break;
+                }
+            }
+            if (call.op == ncclAvg) v = round_to(call.type, v / W);
+            out[i] = v;
+        }
+    }
+    return out;
+}
+
+#ifdef FOLDNORM_MPI
+void mpi_check(int rc, const char *what) {
+    if (rc != MPI_SUCCESS) emu::device_abort("emulated NCCL over MPI: %s failed (error %d)", what, rc);
+}
+
+// processes: the calls and the send buffers (send_n values, or none off a
+// broadcast's root) all-gathered, then the same computation
+ncclResult_t collective_mpi(const Call &call, ncclComm_t c, int W, size_t send_n, size_t recv_n) {
+    std::vector<Call> calls(W);
+    mpi_check(MPI_Allgather(&call, (int)sizeof(Call), MPI_BYTE, calls.data(), (int)sizeof(Call),
+                            MPI_BYTE, c->mpi), "MPI_Allgather of the calls");
+    check_calls(call, calls.data(), W, c->rank);
+    const size_t bytes = send_n * type_bytes(call.type);
+    if (bytes > (size_t)1 << 30) {
+        emu::device_abort("emulated NCCL over MPI: %s of %zu bytes (at most 1 GiB a call)",
+                          kind_name(call.kind), bytes);
+    }
+    std::vector<unsigned char> mine(bytes, 0), all(bytes * W);
+    if (call.count > 0 && (call.kind != BROADCAST || c->rank == call.root)) {
+        memcpy(mine.data(), call.send, bytes);
+    }
+    mpi_check(MPI_Allgather(mine.data(), (int)bytes, MPI_BYTE, all.data(), (int)bytes, MPI_BYTE,
+                            c->mpi), "MPI_Allgather of the send buffers");
+    std::vector<const void *> sends(W);
+    for (int q = 0; q < W; q++) sends[q] = all.data() + (size_t)q * bytes;
+    const std::vector<double> out = compute(call, sends.data(), W, c->rank, recv_n);
+    for (size_t i = 0; i < recv_n; i++) store(call.type, call.recv, i, out[i]);
+    return ncclSuccess;
+}
+#endif
+
 ncclResult_t collective(Call call, ncclComm_t c) {
     if (c == nullptr) return ncclInvalidArgument;
     emu::check_stream(nullptr, kind_name(call.kind));
@@ -153,44 +239,18 @@ ncclResult_t collective(Call call, ncclComm_t c) {
         emu::check_device_range(call.recv, recv_n * es, kind_name(call.kind));
     }
     call.seq = ++c->seq;
+#ifdef FOLDNORM_MPI
+    if (c->mpi != MPI_COMM_NULL) return collective_mpi(call, c, W, send_n, recv_n);
+#endif
     {
         std::lock_guard<std::mutex> lock(g.mu);
         g.calls[r] = call;
     }
     barrier(c, kind_name(call.kind)); // every rank has posted its call
-    for (int q = 0; q < W; q++) {
-        const Call &o = g.calls[q];
-        if (o.kind != call.kind || o.count != call.count || o.type != call.type ||
-            (call.kind != ALL_GATHER && call.kind != BROADCAST && o.op != call.op) ||
-            (call.kind == BROADCAST && o.root != call.root)) {
-            emu::device_abort("emulated NCCL: call %llu differs between ranks: rank %d %s of %zu "
-                              "(type %d op %d), rank %d %s of %zu (type %d op %d)", call.seq, r,
-                              kind_name(call.kind), call.count, (int)call.type, (int)call.op, q,
-                              kind_name(o.kind), o.count, (int)o.type, (int)o.op);
-        }
-    }
-    std::vector<double> out(recv_n);
-    for (size_t i = 0; i < recv_n; i++) {
-        if (call.kind == ALL_GATHER) {
-            out[i] = load(call.type, g.calls[i / call.count].send, i % call.count);
-        } else if (call.kind == BROADCAST) {
-            out[i] = load(call.type, g.calls[call.root].send, i);
-        } else {
-            const size_t src = call.kind == REDUCE_SCATTER ? r * call.count + i : i;
-            double v = load(call.type, g.calls[0].send, src);
-            for (int q = 1; q < W; q++) {
-                const double x = load(call.type, g.calls[q].send, src);
-                switch (call.op) {
-                case ncclSum: case ncclAvg: v = round_to(call.type, v + x); break;
-                case ncclProd: v = round_to(call.type, v * x); break;
-                case ncclMax: v = v > x ? v : x; break;
-                case ncclMin: v = v < x ? v : x; break;
-                }
-            }
-            if (call.op == ncclAvg) v = round_to(call.type, v / W);
-            out[i] = v;
-        }
-    }
+    check_calls(call, g.calls.data(), W, r);
+    std::vector<const void *> sends(W);
+    for (int q = 0; q < W; q++) sends[q] = g.calls[q].send;
+    const std::vector<double> out = compute(call, sends.data(), W, r, recv_n);
     barrier(c, kind_name(call.kind)); // every rank has read every send buffer
     for (size_t i = 0; i < recv_n; i++) store(call.type, call.recv, i, out[i]);
     return ncclSuccess;
@@ -214,8 +274,34 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int
     if (nranks < 1 || rank < 0 || rank >= nranks) return ncclInvalidArgument;
     std::string key(id.internal, strnlen(id.internal, sizeof(id.internal)));
     if (key.rfind("emu-nccl-", 0) != 0) {
-        fprintf(stderr, "emulated NCCL: the unique id was not made by ncclGetUniqueId in this process "
-                "(ranks must be threads: EMU_RANKS)\n");
+        fprintf(stderr, "emulated NCCL: the unique id was not made by the emulated ncclGetUniqueId\n");
+        return ncclInvalidUsage;
+    }
+#ifdef FOLDNORM_MPI
+    // ranks as processes: MPI is up with one process per rank
+    int mpi_up = 0, mpi_world = 0;
+    mpi_check(MPI_Initialized(&mpi_up), "MPI_Initialized");
+    if (mpi_up) mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &mpi_world), "MPI_Comm_size");
+    if (nranks > 1 && mpi_world == nranks) {
+        auto g = std::make_shared<Group>();
+        g->world = nranks;
+        *comm = new emu_nccl_comm{g, rank, 0};
+        mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &(*comm)->mpi), "MPI_Comm_dup");
+        // every rank holds rank 0's id
+        char first[sizeof(id.internal)];
+        memcpy(first, id.internal, sizeof(first));
+        mpi_check(MPI_Bcast(first, (int)sizeof(first), MPI_CHAR, 0, (*comm)->mpi), "MPI_Bcast");
+        if (memcmp(first, id.internal, sizeof(first)) != 0) {
+            fprintf(stderr, "emulated NCCL: rank %d joins with another unique id than rank 0\n", rank);
+            return ncclInvalidUsage;
+        }
+        return ncclSuccess;
+    }
+#endif
+    if (key.rfind("emu-nccl-" + std::to_string((int)getpid()) + "-", 0) != 0) {
+        fprintf(stderr, "emulated NCCL: the unique id was made by another process: ranks in "
+                "processes of their own need a build with MPI, run by mpirun without -pf "
+                "(else ranks are threads: EMU_RANKS)\n");
         return ncclInvalidUsage;
     }
     std::shared_ptr<Group> g;
@@ -254,6 +340,9 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) { return comm == nullptr ? ncclIn
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     if (comm == nullptr) return ncclInvalidArgument;
+#ifdef FOLDNORM_MPI
+    if (comm->mpi != MPI_COMM_NULL) mpi_check(MPI_Comm_free(&comm->mpi), "MPI_Comm_free");
+#endif
     {
         std::lock_guard<std::mutex> lock(comm->group->mu);
         comm->group->destroyed++;

@@ -100,6 +100,13 @@ void check_stream(cudaStream_t s, const char *what) {
 
 void count_launch() { launches++; }
 
+void device_allocation(uintptr_t a, uintptr_t *start, size_t *bytes) {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    auto it = find_allocation((const void *)a);
+    *start = it.first;
+    *bytes = it.second;
+}
+
 unsigned pointer_alignment(const void *p) {
     uintptr_t a = (uintptr_t)p;
     unsigned align = 256;
@@ -113,9 +120,10 @@ using emu::device_abort;
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     if (p == nullptr) return cudaErrorInvalidValue;
-    void *m = nullptr;
-    // 256-byte aligned as cudaMalloc; the exact size, so ASan sees overruns
-    if (posix_memalign(&m, 256, bytes > 0 ? bytes : 1) != 0) return cudaErrorMemoryAllocation;
+    // 256-byte aligned as cudaMalloc; the race detector's arena where it is built,
+    // else the heap with the exact size, so ASan sees overruns
+    void *m = emu::arena_alloc(bytes > 0 ? bytes : 1);
+    if (m == nullptr && posix_memalign(&m, 256, bytes > 0 ? bytes : 1) != 0) return cudaErrorMemoryAllocation;
     memset(m, 0xff, bytes > 0 ? bytes : 1);
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
     emu::device_allocations[(uintptr_t)m] = bytes;
@@ -125,15 +133,17 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
     if (p == nullptr) return cudaSuccess;
+    size_t bytes;
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
         auto it = emu::device_allocations.find((uintptr_t)p);
         if (it == emu::device_allocations.end()) {
             device_abort("cudaFree(%p): not a live cudaMalloc allocation (double free?)", p);
         }
+        bytes = it->second;
         emu::device_allocations.erase(it);
     }
-    free(p);
+    if (!emu::arena_free(p, bytes)) free(p);
     return cudaSuccess;
 }
 

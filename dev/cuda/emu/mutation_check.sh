@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# CUDA emulation: does the emulated test bite? Builds test_gpt2fp32cu from a
+# CUDA emulation: does the emulated test bite? Builds test_gpt2fp32cu (or, for
+# the tensor-core kernels, the bf16 test_gpt2cu, whose default they are) from a
 # copy of the rewritten llmc/ sources with one mutation each and asserts that
 # the test now FAILS on the given reference state (and passes unmutated):
 #   sync:  the __syncthreads before norm_backward_kernel sums its warps' partials removed
+#   sync_zero: the __syncthreads after norm_backward_kernel zeroes its shared sums removed
 #   index: flash attention's tile loads read q, k, v, dy one feature off (d -> (d + 1) % hs)
+#   tc-causal: the tensor-core forward's causal mask lets each query see the next key
+#   tc-index:  the tensor-core products read the B operand's 8-column tiles swapped in pairs
+#   tc-barrier: the tensor-core forward's __syncthreads between loading a key/value
+#              tile and its use removed (checked by dev/cuda/attention_variants bf16)
+# The three barrier mutants must fail as races: the race detector's report
+# (dev/cuda/emu/emu_race.cpp), where the build has it (not SAN=1); without it
+# they must fail by their numbers, or SKIP where the numbers cannot show them.
 # usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin   (exit 0: every mutant caught)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -11,25 +20,79 @@ work=$1 model=$2 state=$3
 mkdir -p "$work"
 flags=$(make -s emu-flags) || { echo "FAIL: make emu-flags"; exit 1; }
 compile=$(sed -n 1p <<< "$flags") link=$(sed -n 2p <<< "$flags")
+racecheck=0
+grep -q -- '-fsanitize=thread' <<< "$compile" && racecheck=1
 fails=0
-# mutant NAME FILE PYTHON-EXPRESSION (s: the file's text -> the mutated text)
+# mutant NAME FILE PYTHON-EXPRESSION [PRECISION [RACE]] (s: the file's text -> the
+# mutated text; PRECISION fp32 (default) or bf16; RACE: the run must abort with the
+# race detector's report on this memory)
 mutant() {
-    local name=$1 file=$2 expr=$3 dir=$work/$1
+    local name=$1 file=$2 expr=$3 race=${5:-} dir=$work/$1 defs=-DFOLDNORM_FP32 test=test_gpt2fp32cu
+    [ "${4:-fp32}" = bf16 ] && defs= && test=test_gpt2cu
     rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
     python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
 if t == s: sys.exit('mutation did not apply')
 open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return; }
-    # -iquote: searched before every -I, so gpt2_cuda.cuh and all it includes come from the mutant
-    if ! $compile -iquote "$dir/llmc" -DFOLDNORM_FP32 -x c++ -c build/emu/src/test/test_gpt2.cu -o "$dir/test.o" > "$dir/build.log" 2>&1 ||
-       ! g++ "$dir/test.o" $link -o "$dir/test_gpt2fp32cu" >> "$dir/build.log" 2>&1; then
+    # -iquote: searched before every -I, so cuda/gpt2_cuda.cuh and all it includes come from the mutant
+    # shellcheck disable=SC2086
+    if ! $compile -iquote "$dir/llmc" $defs -x c++ -c build/emu/src/test/test_gpt2.cu -o "$dir/test.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/test.o" $link -o "$dir/$test" >> "$dir/build.log" 2>&1; then
         echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
     fi
-    if "$dir/test_gpt2fp32cu" "$model" "$state" > "$dir/run.log" 2>&1; then
-        echo "FAIL $name: the emulated test still passes with the mutation ($file)"; fails=$((fails + 1))
+    # (the braces: a race aborts the run, and bash's "Aborted" goes to the log too)
+    # the race detector only where a race is the expected report (it costs 1.5-2.5x a run)
+    if { EMU_RACECHECK=$([ -n "$race" ] && echo 1 || echo 0) "$dir/$test" "$model" "$state"; } > "$dir/run.log" 2>&1; then
+        if [ -n "$race" ] && [ $racecheck = 0 ]; then
+            # a barrier mutant the emulator's fiber order does not show in the numbers
+            # (sync_zero: the zeroing thread runs ahead of the readers anyway)
+            echo "SKIP $name: the numbers do not show it and only the race detector would, which this build lacks (SAN=1)"
+        else
+            echo "FAIL $name: the emulated test still passes with the mutation ($file)"; fails=$((fails + 1))
+        fi
+    elif [ -n "$race" ] && [ $racecheck = 1 ]; then
+        if grep -qF "on $race" "$dir/run.log" && grep -q '^emulated CUDA error.*: race (' "$dir/run.log"; then
+            echo "ok   $name: mutant caught as a race: $(grep -m1 'race (' "$dir/run.log")"
+        else
+            echo "FAIL $name: the mutant fails, but not with a race report on $race: $(grep -m1 -E 'FAIL|error' "$dir/run.log")"
+            fails=$((fails + 1))
+        fi
     else
         echo "ok   $name: mutant caught ($(grep -m1 -E 'FAIL|error' "$dir/run.log" | sed 's/  */ /g'))"
     fi
 }
-mutant sync norm.cuh "s.replace('    __syncthreads();\n    // the warps\' sums in warp order', '    // the warps\' sums in warp order')"
-mutant index flash_attention.cuh "s.replace('to_float(src[(size_t)r * stride + d])', 'to_float(src[(size_t)r * stride + (d + 1) % hs])')"
+mutant sync cuda/norm.cuh "s.replace('    __syncthreads();\n    // the warps\' sums in warp order', '    // the warps\' sums in warp order')" fp32 \
+    "dynamic shared memory 'acc'"
+mutant sync_zero cuda/norm.cuh "s.replace('i += blockDim.x) acc[i] = 0.0f;\\n    __syncthreads();', 'i += blockDim.x) acc[i] = 0.0f;')" fp32 \
+    "dynamic shared memory 'acc'"
+mutant index cuda/flash_attention.cuh "s.replace('to_float(src[(size_t)r * stride + d])', 'to_float(src[(size_t)r * stride + (d + 1) % hs])')"
+mutant tc-causal cuda/flash_attention_tc.cuh "s.replace('(!CAUSAL || tk <= tq) ? s * scale', '(!CAUSAL || tk <= tq + 1) ? s * scale')" bf16
+mutant tc-index cuda/attention_tc_warp.cuh "s.replace('mma_load_b_kn(b_tile + kk * 16 * ld + nt * 8, ld)', 'mma_load_b_kn(b_tile + kk * 16 * ld + (nt ^ 1) * 8, ld)')" bf16
+# dev_mutant NAME FILE PYTHON-EXPRESSION PROGRAM RACE: the bf16 dev/cuda check PROGRAM
+# (its shapes put several warps' loads in one tile; the test model's T = 16 rows are
+# one warp's) must abort with the race detector's report on RACE; a barrier the
+# emulator's schedule does not miss, so skipped where there is no detector (SAN=1)
+dev_mutant() {
+    local name=$1 file=$2 expr=$3 prog=$4 race=$5 dir=$work/$1
+    if [ $racecheck = 0 ]; then
+        echo "SKIP $name: only the race detector sees it, and this build has none (SAN=1)"; return
+    fi
+    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
+    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
+if t == s: sys.exit('mutation did not apply')
+open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return; }
+    if ! $compile -iquote "$dir/llmc" -x c++ -c "build/emu/src/dev/cuda/$prog.cu" -o "$dir/check.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/check.o" $link -o "$dir/check" >> "$dir/build.log" 2>&1; then
+        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
+    fi
+    if { DEV_CUDA_CHECK_ONLY=1 EMU_RACECHECK=1 "$dir/check"; } > "$dir/run.log" 2>&1; then
+        echo "FAIL $name: dev/cuda/$prog (bf16) still passes with the mutation ($file)"; fails=$((fails + 1))
+    elif grep -qF "on $race" "$dir/run.log" && grep -q '^emulated CUDA error.*: race (' "$dir/run.log"; then
+        echo "ok   $name: mutant caught as a race: $(grep -m1 'race (' "$dir/run.log" | cut -c1-300)"
+    else
+        echo "FAIL $name: dev/cuda/$prog fails, but not with a race report on $race: $(grep -m1 -E 'FAIL|error' "$dir/run.log")"
+        fails=$((fails + 1))
+    fi
+}
+dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads();\n        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform', '        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform')" \
+    attention_variants "dynamic shared memory 'tc_smem'"
 [ $fails -eq 0 ]

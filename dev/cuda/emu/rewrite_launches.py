@@ -4,8 +4,9 @@ source, rewriting only what C++ cannot compile or what needs the emulator:
   kernel<<<grid, block[, smem[, stream]]>>>(args)
       -> emu::launch("kernel", (const void *)&kernel, emu::config(grid, block, ...),
                      [&] { kernel(args); })
-  extern __shared__ T name[];   -> T *name = (T *)emu::dynamic_shared();
-  __shared__ T name[dims];      -> static thread_local T name[dims]; EMU_SHARED_POISON(name);
+  extern __shared__ T name[];   -> T *name = (T *)emu::dynamic_shared("name");
+  __shared__ [__align__(n)] T name[dims]
+      -> [__align__(n)] static thread_local T name[dims]; EMU_SHARED_POISON(name);
 Line numbers are kept (#line), so messages point at the original file.
 usage: rewrite_launches.py SRC DST"""
 import re
@@ -62,7 +63,7 @@ def rewrite_launches(text):
 
 
 DYNAMIC = re.compile(r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([\w:<>]+)\s+(\w+)\s*\[\s*\]\s*;")
-STATIC = re.compile(r"(?<!extern )__shared__\s+([\w:<>]+)\s+(\w+)((?:\s*\[[^\]]*\])*)\s*;")
+STATIC = re.compile(r"(?<!extern )__shared__\s+(__align__\(\s*\d+\s*\)\s+)?([\w:<>]+)\s+(\w+)((?:\s*\[[^\]]*\])*)\s*;")
 
 
 def main():
@@ -70,8 +71,8 @@ def main():
     with open(src) as f:
         text = f.read()
     text = rewrite_launches(text)
-    text = DYNAMIC.sub(lambda m: f"{m[1]} *{m[2]} = ({m[1]} *)emu::dynamic_shared();", text)
-    text = STATIC.sub(lambda m: f"static thread_local {m[1]} {m[2]}{m[3]}; EMU_SHARED_POISON({m[2]});", text)
+    text = DYNAMIC.sub(lambda m: f"{m[1]} *{m[2]} = ({m[1]} *)emu::dynamic_shared(\"{m[2]}\");", text)
+    text = STATIC.sub(lambda m: f"{m[1] or ''}static thread_local {m[2]} {m[3]}{m[4]}; EMU_SHARED_POISON({m[3]});", text)
     with open(dst, "w") as f:
         f.write(f'#line 1 "{src}"\n{text}')
 

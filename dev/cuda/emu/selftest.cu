@@ -1,11 +1,17 @@
 // CUDA emulation: the emulator's own checks must fire. Each case below is a
 // bug the emulator promises to report; `selftest CASE` must abort with the
 // message test/suites/cuda_emu.sh expects, `selftest ok` must pass (shared
-// memory, shuffles and barriers that are right). Built only under emulation.
+// memory, shuffles and barriers that are right, and the race detector's
+// negatives: a barrier, a warp exchange after __syncwarp, an ldmatrix after
+// a barrier, atomics of every block). `selftest racecheck` says whether this build checks races.
+// `selftest mma` runs the tensor-core layout checks (dev/cuda/mma_check.cuh),
+// which must pass, and fail under EMU_MMA_MUTATION. Built only under emulation.
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_common.cuh"
+#include "../mma_check.cuh"
+#include "cuda/cuda_common.cuh"
+#include "cuda/mma.cuh"
 
 __global__ void divergent_barrier_kernel(float *x) {
     if (threadIdx.x < 16) return; // half the block leaves before the barrier
@@ -33,6 +39,111 @@ __global__ void reduce_kernel(float *out, const float *x) {
     if (threadIdx.x == 0) *out = partial[0] + partial[1];
 }
 
+// the race detector (dev/cuda/emu/emu_race.cpp): thread 0 writes what thread
+// 1 reads, with (synced) or without a __syncthreads between
+__global__ void shared_handoff_kernel(float *out, int synced) {
+    __shared__ float word[2];
+    if (threadIdx.x == 0) word[0] = 1.0f;
+    if (synced) __syncthreads(); // the same in every thread
+    if (threadIdx.x == 1) out[0] = word[0];
+}
+
+// each lane reads its neighbour's word, with (synced) or without a __syncwarp between
+__global__ void warp_exchange_kernel(float *out, int synced) {
+    __shared__ float words[64];
+    const int lane = threadIdx.x % 32, warp_base = threadIdx.x - lane;
+    words[threadIdx.x] = (float)threadIdx.x;
+    if (synced) __syncwarp();
+    out[threadIdx.x] = words[warp_base + (lane + 1) % 32];
+}
+
+// thread 0 of every block writes x[0]
+__global__ void blocks_write_kernel(float *x) {
+    if (threadIdx.x == 0) x[0] = (float)blockIdx.x;
+}
+
+// block 1 reads what block 0 writes
+__global__ void block_reads_kernel(float *x) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) x[0] = 1.0f;
+    if (blockIdx.x == 1 && threadIdx.x == 0) x[1] = x[0];
+}
+
+// thread 1 reads the global word thread 0 of its block writes, no barrier between
+__global__ void thread_reads_global_kernel(float *x) {
+    if (threadIdx.x == 0) x[0] = 1.0f;
+    if (threadIdx.x == 1) x[1] = x[0];
+}
+
+// every thread of every block adds 1 (plain_read: block 1 also reads the count)
+__global__ void count_kernel(int *count, int *seen, int plain_read) {
+    atomicAdd(count, 1);
+    if (plain_read && blockIdx.x == 1 && threadIdx.x == 0) *seen = *count;
+}
+
+// warp 1 writes an 8x8 bf16 tile (element i is i) that warp 0 then reads with
+// ldmatrix, with (synced) or without a __syncthreads between; lane l of warp 0
+// gets row l / 4, columns 2 (l % 4) and + 1: out[l] is element 2 l
+__global__ void ldmatrix_handoff_kernel(float *out, int synced) {
+    extern __shared__ __align__(16) __nv_bfloat16 tile[];
+    if (threadIdx.x >= 32) {
+        for (int i = threadIdx.x - 32; i < 64; i += 32) tile[i] = __float2bfloat16((float)i);
+    }
+    if (synced) __syncthreads(); // the same in every thread
+    if (threadIdx.x < 32) {
+        uint32_t r[1];
+        ldmatrix_x1(r, tile + 8 * (threadIdx.x % 8));
+        out[threadIdx.x] = __bfloat162float(__ushort_as_bfloat16((unsigned short)(r[0] & 0xffff)));
+    }
+}
+
+// the race detector's negatives: what is right must pass (0 = passed)
+static int race_negatives() {
+    int bad = 0;
+    float *f, h[64];
+    int *count, n = 0;
+    CUDA_CHECK(cudaMalloc(&f, 64 * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&count, 2 * sizeof(int)));
+    shared_handoff_kernel<<<1, 32>>>(f, 1);
+    CUDA_CHECK(cudaMemcpy(h, f, sizeof(float), cudaMemcpyDeviceToHost));
+    if (h[0] != 1.0f) bad++;
+    warp_exchange_kernel<<<1, 64>>>(f, 1);
+    CUDA_CHECK(cudaMemcpy(h, f, sizeof(h), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 64; i++) bad += h[i] != (float)(i / 32 * 32 + (i % 32 + 1) % 32);
+    ldmatrix_handoff_kernel<<<1, 64, 128>>>(f, 1);
+    CUDA_CHECK(cudaMemcpy(h, f, 32 * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < 32; i++) bad += h[i] != (float)(2 * i);
+    CUDA_CHECK(cudaMemset(count, 0, 2 * sizeof(int)));
+    count_kernel<<<8, 64>>>(count, count + 1, 0);
+    CUDA_CHECK(cudaMemcpy(&n, count, sizeof(int), cudaMemcpyDeviceToHost));
+    if (n != 8 * 64) bad++;
+    printf("race detector negatives (a __syncthreads hand-off, a warp exchange after __syncwarp, "
+           "an ldmatrix after __syncthreads, atomicAdd by 8 x 64 threads = %d): %s\n", n, bad ? "WRONG RESULTS" : "ran, results right");
+    CUDA_CHECK(cudaFree(f));
+    CUDA_CHECK(cudaFree(count));
+    return bad;
+}
+
+// the row addresses: 0 the shared buffer 2 bytes in, 1 global memory, 2 a
+// local array, 3 rows 80..208 bytes into a shared buffer of 200
+__global__ void ldmatrix_bad_address_kernel(const __nv_bfloat16 *global, int where) {
+    extern __shared__ __align__(16) __nv_bfloat16 tile[];
+    __align__(16) __nv_bfloat16 local[8] = {};
+    const int row = 8 * (threadIdx.x % 8);
+    const __nv_bfloat16 *rows[4] = {tile + row + 1, global + row, local, tile + row + 40};
+    uint32_t r[1];
+    ldmatrix_x1(r, rows[where]);
+}
+
+// lanes below `split` at an mma, the others at a shuffle (split 32: all at the mma)
+__global__ void mma_split_kernel(float *out, int split) {
+    MmaFragA a = {};
+    MmaFragB b = {};
+    MmaFragC c = {};
+    if ((int)threadIdx.x % 32 < split) mma_bf16_m16n8k16(c, a, b, c);
+    else c.r[0] = warp_sum(1.0f);
+    out[threadIdx.x] = c.r[0];
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "ok";
     float *x;
@@ -42,6 +153,18 @@ int main(int argc, char **argv) {
     if (strcmp(c, "block-size") == 0) divergent_barrier_kernel<<<1, 2048>>>(x);
     if (strcmp(c, "grid-y") == 0) divergent_barrier_kernel<<<dim3(1, 70000), 32>>>(x);
     if (strcmp(c, "shared-size") == 0) divergent_barrier_kernel<<<1, 32, 64 << 10>>>(x);
+    if (strcmp(c, "racecheck") == 0) {
+        printf("race checking: %s\n", emu::race_checking() ? "on" : "off (not built: SAN=1, or EMU_RACECHECK=0)");
+        CUDA_CHECK(cudaFree(x));
+        return 0;
+    }
+    if (strcmp(c, "shared-race") == 0) shared_handoff_kernel<<<1, 32>>>(x, 0);
+    if (strcmp(c, "warp-race") == 0) warp_exchange_kernel<<<1, 64>>>(x, 0);
+    if (strcmp(c, "blocks-write") == 0) blocks_write_kernel<<<2, 32>>>(x);
+    if (strcmp(c, "block-reads") == 0) block_reads_kernel<<<2, 32>>>(x);
+    if (strcmp(c, "thread-reads-global") == 0) thread_reads_global_kernel<<<1, 32>>>(x);
+    if (strcmp(c, "ldmatrix-race") == 0) ldmatrix_handoff_kernel<<<1, 64, 128>>>(x, 0);
+    if (strcmp(c, "atomic-read") == 0) count_kernel<<<2, 32>>>((int *)x, (int *)x + 1, 1);
     if (strcmp(c, "memcpy-overrun") == 0) {
         float h[65];
         CUDA_CHECK(cudaMemcpy(x, h, sizeof(h), cudaMemcpyHostToDevice));
@@ -70,6 +193,18 @@ int main(int argc, char **argv) {
         CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x + 1, l, x, l, &zero, x + 32, l, x + 32, l,
                                     &h.algo, NULL, 0, 0));
     }
+    if (strcmp(c, "ldmatrix-align") == 0) ldmatrix_bad_address_kernel<<<1, 32, 256>>>((__nv_bfloat16 *)x, 0);
+    if (strcmp(c, "ldmatrix-global") == 0) ldmatrix_bad_address_kernel<<<1, 32, 256>>>((__nv_bfloat16 *)x, 1);
+    if (strcmp(c, "ldmatrix-local") == 0) ldmatrix_bad_address_kernel<<<1, 32, 256>>>((__nv_bfloat16 *)x, 2);
+    if (strcmp(c, "ldmatrix-overrun") == 0) ldmatrix_bad_address_kernel<<<1, 32, 200>>>((__nv_bfloat16 *)x, 3);
+    if (strcmp(c, "mma-partial-warp") == 0) mma_split_kernel<<<1, 16>>>(x, 32);
+    if (strcmp(c, "mma-divergent") == 0) mma_split_kernel<<<1, 32>>>(x, 16);
+    if (strcmp(c, "mma") == 0) {
+        DevRng rng = dev_rng_from_args(argc - 1, argv + 1, 0x2545F4914F6CDD1Dull);
+        const int failed = mma_check_all(&rng);
+        CUDA_CHECK(cudaFree(x));
+        return failed == 0 ? 0 : 1;
+    }
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;
         for (int i = 0; i < 64; i++) h[i] = (float)i;
@@ -85,6 +220,7 @@ int main(int argc, char **argv) {
             reduce_kernel<<<1, 64>>>(y, x);
             CUDA_CHECK(cudaMemcpy(&out, y, sizeof(out), cudaMemcpyDeviceToHost));
             printf("sum 0..63 = %g (expected 2016)\n", out);
+            if (race_negatives() != 0) out = 0.0f;
         }
         CUDA_CHECK(cudaFree(x));
         CUDA_CHECK(cudaFree(y));

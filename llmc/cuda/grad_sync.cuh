@@ -1,0 +1,176 @@
+// The data parallel gradient reduction of GPT2Cuda over NCCL, overlapped with
+// the backward: when a layer's gradients are final (GPT2Cuda.grads_ready), an
+// event on the compute stream orders the reduction of that layer's chunks
+// (zero_shard.cuh) on a stream of its own, while the compute stream goes on
+// with the layers below. ZeRO-1: reduce-scatter each chunk into the rank's
+// compact shard (the mean over the ranks), AdamW on the shard, all-gather
+// the parameters; else all-reduce each chunk in place, every rank updates
+// all. grad_sync_wait puts the compute stream behind the reductions.
+#ifndef FOLDNORM_GRAD_SYNC_CUH
+#define FOLDNORM_GRAD_SYNC_CUH
+
+#include "gpt2_cuda.cuh"
+#include "multi_gpu.cuh"
+
+typedef struct {
+    MultiGpu *mg;
+    GPT2Cuda *model;
+    int sharded;            // ZeRO-1
+    cudaStream_t comm;      // the reductions' stream
+    cudaEvent_t grads_done; // recorded on the compute stream: a group of gradients is final
+    cudaEvent_t comm_done;  // recorded on comm: the reductions issued so far are done
+} GradSync;
+
+// zero_stage 1: ZeRO-1 (sets the model's sharding), 0: all-reduce
+static inline void grad_sync_init(GradSync *gs, MultiGpu *mg, GPT2Cuda *model, int zero_stage) {
+    memset(gs, 0, sizeof(*gs));
+    gs->mg = mg;
+    gs->model = model;
+    gs->sharded = zero_stage == 1 && mg->world > 1;
+    if (gs->sharded) gpt2cuda_set_sharding(model, mg->rank, mg->world);
+    CUDA_CHECK(cudaStreamCreateWithFlags(&gs->comm, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&gs->grads_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&gs->comm_done, cudaEventDisableTiming));
+}
+
+static inline void grad_sync_free(GradSync *gs) {
+    CUDA_CHECK(cudaEventDestroy(gs->grads_done));
+    CUDA_CHECK(cudaEventDestroy(gs->comm_done));
+    CUDA_CHECK(cudaStreamDestroy(gs->comm));
+}
+
+// the tensors that become final together: layer l's slices, L: lnf, -1: embeddings
+static inline int grad_sync_group(int layer, int num_layers, int *tensors) {
+    if (layer < 0) {
+        tensors[0] = 0; // wte: the head's and the embedding's gradients are both in
+        tensors[1] = 1; // wpe
+        return 2;
+    }
+    if (layer == num_layers) {
+        tensors[0] = 14; // lnfw
+        tensors[1] = 15; // lnfb
+        return 2;
+    }
+    int n = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        if (gpt2_tensor_is_per_layer(i)) tensors[n++] = i;
+    }
+    return n;
+}
+
+// GPT2Cuda.grads_ready: reduce the group on the comm stream, after the compute
+// stream's work so far
+static inline void grad_sync_layer_ready(void *ctx, int layer) {
+    GradSync *gs = (GradSync *)ctx;
+    if (gs->mg->world == 1) return;
+#ifdef FOLDNORM_NCCL
+    GPT2Cuda *m = gs->model;
+    const int L = m->config.num_layers;
+    CUDA_CHECK(cudaEventRecord(gs->grads_done, m->mm.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(gs->comm, gs->grads_done, 0));
+    int tensors[GPT2_NUM_PARAM_TENSORS];
+    const int n = grad_sync_group(layer, L, tensors);
+    NCCL_CHECK(ncclGroupStart());
+    for (int k = 0; k < n; k++) {
+        const ShardTensor *t = &m->shard.tensors[tensors[k]];
+        const int c = t->chunks == 1 ? 0 : layer; // a per-layer tensor: this layer's chunk
+        float *chunk = m->grads_memory + shard_chunk_offset(t, c);
+        if (gs->sharded) {
+            float *mine = m->grads_shard + t->shard_offset + (size_t)c * t->slice;
+            NCCL_CHECK(ncclReduceScatter(chunk, mine, t->slice, ncclFloat, ncclAvg, gs->mg->comm,
+                                         gs->comm));
+        } else {
+            NCCL_CHECK(ncclAllReduce(chunk, chunk, t->chunk_n, ncclFloat, ncclAvg, gs->mg->comm,
+                                     gs->comm));
+        }
+    }
+    NCCL_CHECK(ncclGroupEnd());
+#else
+    (void)layer;
+#endif
+}
+
+// hook the reductions into the model's next backward passes (the last micro-step's)
+static inline void grad_sync_attach(GradSync *gs) {
+    gs->model->grads_ready = grad_sync_layer_ready;
+    gs->model->grads_ready_ctx = gs;
+}
+static inline void grad_sync_detach(GradSync *gs) {
+    gs->model->grads_ready = NULL;
+    gs->model->grads_ready_ctx = NULL;
+}
+
+// every group's reduction, in the backward's order (a rank whose last
+// micro-batch had no counted target runs no backward, yet must issue the
+// same collectives as the others)
+static inline void grad_sync_reduce_all(GradSync *gs) {
+    const int L = gs->model->config.num_layers;
+    for (int layer = L; layer >= -1; layer--) grad_sync_layer_ready(gs, layer);
+}
+
+// the compute stream waits for every reduction issued so far
+static inline void grad_sync_wait(GradSync *gs) {
+    CUDA_CHECK(cudaEventRecord(gs->comm_done, gs->comm));
+    CUDA_CHECK(cudaStreamWaitEvent(gs->model->mm.stream, gs->comm_done, 0));
+}
+
+// Global gradient norm after the reductions: every rank's shard (or, not
+// sharded, all the gradients on every rank, counted once).
+static inline double grad_sync_norm(GradSync *gs) {
+    const double local = gpt2cuda_grad_sum_of_squares(gs->model);
+    return sqrt(gs->sharded ? multi_gpu_sum_double(gs->mg, local) : local);
+}
+
+// Every rank's slices of every chunk, from the compact shard src (shard_params
+// values) or, src == NULL, in place in the flat vector dst, gathered into dst
+// (num_parameters values) on the compute stream.
+static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *src) {
+#ifdef FOLDNORM_NCCL
+    GPT2Cuda *m = gs->model;
+    NCCL_CHECK(ncclGroupStart());
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        const ShardTensor *t = &m->shard.tensors[i];
+        for (int c = 0; c < t->chunks; c++) {
+            const float *mine = src != NULL ? src + t->shard_offset + (size_t)c * t->slice
+                                            : dst + shard_slice_offset(&m->shard, t, c);
+            NCCL_CHECK(ncclAllGather(mine, dst + shard_chunk_offset(t, c), t->slice, ncclFloat,
+                                     gs->mg->comm, m->mm.stream));
+        }
+    }
+    NCCL_CHECK(ncclGroupEnd());
+#else
+    (void)gs, (void)dst, (void)src;
+#endif
+}
+
+// One AdamW step after the reductions (grad_sync_wait first): the rank's
+// shard, then (ZeRO-1) the parameters gathered from all ranks.
+static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg, float grad_scale) {
+    gpt2cuda_update_shard(gs->model, cfg, grad_scale);
+    if (gs->sharded) {
+        grad_sync_all_gather(gs, gs->model->params_memory, NULL);
+        gpt2cuda_params_gathered(gs->model);
+    }
+}
+
+// The AdamW moments whole on the host (a checkpoint; every rank must call it
+// when sharded): host_m, host_v hold num_parameters floats each.
+static inline void grad_sync_moments_to_host(GradSync *gs, float *host_m, float *host_v) {
+    GPT2Cuda *m = gs->model;
+    const size_t bytes = m->num_parameters * sizeof(float);
+    if (!gs->sharded) {
+        CUDA_CHECK(cudaMemcpy(host_m, m->m_memory, bytes, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(host_v, m->v_memory, bytes, cudaMemcpyDeviceToHost));
+        return;
+    }
+    float *whole = cuda_alloc<float>(m->num_parameters);
+    grad_sync_all_gather(gs, whole, m->m_memory);
+    CUDA_CHECK(cudaMemcpyAsync(host_m, whole, bytes, cudaMemcpyDeviceToHost, m->mm.stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->mm.stream));
+    grad_sync_all_gather(gs, whole, m->v_memory);
+    CUDA_CHECK(cudaMemcpyAsync(host_v, whole, bytes, cudaMemcpyDeviceToHost, m->mm.stream));
+    CUDA_CHECK(cudaStreamSynchronize(m->mm.stream));
+    CUDA_CHECK(cudaFree(whole));
+}
+
+#endif

@@ -1,0 +1,483 @@
+// ViT on the GPU in the three norm modes of llmc/vision/vit.c (same parameter
+// layout, same math, same AdamW), built from the GPT-2 kernels (norm, GELU,
+// cuBLASLt matmul, AdamW, CBWC) and the vision ones (patch_embed.cuh,
+// vit_tokens.cuh, the bidirectional attention of the kind chosen (attention_layers.cuh),
+// classifier_loss.cuh).
+// Parameters: fp32 master copy and a floatX copy the kernels read (the same
+// buffer in fp32 builds); gradients fp32; activations floatX.
+// The final norm runs over every token (as dev/reference/vit.py): only the
+// class-token rows reach the head, so the others get a zero gradient.
+// cbwc: V = P W and P b of the patch embedding, every attn proj and mlp fc2
+// are projected from the proxy weights in their AdamW pass (at the first
+// forward for fresh weights); their output gradient is centred before their
+// backward; the cls token and the position rows are centred at the read.
+// One GPU; train_vit.cu averages the gradients over NCCL ranks between
+// backward and update. Swin is llmc/cuda/swin_cuda.cuh.
+#ifndef FOLDNORM_VIT_CUDA_CUH
+#define FOLDNORM_VIT_CUDA_CUH
+
+#include <math.h>
+#include <string.h>
+
+extern "C" {
+#include "kernels/adamw.h"
+#include "core/utils.h"
+#include "vision/vit.h"
+}
+
+#include "adamw.cuh"
+#include "attention_layers.cuh"
+#include "cbwc.cuh"
+#include "classifier_loss.cuh"
+#include "cuda_common.cuh"
+#include "cuda_params.cuh"
+#include "gelu.cuh"
+#include "matmul_cublaslt.cuh"
+#include "norm.cuh"
+#include "patch_embed.cuh"
+#include "reduce.cuh"
+#include "vit_tokens.cuh"
+
+// the 20 parameter tensors in the model file's order (VIT_PARAM_NAMES)
+template <typename T> struct ViTParamsOf {
+    T *patchw, *patchb, *cls, *pos;
+    T *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
+    T *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+    T *lnfw, *lnfb, *headw, *headb;
+};
+
+enum { VITCUDA_PATCHW = 0, VITCUDA_ATTPROJW = 8, VITCUDA_FCPROJW = 14 };
+
+template <typename T>
+static inline void vitcuda_point_params(ViTParamsOf<T> *p, const size_t *sizes, T *memory) {
+    T **fields = (T **)p;
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        fields[i] = memory;
+        memory += sizes[i];
+    }
+}
+
+typedef struct {
+    float *images;               // (B, Cin, S, S) fp32 from the host
+    floatX *patches;             // (B Np, PD)
+    floatX *patch_out;           // (B Np, C)
+    floatX *encoded;             // (B, T, C)
+    floatX *ln1;                 // (L, B, T, C)
+    float *ln1_mean, *ln1_rstd;  // (L, B, T)
+    floatX *qkv;                 // (L, B, T, 3C)
+    floatX *atty;                // (L, B, T, C)
+    floatX *residual2, *ln2;     // (L, B, T, C)
+    float *ln2_mean, *ln2_rstd;  // (L, B, T)
+    floatX *fch, *fch_gelu;      // (L, B, T, H)
+    floatX *residual3;           // (L, B, T, C)
+    floatX *lnf;                 // (B, T, C)
+    float *lnf_mean, *lnf_rstd;  // (B, T)
+    floatX *lnf_cls;             // (B, C) the head's input
+    floatX *logits, *dlogits;    // (B, K)
+    float *losses;               // (B)
+} ViTActivationsCuda;
+
+typedef struct {
+    floatX *dresidual, *branch, *dln, *datty; // (B, T, C)
+    floatX *dqkv;                             // (B, T, 3C)
+    floatX *dfch, *dfch_gelu;                 // (B, T, H)
+    floatX *dlnf_cls;                         // (B, C)
+    floatX *dpatch;                           // (B Np, C)
+    float *reduce;                            // norm and bias-gradient partials
+    double *sumsq;                            // SUMSQ_BLOCKS
+} ViTScratchCuda;
+
+typedef struct {
+    ViTConfig config;
+    NormMode mode;
+    size_t param_sizes[VIT_NUM_PARAM_TENSORS];
+    size_t num_parameters;
+    float *params_memory;    // fp32 master
+    floatX *params_x_memory; // the kernels' copy (== params_memory in fp32 builds)
+    float *grads_memory;
+    float *m_memory, *v_memory;
+    ViTParamsOf<float> params, grads;
+    ViTParamsOf<floatX> params_x;
+    // cbwc: V and P b of the patch embedding, attn proj (L, C, C) and mlp fc2 (L, C, H)
+    floatX *centred_patchw, *centred_patchb, *centred_attprojw, *centred_attprojb;
+    floatX *centred_fcprojw, *centred_fcprojb;
+    int centred_stale;
+    int adamw_step;
+    int max_B; // what the activations were allocated for
+    int B;     // of the last forward
+    ViTActivationsCuda acts;
+    ViTScratchCuda scratch;
+    AttentionLayers attention; // the kind chosen and what it keeps per layer (lse, or att)
+    int *labels;         // device (B)
+    float *losses_host;  // (B)
+    float *logits_host;  // (B, K) of the last forward, fp32
+    floatX *logits_x_host; // (B, K) staging for the copy
+    float smoothing;     // of the last forward with labels
+    float mean_loss;     // -1: no forward with labels since the last backward
+    int num_sms;
+    MatmulContext mm;
+} ViTCuda;
+
+static inline void vitcuda_sync_params_x(ViTCuda *m) {
+    cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
+}
+
+static inline int vitcuda_patch_dim(const ViTConfig *c) {
+    return c->image_channels * c->patch_size * c->patch_size;
+}
+
+// Copies the parameters of a host ViT (loaded or initialised by llmc/vision/vit.c)
+// and allocates everything for batches of up to max_B images; attention: the
+// kernels (attention_kind.cuh; tc, cublas or flash).
+static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, AttentionKind attention) {
+    memset(m, 0, sizeof(*m));
+    m->config = host->config;
+    m->mode = host->mode;
+    const ViTConfig *c = &m->config;
+    if (c->channels % PACK_X != 0) {
+        fatal("vitcuda: C=%d must be a multiple of %d (16-byte rows)", c->channels, PACK_X);
+    }
+    fa_check_shape(c->channels, c->num_heads); // head size <= 128, as every kind needs
+    if (max_B <= 0) fatal("vitcuda: batch size %d must be positive", max_B);
+    memcpy(m->param_sizes, host->param_sizes, sizeof(m->param_sizes));
+    m->num_parameters = host->num_parameters;
+    m->num_sms = cuda_device_sm_count();
+    matmul_context_create(&m->mm);
+
+    const size_t P = m->num_parameters;
+    m->params_memory = cuda_alloc_copy(host->params_memory, P);
+    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
+    vitcuda_sync_params_x(m);
+    m->grads_memory = cuda_alloc_zeroed(P);
+    vitcuda_point_params(&m->params, m->param_sizes, m->params_memory);
+    vitcuda_point_params(&m->grads, m->param_sizes, m->grads_memory);
+    vitcuda_point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    if (host->m_memory != NULL) { // a resumed host model: its moments come along
+        m->m_memory = cuda_alloc_copy(host->m_memory, P);
+        m->v_memory = cuda_alloc_copy(host->v_memory, P);
+    }
+    m->adamw_step = host->adamw_step;
+
+    const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads;
+    const size_t H = C * (size_t)c->mlp_ratio, T = (size_t)vit_num_tokens(c), Np = T - 1;
+    const size_t PD = (size_t)vitcuda_patch_dim(c), K = (size_t)c->num_classes;
+    const size_t S = (size_t)c->image_size, Cin = (size_t)c->image_channels;
+    m->centred_patchw = cuda_alloc<floatX>(C * PD);
+    m->centred_patchb = cuda_alloc<floatX>(C);
+    m->centred_attprojw = cuda_alloc<floatX>(L * C * C);
+    m->centred_attprojb = cuda_alloc<floatX>(L * C);
+    m->centred_fcprojw = cuda_alloc<floatX>(L * C * H);
+    m->centred_fcprojb = cuda_alloc<floatX>(L * C);
+    m->centred_stale = 1;
+
+    const size_t B = (size_t)max_B, BT = B * T;
+    ViTActivationsCuda *a = &m->acts;
+    a->images = cuda_alloc<float>(B * Cin * S * S);
+    a->patches = cuda_alloc<floatX>(B * Np * PD);
+    a->patch_out = cuda_alloc<floatX>(B * Np * C);
+    a->encoded = cuda_alloc<floatX>(BT * C);
+    a->ln1 = cuda_alloc<floatX>(L * BT * C);
+    a->ln1_mean = cuda_alloc<float>(L * BT);
+    a->ln1_rstd = cuda_alloc<float>(L * BT);
+    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
+    a->atty = cuda_alloc<floatX>(L * BT * C);
+    a->residual2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2_mean = cuda_alloc<float>(L * BT);
+    a->ln2_rstd = cuda_alloc<float>(L * BT);
+    a->fch = cuda_alloc<floatX>(L * BT * H);
+    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
+    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    a->lnf = cuda_alloc<floatX>(BT * C);
+    a->lnf_mean = cuda_alloc<float>(BT);
+    a->lnf_rstd = cuda_alloc<float>(BT);
+    a->lnf_cls = cuda_alloc<floatX>(B * C);
+    a->logits = cuda_alloc<floatX>(B * K);
+    a->dlogits = cuda_alloc<floatX>(B * K);
+    a->losses = cuda_alloc<float>(B);
+
+    ViTScratchCuda *s = &m->scratch;
+    s->dresidual = cuda_alloc<floatX>(BT * C);
+    s->branch = cuda_alloc<floatX>(BT * C);
+    s->dln = cuda_alloc<floatX>(BT * C);
+    s->datty = cuda_alloc<floatX>(BT * C);
+    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
+    s->dfch = cuda_alloc<floatX>(BT * H);
+    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+    s->dlnf_cls = cuda_alloc<floatX>(B * C);
+    s->dpatch = cuda_alloc<floatX>(B * Np * C);
+    attention_layers_init(&m->attention, attention, false, (int)L, max_B, (int)T, (int)C, (int)NH,
+                          0);
+    const size_t widest = H > 3 * C ? H : 3 * C; // bias gradients: fcb (H), qkvb (3C)
+    size_t norm_floats = norm_backward_scratch_floats((int)BT, (int)C, m->num_sms);
+    size_t bias_floats = (size_t)column_sum_chunks((int)BT) * (widest > K ? widest : K);
+    s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
+    s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
+    m->labels = cuda_alloc<int>(B);
+    m->losses_host = (float *)malloc_check(B * sizeof(float), "vitcuda losses");
+    m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
+    m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "vitcuda logits copy");
+    m->max_B = max_B;
+    m->mean_loss = -1.0f;
+}
+
+// V = P W and P b of the stream writers from the fp32 proxy weights
+static inline void vitcuda_cbwc_refresh(ViTCuda *m) {
+    const ViTConfig *c = &m->config;
+    const int L = c->num_layers, C = c->channels, H = C * c->mlp_ratio;
+    const cudaStream_t st = m->mm.stream;
+    cbwc_project_cuda(m->centred_patchw, m->centred_patchb, m->params.patchw, m->params.patchb, 1,
+                      C, vitcuda_patch_dim(c), st);
+    cbwc_project_cuda(m->centred_attprojw, m->centred_attprojb, m->params.attprojw,
+                      m->params.attprojb, L, C, C, st);
+    cbwc_project_cuda(m->centred_fcprojw, m->centred_fcprojb, m->params.fcprojw, m->params.fcprojb,
+                      L, C, H, st);
+    m->centred_stale = 0;
+}
+
+// Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss).
+// Returns with the logits (and the losses) on the host.
+static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *labels,
+                                   float smoothing, int B) {
+    if (B > m->max_B || B <= 0) fatal("vitcuda_forward: B=%d outside 1..%d", B, m->max_B);
+    const ViTConfig *c = &m->config;
+    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
+    const int T = vit_num_tokens(c), K = c->num_classes, BT = B * T;
+    const int S = c->image_size, Cin = c->image_channels;
+    const bool layer = m->mode == MODE_LN;
+    const int centred = m->mode == MODE_CBWC;
+    const cudaStream_t st = m->mm.stream;
+    const MatmulContext *mm = &m->mm;
+    m->B = B;
+    if (centred && m->centred_stale) vitcuda_cbwc_refresh(m);
+    ViTParamsOf<floatX> p = m->params_x;
+    ViTActivationsCuda a = m->acts;
+    floatX *branch = m->scratch.branch;
+    const floatX *patchw = centred ? m->centred_patchw : p.patchw;
+    const floatX *patchb = centred ? m->centred_patchb : p.patchb;
+    const floatX *attprojw = centred ? m->centred_attprojw : p.attprojw;
+    const floatX *attprojb = centred ? m->centred_attprojb : p.attprojb;
+    const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
+    const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
+    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
+
+    CUDA_CHECK(cudaMemcpyAsync(a.images, images, (size_t)B * Cin * S * S * sizeof(float),
+                               cudaMemcpyHostToDevice, st));
+    patch_embed_forward_cuda(mm, a.patch_out, a.patches, a.images, patchw, patchb, B, Cin, S,
+                             c->patch_size, C);
+    vit_tokens_forward_cuda(a.encoded, a.patch_out, p.cls, p.pos, B, T, C, centred, st);
+    residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
+                          p.ln1b, BT, C, st);
+    for (int l = 0; l < L; l++) {
+        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const size_t lbth = (size_t)l * BT * H;
+        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
+                            p.qkvb + 3 * lc, BT, C, 3 * C);
+        attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
+                                 NH);
+        matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
+        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
+                              a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
+                              st);
+        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lbtc, p.fcw + l * lch, p.fcb + (size_t)l * H,
+                            BT, C, H);
+        gelu_forward_cuda(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H, st);
+        matmul_forward_cuda(mm, branch, a.fch_gelu + lbth, fcprojw + l * lch, fcprojb + lc, BT, H,
+                            C);
+        // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
+        if (l + 1 < L) {
+            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
+                                  a.ln1_mean + lbt + BT, a.ln1_rstd + lbt + BT,
+                                  a.residual2 + lbtc, branch, p.ln1w + lc + C, p.ln1b + lc + C,
+                                  BT, C, st);
+        } else {
+            residual_norm_forward(layer, a.residual3 + lbtc, a.lnf, a.lnf_mean, a.lnf_rstd,
+                                  a.residual2 + lbtc, branch, p.lnfw, p.lnfb, BT, C, st);
+        }
+    }
+    vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
+    matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
+    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, a.logits, (size_t)B * K * sizeof(floatX),
+                               cudaMemcpyDeviceToHost, st));
+    if (labels != NULL) {
+        CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int),
+                                   cudaMemcpyHostToDevice, st));
+        classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, smoothing, 0.0f, B, K, st);
+        CUDA_CHECK(cudaMemcpyAsync(m->losses_host, a.losses, (size_t)B * sizeof(float),
+                                   cudaMemcpyDeviceToHost, st));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(m->logits_x_host[i]);
+    if (labels == NULL) {
+        m->mean_loss = -1.0f;
+        return;
+    }
+    double sum = 0.0;
+    for (int b = 0; b < B; b++) sum += m->losses_host[b];
+    m->mean_loss = (float)(sum / B);
+    m->smoothing = smoothing;
+}
+
+static inline void vitcuda_zero_grad(ViTCuda *m) {
+    CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->num_parameters * sizeof(float), m->mm.stream));
+}
+
+// Accumulates the gradients of loss_scale * sum of per-image losses.
+static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
+    if (m->mean_loss < 0.0f) fatal("vitcuda_backward: needs a forward pass with labels first");
+    const ViTConfig *c = &m->config;
+    const int B = m->B, T = vit_num_tokens(c), BT = B * T, Np = T - 1;
+    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
+    const int K = c->num_classes, PD = vitcuda_patch_dim(c);
+    const bool layer = m->mode == MODE_LN;
+    const int centred = m->mode == MODE_CBWC;
+    const cudaStream_t st = m->mm.stream;
+    const MatmulContext *mm = &m->mm;
+    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
+    ViTParamsOf<floatX> p = m->params_x;
+    ViTParamsOf<float> g = m->grads;
+    ViTActivationsCuda a = m->acts;
+    ViTScratchCuda s = m->scratch;
+
+    classifier_loss_cuda(a.losses, a.dlogits, a.logits, m->labels, m->smoothing, loss_scale, B, K,
+                         st);
+    column_sum_accumulate(g.headb, s.reduce, a.dlogits, B, K, st);
+    matmul_backward_cuda(mm, s.dlnf_cls, g.headw, a.dlogits, a.lnf_cls, p.headw, B, C, K);
+    vit_cls_rows_backward_cuda(s.dln, s.dlnf_cls, B, T, C, st);
+    CUDA_CHECK(cudaMemsetAsync(s.dresidual, 0, btc * sizeof(floatX), st));
+    const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
+    norm_backward(layer, s.dresidual, g.lnfw, g.lnfb, s.reduce, s.dln, last, p.lnfw, a.lnf_mean,
+                  a.lnf_rstd, BT, C, m->num_sms, st);
+    for (int l = L - 1; l >= 0; l--) {
+        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const size_t lbth = (size_t)l * BT * H;
+        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // MLP branch; cbwc: fc2 sees P dy
+        const floatX *dy = s.dresidual;
+        if (centred) {
+            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
+            dy = s.branch;
+        }
+        column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
+        matmul_backward_cuda(mm, s.dfch_gelu, g.fcprojw + l * lch, dy, a.fch_gelu + lbth,
+                             p.fcprojw + l * lch, BT, H, C);
+        gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
+        column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
+        matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lbtc, p.fcw + l * lch,
+                             BT, C, H);
+        norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
+                      a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
+                      m->num_sms, st);
+        // attention branch
+        dy = s.dresidual;
+        if (centred) {
+            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
+            dy = s.branch;
+        }
+        column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
+        matmul_backward_cuda(mm, s.datty, g.attprojw + l * lcc, dy, a.atty + lbtc,
+                             p.attprojw + l * lcc, BT, C, C);
+        attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
+                                  a.qkv + 3 * lbtc, B, T, C, NH);
+        column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
+        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
+                             p.qkvw + 3 * l * lcc, BT, C, 3 * C);
+        norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
+                      p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
+    }
+    // tokens: cls, pos and the patch embedding all write the stream: cbwc centres d first
+    const floatX *dstream = s.dresidual;
+    if (centred) {
+        centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
+        dstream = s.branch;
+    }
+    vit_tokens_backward_cuda(g.cls, g.pos, s.dpatch, dstream, B, T, C, st);
+    patch_embed_backward_cuda(mm, g.patchw, g.patchb, s.reduce, s.dpatch, a.patches, B * Np, PD, C);
+    m->mean_loss = -1.0f;
+}
+
+static inline double vitcuda_grad_norm(ViTCuda *m) {
+    return sqrt(sum_of_squares_cuda(m->grads_memory, m->num_parameters, m->scratch.sumsq,
+                                    m->mm.stream));
+}
+
+// One AdamW step (torch semantics, decay on the matrices only) with global
+// norm clipping (clip <= 0: none); returns the gradient norm before clipping.
+// cbwc: the proxy weights of the stream writers are updated and projected in one pass.
+static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float grad_clip) {
+    const size_t P = m->num_parameters;
+    const double norm = vitcuda_grad_norm(m);
+    const float grad_scale = clip_grad_scale(norm, grad_clip);
+    cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
+    m->adamw_step += 1;
+    const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
+    const bool cbwc = m->mode == MODE_CBWC;
+    const ViTConfig *c = &m->config;
+    const int L = c->num_layers, C = c->channels, H = C * c->mlp_ratio;
+    const cudaStream_t st = m->mm.stream;
+    size_t offset = 0;
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        const AdamWStep step =
+            adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2, cfg->eps,
+                                 cfg->weight_decay, vit_param_decayed(i), m->adamw_step, grad_scale);
+        float *p = m->params_memory + offset;
+        floatX *p_x = separate_x ? m->params_x_memory + offset : NULL;
+        float *g = m->grads_memory + offset, *mm = m->m_memory + offset, *vv = m->v_memory + offset;
+        if (cbwc && i == VITCUDA_PATCHW) {
+            adamw_cbwc_project_cuda(m->centred_patchw, p, p_x, g, mm, vv, step, 1, C,
+                                    vitcuda_patch_dim(c), st);
+        } else if (cbwc && i == VITCUDA_ATTPROJW) {
+            adamw_cbwc_project_cuda(m->centred_attprojw, p, p_x, g, mm, vv, step, L, C, C, st);
+        } else if (cbwc && i == VITCUDA_FCPROJW) {
+            adamw_cbwc_project_cuda(m->centred_fcprojw, p, p_x, g, mm, vv, step, L, C, H, st);
+        } else {
+            adamw_update_cuda(p, p_x, g, mm, vv, m->param_sizes[i], step, st);
+        }
+        offset += m->param_sizes[i];
+    }
+    if (cbwc) {
+        cbwc_centre_bias_cuda(m->centred_patchb, m->params.patchb, 1, C, st);
+        cbwc_centre_bias_cuda(m->centred_attprojb, m->params.attprojb, L, C, st);
+        cbwc_centre_bias_cuda(m->centred_fcprojb, m->params.fcprojb, L, C, st);
+    }
+    // otherwise V is projected at the next forward (if the mode is, or becomes, cbwc)
+    m->centred_stale = !cbwc;
+    return (float)norm;
+}
+
+// host copies: fp32 parameters, gradients, moments (num_parameters each)
+static inline void vitcuda_params_to_host(const ViTCuda *m, float *out) {
+    CUDA_CHECK(cudaMemcpy(out, m->params_memory, m->num_parameters * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+static inline void vitcuda_grads_to_host(const ViTCuda *m, float *out) {
+    CUDA_CHECK(cudaMemcpy(out, m->grads_memory, m->num_parameters * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+
+static inline void vitcuda_free(ViTCuda *m) {
+    void *buffers[] = {
+        m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->centred_patchw,
+        m->centred_patchb, m->centred_attprojw, m->centred_attprojb, m->centred_fcprojw,
+        m->centred_fcprojb, m->acts.images, m->acts.patches, m->acts.patch_out, m->acts.encoded,
+        m->acts.ln1, m->acts.ln1_mean, m->acts.ln1_rstd, m->acts.qkv, m->acts.atty,
+        m->acts.residual2, m->acts.ln2, m->acts.ln2_mean, m->acts.ln2_rstd, m->acts.fch,
+        m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
+        m->acts.lnf_cls, m->acts.logits, m->acts.dlogits, m->acts.losses, m->scratch.dresidual,
+        m->scratch.branch, m->scratch.dln, m->scratch.datty, m->scratch.dqkv, m->scratch.dfch,
+        m->scratch.dfch_gelu, m->scratch.dlnf_cls, m->scratch.dpatch,
+        m->scratch.reduce, m->scratch.sumsq, m->labels};
+    for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
+        if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
+    }
+    cuda_params_x_free(m->params_x_memory, m->params_memory);
+    attention_layers_free(&m->attention);
+    free(m->losses_host);
+    free(m->logits_host);
+    free(m->logits_x_host);
+    matmul_context_destroy(&m->mm);
+    memset(m, 0, sizeof(*m));
+}
+
+#endif

@@ -1,0 +1,642 @@
+#include "gpt2.h"
+#include "gpt2_private.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attention.h"
+#include "kernels/cbwc.h"
+#include "kernels/crossentropy.h"
+#include "kernels/dropout.h"
+#include "kernels/encoder.h"
+#include "kernels/gelu.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "core/rand.h"
+#include "core/tensor_table.h"
+#include "core/utils.h"
+
+void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cfg) {
+    size_t Vp = (size_t)cfg->padded_vocab_size, C = (size_t)cfg->channels;
+    size_t L = (size_t)cfg->num_layers, maxT = (size_t)cfg->max_seq_len;
+    sizes[0] = Vp * C;         // wte
+    sizes[1] = maxT * C;       // wpe
+    sizes[2] = L * C;          // ln1w
+    sizes[3] = L * C;          // ln1b
+    sizes[4] = L * 3 * C * C;  // qkvw
+    sizes[5] = L * 3 * C;      // qkvb
+    sizes[6] = L * C * C;      // attprojw
+    sizes[7] = L * C;          // attprojb
+    sizes[8] = L * C;          // ln2w
+    sizes[9] = L * C;          // ln2b
+    sizes[10] = L * 4 * C * C; // fcw
+    sizes[11] = L * 4 * C;     // fcb
+    sizes[12] = L * C * 4 * C; // fcprojw
+    sizes[13] = L * C;         // fcprojb
+    sizes[14] = C;             // lnfw
+    sizes[15] = C;             // lnfb
+}
+
+const char *gpt2_config_error(const GPT2Config *c) {
+    if (c->max_seq_len <= 0 || c->vocab_size <= 0 || c->padded_vocab_size <= 0 ||
+        c->num_layers <= 0 || c->num_heads <= 0 || c->channels <= 0) {
+        return "every dimension must be positive";
+    }
+    if (c->channels % c->num_heads != 0) {
+        return "channels must be a multiple of the number of heads";
+    }
+    if (c->vocab_size > c->padded_vocab_size) {
+        return "vocab size exceeds the padded vocab size";
+    }
+    // keep every tensor and every (B, T, C) product well inside size_t and int indexing
+    if (c->channels > (1 << 16) || c->max_seq_len > (1 << 20) || c->num_layers > 4096 ||
+        c->padded_vocab_size > (1 << 24)) {
+        return "a dimension is implausibly large";
+    }
+    return NULL;
+}
+
+const char *gpt2_param_name(int i) {
+    static const char *const names[GPT2_NUM_PARAM_TENSORS] = {
+        "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+    return i >= 0 && i < GPT2_NUM_PARAM_TENSORS ? names[i] : "?";
+}
+
+// Parameters and gradients for model->config; -1 when memory runs out.
+int gpt2_allocate_params(GPT2 *model) {
+    gpt2_param_sizes(model->param_sizes, &model->config);
+    size_t total = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        total += model->param_sizes[i];
+    }
+    model->num_parameters = total;
+    size_t bytes;
+    if (size_mul(total, sizeof(float), &bytes) != 0) {
+        return -1;
+    }
+    model->params_memory = malloc(bytes == 0 ? 1 : bytes);
+    model->grads_memory = calloc(total == 0 ? 1 : total, sizeof(float));
+    if (model->params_memory == NULL || model->grads_memory == NULL) {
+        return -1;
+    }
+    point_tensors((float **)&model->params, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
+                  model->params_memory);
+    point_tensors((float **)&model->grads, model->param_sizes, GPT2_NUM_PARAM_TENSORS,
+                  model->grads_memory);
+    return 0;
+}
+
+void gpt2_reset_state(GPT2 *model) {
+    memset(model, 0, sizeof(*model));
+    model->mean_loss = -1.0f;
+    model->centred_stale = 1;
+    model->bf16_stale = 1;
+    model->centred_bf16_stale = 1;
+}
+
+void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode,
+                      unsigned long long seed) {
+    gpt2_reset_state(model);
+    const char *why = gpt2_config_error(config);
+    if (why != NULL) {
+        fatal("bad model config: %s", why);
+    }
+    model->config = *config;
+    model->mode = mode;
+    if (gpt2_allocate_params(model) != 0) {
+        fatal("out of memory allocating %zu parameters", model->num_parameters);
+    }
+    Rng rng;
+    rng_seed(&rng, seed);
+    const float std = 0.02f;
+    const float residual_std = 0.02f / sqrtf(2.0f * (float)config->num_layers);
+    ParameterTensors *p = &model->params;
+    float *matrices[] = {p->wte, p->wpe, p->qkvw, p->attprojw, p->fcw, p->fcprojw};
+    int matrix_index[] = {0, 1, 4, 6, 10, 12};
+    for (int i = 0; i < 6; i++) {
+        int residual = matrix_index[i] == 6 || matrix_index[i] == 12;
+        rng_normal_fill(&rng, matrices[i], model->param_sizes[matrix_index[i]], 0.0f,
+                        residual ? residual_std : std);
+    }
+    size_t C = (size_t)config->channels;
+    memset(p->wte + (size_t)config->vocab_size * C, 0,
+           (size_t)(config->padded_vocab_size - config->vocab_size) * C * sizeof(float));
+    float *biases[] = {p->ln1b, p->qkvb, p->attprojb, p->ln2b, p->fcb, p->fcprojb, p->lnfb};
+    int bias_index[] = {3, 5, 7, 9, 11, 13, 15};
+    for (int i = 0; i < 7; i++) {
+        memset(biases[i], 0, model->param_sizes[bias_index[i]] * sizeof(float));
+    }
+    float *gains[] = {p->ln1w, p->ln2w, p->lnfw};
+    int gain_index[] = {2, 8, 14};
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < model->param_sizes[gain_index[i]]; j++) {
+            gains[i][j] = 1.0f;
+        }
+    }
+}
+
+// Reads an unsigned decimal after a one-letter key; -1 if none.
+static long parse_field(const char **s) {
+    if (!isdigit((unsigned char)**s)) {
+        return -1;
+    }
+    char *end;
+    long v = strtol(*s, &end, 10);
+    *s = end;
+    return v;
+}
+
+// Heads when the descriptor names none: head size 64 as in GPT-2, else the
+// most heads of at least 64 channels that divide C (1 for C < 128).
+static long default_heads(long C) {
+    long NH = C / 64 > 0 ? C / 64 : 1;
+    while (C % NH != 0) {
+        NH--;
+    }
+    return NH;
+}
+
+int gpt2_parse_descriptor(const char *d, GPT2Config *cfg) {
+    if (d[0] != 'd') {
+        return -1;
+    }
+    const char *s = d + 1;
+    long L = parse_field(&s);
+    if (L <= 0 || L > (1L << 24)) {
+        return -1;
+    }
+    long C = 0, NH = 0, V = 50257, maxT = 1024;
+    while (*s != '\0') {
+        char key = *s++;
+        long v = parse_field(&s);
+        if (v <= 0 || v > (1L << 24)) {
+            return -1;
+        }
+        switch (key) {
+        case 'c': C = v; break;
+        case 'h': NH = v; break;
+        case 'v': V = v; break;
+        case 't': maxT = v; break;
+        default: return -1;
+        }
+    }
+    if (C == 0) { // the GPT-2 family's widths (as in llm.c), else GPT-2 small's 64 per layer
+        C = L == 6 ? 384 : L == 12 ? 768 : L == 24 ? 1024 : L == 36 ? 1280 : L == 48 ? 1600 : 64 * L;
+    }
+    if (NH == 0) {
+        NH = default_heads(C);
+    }
+    cfg->num_layers = (int)L;
+    cfg->channels = (int)C;
+    cfg->num_heads = (int)NH;
+    cfg->vocab_size = (int)V;
+    cfg->padded_vocab_size = (int)((V + 127) / 128 * 128);
+    cfg->max_seq_len = (int)maxT;
+    return 0;
+}
+
+static void gpt2_allocate_activations(GPT2 *model, int B, int T) {
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->inputs);
+    free(model->targets);
+    const GPT2Config *c = &model->config;
+    size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads;
+    size_t BT = (size_t)B * (size_t)T, Vp = (size_t)c->padded_vocab_size;
+    size_t act[GPT2_NUM_ACT_TENSORS] = {
+        BT * C,                                  // encoded
+        L * BT * C, L * BT, L * BT,              // ln1, mean, rstd
+        L * BT * 3 * C,                          // qkv
+        L * BT * C,                              // atty
+        L * (size_t)B * NH * (size_t)T,          // lse (no T x T kept: attention.h)
+        L * BT * C,                              // residual2
+        L * BT * C, L * BT, L * BT,              // ln2, mean, rstd
+        L * BT * 4 * C, L * BT * 4 * C,          // fch, fch_gelu
+        L * BT * C,                              // residual3
+        BT * C, BT, BT,                          // lnf, mean, rstd
+        BT * Vp,                                 // logits
+        BT,                                      // losses
+        BT * 2,                                  // logits_stats
+    };
+    size_t scratch[GPT2_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C,
+                                                BT * 3 * C, BT * 4 * C, BT * 4 * C};
+    size_t total = 0;
+    for (int i = 0; i < GPT2_NUM_ACT_TENSORS; i++) {
+        total += act[i];
+    }
+    model->acts_memory = malloc_check(mul_size_check(total, sizeof(float), "activations"), "activations");
+    point_tensors((float **)&model->acts, act, GPT2_NUM_ACT_TENSORS, model->acts_memory);
+    total = 0;
+    for (int i = 0; i < GPT2_NUM_SCRATCH_TENSORS; i++) {
+        total += scratch[i];
+    }
+    model->scratch_memory = malloc_check(total * sizeof(float), "backward scratch");
+    point_tensors((float **)&model->scratch, scratch, GPT2_NUM_SCRATCH_TENSORS,
+                  model->scratch_memory);
+    model->inputs = malloc_check(BT * sizeof(int), "inputs");
+    model->targets = malloc_check(BT * sizeof(int), "targets");
+    model->batch_size = B;
+    model->seq_len = T;
+}
+
+static void residual_add(float *out, const float *a, const float *b, size_t n) {
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        out[i] = a[i] + b[i];
+    }
+}
+
+// V = P W and P b for every attn c_proj and mlp c_proj (docs/math.md
+// section 2), recomputed from the proxy weights after each update.
+static void cbwc_refresh(GPT2 *model) {
+    const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
+    if (model->centred_memory == NULL) {
+        size_t sizes[4] = {L * C * C, L * C, L * C * 4 * C, L * C};
+        model->centred_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
+                                          "cbwc effective weights");
+        float **fields[4] = {&model->centred_attprojw, &model->centred_attprojb, &model->centred_fcprojw,
+                             &model->centred_fcprojb};
+        float *p = model->centred_memory;
+        for (int i = 0; i < 4; i++) {
+            *fields[i] = p;
+            p += sizes[i];
+        }
+    }
+    const ParameterTensors *w = &model->params;
+    for (size_t l = 0; l < L; l++) {
+        cbwc_project_weights(model->centred_attprojw + l * C * C, model->centred_attprojb + l * C,
+                             w->attprojw + l * C * C, w->attprojb + l * C, (int)C, (int)C);
+        cbwc_project_weights(model->centred_fcprojw + l * 4 * C * C, model->centred_fcprojb + l * C,
+                             w->fcprojw + l * 4 * C * C, w->fcprojb + l * C, (int)C, 4 * (int)C);
+    }
+    model->centred_stale = 0;
+    model->centred_bf16_stale = 1; // V's bf16 copy too
+}
+
+// 1 when the linear layers run in bf16 (gpt2_set_matmul_precision).
+static int uses_bf16(const GPT2 *model) {
+    return model->matmul_engine != NULL && matmul_engine_precision(model->matmul_engine) == MATMUL_BF16;
+}
+
+// The bf16 copies of every parameter and of cbwc's centred weights, from the
+// fp32 masters (after cbwc_refresh, so V is rounded from the fresh V), where
+// stale (gpt2_update rounds the parameters in AdamW's pass).
+static void bf16_refresh(GPT2 *model) {
+    if (model->params_bf16 == NULL) {
+        model->params_bf16 = malloc_check(model->num_parameters * sizeof(uint16_t),
+                                          "bf16 parameters");
+        model->bf16_stale = 1;
+    }
+    if (model->bf16_stale) {
+        matmul_to_bf16(model->params_bf16, model->params_memory, model->num_parameters);
+        model->bf16_stale = 0;
+    }
+    if (model->mode == MODE_CBWC && model->centred_bf16_stale) {
+        const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
+        const size_t count = L * C * C + L * C + L * 4 * C * C + L * C; // cbwc_refresh's sizes
+        if (model->centred_bf16 == NULL) {
+            model->centred_bf16 = malloc_check(count * sizeof(uint16_t), "bf16 centred weights");
+        }
+        matmul_to_bf16(model->centred_bf16, model->centred_memory, count);
+        model->centred_bf16_stale = 0;
+    }
+}
+
+// The bf16 copy of a weight matrix W (a parameter or a centred weight).
+static const uint16_t *bf16_twin(const GPT2 *model, const float *W) {
+    uintptr_t w = (uintptr_t)W, params = (uintptr_t)model->params_memory;
+    if (w >= params && w < params + model->num_parameters * sizeof(float)) {
+        return model->params_bf16 + (W - model->params_memory);
+    }
+    if (model->centred_memory != NULL && w >= (uintptr_t)model->centred_memory &&
+        model->centred_bf16 != NULL) {
+        return model->centred_bf16 + (W - model->centred_memory);
+    }
+    fatal("gpt2: no bf16 copy of a weight matrix (a bug)");
+}
+
+void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
+    matmul_engine_free(model->matmul_engine);
+    model->matmul_engine = precision == MATMUL_FP32 ? NULL : matmul_engine_create(precision);
+    model->bf16_stale = 1;
+    model->centred_bf16_stale = 1;
+}
+
+// out = [residual +] inp W^T + bias in the model's matmul precision.
+static void linear_forward(GPT2 *model, float *out, const float *residual, const float *inp,
+                           const float *W, const float *bias, int N, int IC, int OC) {
+    MatmulEngine *mm = model->matmul_engine;
+    if (mm == NULL) {
+        if (residual == NULL) {
+            matmul_forward(out, inp, W, bias, N, IC, OC);
+        } else {
+            matmul_forward_residual(out, residual, inp, W, bias, N, IC, OC);
+        }
+    } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
+        matmul_bf16_forward(mm, out, residual, inp, bf16_twin(model, W), bias, N, IC, OC);
+    } else {
+        matmul_dnnl_fp32_forward(mm, out, residual, inp, W, bias, N, IC, OC);
+    }
+}
+
+// matmul_backward (dinp accumulated) in the model's matmul precision.
+static void linear_backward(GPT2 *model, float *dinp, float *dW, float *dbias, const float *dout,
+                            const float *inp, const float *W, int N, int IC, int OC) {
+    MatmulEngine *mm = model->matmul_engine;
+    if (mm == NULL) {
+        matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+    } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
+        matmul_bf16_backward(mm, dinp, 1, dW, dbias, dout, inp, bf16_twin(model, W), N, IC, OC);
+    } else {
+        matmul_dnnl_fp32_backward(mm, dinp, 1, dW, dbias, dout, inp, W, N, IC, OC);
+    }
+}
+
+// Dropout mask stream of branch (0 attention, 1 MLP) of layer l in the last forward.
+static uint64_t dropout_stream(const GPT2 *model, int l, int branch) {
+    return (model->dropout_draw * (uint64_t)model->config.num_layers + (uint64_t)l) * 2 +
+           (uint64_t)branch;
+}
+
+// out = residual + dropout(inp W^T + b); in cbwc the caller passes V and P b.
+static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
+                                         const float *inp, const float *W, const float *bias,
+                                         int N, int IC, int OC, int l, int branch_index) {
+    float *branch = model->scratch.dbranch; // free during the forward pass
+    linear_forward(model, branch, NULL, inp, W, bias, N, IC, OC);
+    if (model->dropout_active) {
+        dropout_apply(branch, branch, (size_t)N * OC, model->resid_dropout, model->dropout_seed,
+                      dropout_stream(model, l, branch_index));
+    }
+    residual_add(out, residual, branch, (size_t)N * OC);
+}
+
+// Backward of the projection for the stream gradient dout: through the
+// dropout mask first; in cbwc the output gradient is then centred, which
+// yields dx = dy V and dW = P dV.
+static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, float *dbias,
+                                          const float *dout, const float *inp, const float *W,
+                                          int N, int IC, int OC, int l, int branch_index) {
+    if (model->dropout_active) {
+        dropout_apply(model->scratch.dbranch, dout, (size_t)N * OC, model->resid_dropout,
+                      model->dropout_seed, dropout_stream(model, l, branch_index));
+        dout = model->scratch.dbranch;
+    }
+    if (model->mode == MODE_CBWC) {
+        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
+        dout = model->scratch.dbranch;
+    }
+    linear_backward(model, dinp, dW, dbias, dout, inp, W, N, IC, OC);
+}
+
+// Folded tied head: wte holds V = W - m 1^T, so h . W_t = h . V_t + m_t sum_c h_c
+// (docs/math.md section 4).
+static void tied_head_mean_correction(float *logits, const float *h, const float *row_means,
+                                      int BT, int C, int Vp) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < BT; i++) {
+        float sum = 0.0f;
+        for (int c = 0; c < C; c++) {
+            sum += h[(size_t)i * C + c];
+        }
+        float *row = logits + (size_t)i * Vp;
+        for (int t = 0; t < Vp; t++) {
+            row[t] += row_means[t] * sum;
+        }
+    }
+}
+
+void gpt2_head_forward(const GPT2 *model, float *logits, const float *lnf, int N) {
+    const int C = model->config.channels, Vp = model->config.padded_vocab_size;
+    // tied head reads the proxy wte in every mode (docs/math.md section 4)
+    matmul_forward(logits, lnf, model->params.wte, NULL, N, C, Vp);
+    if (model->mode == MODE_FOLDED) {
+        tied_head_mean_correction(logits, lnf, model->head_row_means, N, C, Vp);
+    }
+}
+
+GPT2StreamWeights gpt2_stream_weights(GPT2 *model) {
+    const ParameterTensors *p = &model->params;
+    if (model->mode != MODE_CBWC) {
+        return (GPT2StreamWeights){p->attprojw, p->attprojb, p->fcprojw, p->fcprojb};
+    }
+    if (model->centred_stale) {
+        cbwc_refresh(model);
+    }
+    return (GPT2StreamWeights){model->centred_attprojw, model->centred_attprojb,
+                               model->centred_fcprojw, model->centred_fcprojb};
+}
+
+void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
+    if (!(p >= 0.0f && p < 1.0f)) {
+        fatal("residual dropout %g: must be in [0, 1)", (double)p);
+    }
+    model->resid_dropout = p;
+    model->dropout_seed = seed;
+}
+
+static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets, int B, int T);
+
+void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
+    model->dropout_active = 0;
+    gpt2_forward_pass(model, inputs, targets, B, T);
+}
+
+void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int B, int T,
+                        uint64_t draw) {
+    model->dropout_active = model->resid_dropout > 0.0f;
+    model->dropout_draw = draw;
+    gpt2_forward_pass(model, inputs, targets, B, T);
+}
+
+static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
+    if (model->acts_memory == NULL || B != model->batch_size || T != model->seq_len) {
+        gpt2_allocate_activations(model, B, T);
+    }
+    const GPT2Config *cfg = &model->config;
+    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const int centred = model->mode == MODE_CBWC;
+    ParameterTensors p = model->params;
+    ActivationTensors a = model->acts;
+    memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
+    // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
+    const GPT2StreamWeights sw = gpt2_stream_weights(model); // refreshes cbwc's V
+    const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
+    const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
+    if (uses_bf16(model)) {
+        bf16_refresh(model); // only the stale copies
+    }
+
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
+    for (int l = 0; l < L; l++) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
+        norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
+                     p.ln1w + lc, p.ln1b + lc, BT, C);
+        linear_forward(model, a.qkv + 3 * lbtc, NULL, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
+                       C, 3 * C);
+        attention_forward(a.atty + lbtc, a.lse + (size_t)l * B * NH * T, a.qkv + 3 * lbtc, B,
+                          T, C, NH);
+        projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
+                                     attprojw + lc * C, attprojb + lc, BT, C, C, l, 0);
+        norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
+                     p.ln2w + lc, p.ln2b + lc, BT, C);
+        linear_forward(model, a.fch + 4 * lbtc, NULL, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
+                       4 * C);
+        gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
+        projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
+                                     a.fch_gelu + 4 * lbtc, fcprojw + 4 * lc * C,
+                                     fcprojb + lc, BT, 4 * C, C, l, 1);
+    }
+    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
+    if (model->matmul_engine == NULL) {
+        gpt2_head_forward(model, a.logits, a.lnf, BT);
+    } else { // gpt2_head_forward in the model's matmul precision
+        linear_forward(model, a.logits, NULL, a.lnf, p.wte, NULL, BT, C, Vp);
+        if (model->mode == MODE_FOLDED) {
+            tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
+        }
+    }
+
+    if (targets == NULL) {
+        model->mean_loss = -1.0f;
+        return;
+    }
+    memcpy(model->targets, targets, (size_t)BT * sizeof(int));
+    crossentropy_forward(a.losses, a.logits_stats, a.logits, targets, BT, V, Vp);
+    double sum = 0.0;
+    int counted = 0;
+    for (int i = 0; i < BT; i++) {
+        sum += a.losses[i];
+        counted += targets[i] >= 0;
+    }
+    // mean over the positions with a target (targets < 0 are masked out)
+    model->loss_tokens = counted;
+    model->mean_loss = counted > 0 ? (float)(sum / counted) : 0.0f;
+}
+
+void gpt2_zero_grad(GPT2 *model) {
+    memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
+}
+
+void gpt2_set_grads_ready(GPT2 *model, GPT2GradsReady fn, void *ctx) {
+    model->grads_ready = fn;
+    model->grads_ready_ctx = ctx;
+}
+
+static void grads_ready(GPT2 *model, int layer) {
+    if (model->grads_ready != NULL) {
+        model->grads_ready(model->grads_ready_ctx, layer);
+    }
+}
+
+void gpt2_backward(GPT2 *model, float loss_scale) {
+    if (model->mean_loss < 0.0f) {
+        fatal("gpt2_backward: needs a forward pass with targets first");
+    }
+    if (model->mode == MODE_FOLDED) {
+        fatal("gpt2_backward: a folded model is for inference only (train the ln model)");
+    }
+    const GPT2Config *cfg = &model->config;
+    const int B = model->batch_size, T = model->seq_len, BT = B * T;
+    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const size_t btc = (size_t)BT * C;
+    ParameterTensors p = model->params;
+    ParameterTensors g = model->grads;
+    ActivationTensors a = model->acts;
+    BackwardScratch s = model->scratch;
+
+    crossentropy_backward_inplace(a.logits, a.logits_stats, model->targets, loss_scale, BT, V, Vp);
+    memset(s.dln, 0, btc * sizeof(float));
+    linear_backward(model, s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
+    memset(s.dresidual, 0, btc * sizeof(float));
+    const float *last = a.residual3 + (size_t)(L - 1) * btc;
+    norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
+                  BT, C);
+    grads_ready(model, L);
+
+    for (int l = L - 1; l >= 0; l--) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
+        memset(s.dfch_gelu, 0, 4 * btc * sizeof(float));
+        projection_to_stream_backward(model, s.dfch_gelu, g.fcprojw + 4 * lc * C, g.fcprojb + lc,
+                                      s.dresidual, a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
+                                      BT, 4 * C, C, l, 1);
+        gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
+        memset(s.dln, 0, btc * sizeof(float));
+        linear_backward(model, s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
+                        p.fcw + 4 * lc * C, BT, C, 4 * C);
+        norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
+                      p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
+        // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
+        memset(s.datty, 0, btc * sizeof(float));
+        projection_to_stream_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
+                                      s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C, l,
+                                      0);
+        memset(s.dqkv, 0, 3 * btc * sizeof(float));
+        attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.atty + lbtc,
+                           a.lse + (size_t)l * B * NH * T, B, T, C, NH);
+        memset(s.dln, 0, btc * sizeof(float));
+        linear_backward(model, s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
+                        p.qkvw + 3 * lc * C, BT, C, 3 * C);
+        norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
+                      a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
+        grads_ready(model, l);
+    }
+    encoder_backward(g.wte, g.wpe, s.dresidual, model->inputs, B, T, C,
+                     model->mode == MODE_CBWC);
+    grads_ready(model, -1);
+    model->mean_loss = -1.0f; // the logits now hold their gradient
+}
+
+// weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
+static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
+    1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
+void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
+    // in bf16 the update writes the parameters' bf16 copy in the same pass
+    uint16_t *params_bf16 = uses_bf16(model) ? model->params_bf16 : NULL;
+    adamw_step_tensors(model->params_memory, params_bf16, model->grads_memory, &model->m_memory,
+                       &model->v_memory, &model->adamw_step, model->num_parameters,
+                       model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
+                       grad_clip);
+    model->centred_stale = 1;
+    model->bf16_stale = params_bf16 == NULL;
+}
+
+void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
+                       size_t hi) {
+    adamw_step_tensors_range(model->params_memory, model->grads_memory, &model->m_memory,
+                             &model->v_memory, &model->adamw_step, model->num_parameters,
+                             model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS,
+                             cfg, grad_scale, lo, hi);
+    model->centred_stale = 1;
+    model->bf16_stale = 1;
+}
+
+void gpt2_free(GPT2 *model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->m_memory);
+    free(model->v_memory);
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->centred_memory);
+    free(model->head_row_means);
+    matmul_engine_free(model->matmul_engine);
+    free(model->params_bf16);
+    free(model->centred_bf16);
+    free(model->inputs);
+    free(model->targets);
+    gpt2_reset_state(model);
+}

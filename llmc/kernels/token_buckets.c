@@ -1,0 +1,52 @@
+#include "token_buckets.h"
+
+#include <stdlib.h>
+
+#include "core/utils.h"
+
+void token_buckets_init(TokenBuckets *tb, int vocab_size, int max_rows) {
+    if (vocab_size <= 0 || max_rows <= 0) {
+        fatal("token_buckets_init: vocab_size %d and max_rows %d must be positive", vocab_size,
+              max_rows);
+    }
+    tb->vocab_size = vocab_size;
+    tb->max_rows = max_rows;
+    tb->num_buckets = 0;
+    tb->token = malloc_check((size_t)max_rows * sizeof(int), "token buckets");
+    tb->start = malloc_check(((size_t)max_rows + 1) * sizeof(int), "token buckets");
+    tb->rows = malloc_check((size_t)max_rows * sizeof(int), "token buckets");
+    tb->slot = calloc_check((size_t)vocab_size, sizeof(int), "token buckets");
+}
+
+void token_buckets_build(TokenBuckets *tb, const int *tokens, int n) {
+    if (n < 0 || n > tb->max_rows) {
+        fatal("token_buckets_build: %d rows, at most %d", n, tb->max_rows);
+    }
+    // count: slot[token] = rows with that token; a bucket opens at its first row
+    int buckets = 0;
+    for (int i = 0; i < n; i++) {
+        const int t = tokens[i];
+        if (t < 0 || t >= tb->vocab_size) {
+            fatal("token_buckets_build: token %d at row %d outside [0, %d)", t, i, tb->vocab_size);
+        }
+        if (tb->slot[t]++ == 0) tb->token[buckets++] = t;
+    }
+    // prefix sums: slot[token] becomes the next free entry of its bucket
+    tb->start[0] = 0;
+    for (int u = 0; u < buckets; u++) {
+        const int t = tb->token[u];
+        tb->start[u + 1] = tb->start[u] + tb->slot[t];
+        tb->slot[t] = tb->start[u];
+    }
+    for (int i = 0; i < n; i++) tb->rows[tb->slot[tokens[i]]++] = i;
+    for (int u = 0; u < buckets; u++) tb->slot[tb->token[u]] = 0;
+    tb->num_buckets = buckets;
+}
+
+void token_buckets_free(TokenBuckets *tb) {
+    free(tb->token);
+    free(tb->start);
+    free(tb->rows);
+    free(tb->slot);
+    tb->token = tb->start = tb->rows = tb->slot = NULL;
+}

@@ -1,0 +1,140 @@
+#include "vision_data.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/utils.h"
+
+static void split_load_shard(VisionSplit *s, const char *path, int limit) {
+    memset(s, 0, sizeof(*s));
+    s->is_shard = 1;
+    image_shard_read(&s->shard, path);
+    s->side = s->shard.crop;
+    s->channels = 3;
+    s->num_classes = s->shard.num_classes;
+    s->count = limit > 0 && limit < s->shard.count ? limit : s->shard.count;
+}
+
+void vision_split_free(VisionSplit *s) {
+    if (s->is_shard) {
+        image_shard_free(&s->shard);
+    } else {
+        idx_free(&s->images);
+        idx_free(&s->labels);
+    }
+}
+
+static void split_load_fmnist(VisionSplit *s, const char *dir, const char *prefix, int limit) {
+    memset(s, 0, sizeof(*s));
+    s->channels = 1;
+    s->num_classes = FMNIST_CLASSES;
+    char images_path[4096], labels_path[4096];
+    snprintf(images_path, sizeof(images_path), "%s/%s-images-idx3-ubyte.gz", dir, prefix);
+    snprintf(labels_path, sizeof(labels_path), "%s/%s-labels-idx1-ubyte.gz", dir, prefix);
+    idx_read_split(&s->images, &s->labels, images_path, labels_path, FMNIST_CLASSES);
+    if (s->images.rows != s->images.cols) {
+        fatal("%s: images are %dx%d, expected square images", images_path, s->images.rows,
+              s->images.cols);
+    }
+    s->side = s->images.rows;
+    s->count = limit > 0 && limit < s->images.count ? limit : s->images.count;
+}
+
+static int is_directory(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void vision_split_load(VisionSplit *s, const char *path, const char *fmnist_prefix, int limit) {
+    if (is_directory(path)) {
+        split_load_fmnist(s, path, fmnist_prefix, limit);
+    } else {
+        split_load_shard(s, path, limit);
+    }
+}
+
+void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_path,
+                      const char *test_path, int max_train, int max_test) {
+    vision_split_load(train, train_path, "train", max_train);
+    char twin[4096];
+    if (test_path == NULL && !train->is_shard) {
+        test_path = train_path;
+    } else if (test_path == NULL) {
+        // PREFIX_train.bin -> PREFIX_val.bin
+        const char *suffix = "_train.bin";
+        size_t n = strlen(train_path), k = strlen(suffix);
+        if (n < k || strcmp(train_path + n - k, suffix) != 0 || n - k + 9 > sizeof(twin)) {
+            fatal("-i %s: not named PREFIX_train.bin; give its test shard with -j", train_path);
+        }
+        snprintf(twin, sizeof(twin), "%.*s_val.bin", (int)(n - k), train_path);
+        test_path = twin;
+    }
+    vision_split_load(test, test_path, "t10k", max_test);
+    if (test->side != train->side || test->channels != train->channels ||
+        test->num_classes != train->num_classes) {
+        fatal("%s: the test data (%d px, %d channel(s), %d classes) does not match the train "
+              "data %s (%d px, %d channel(s), %d classes)",
+              test_path, test->side, test->channels, test->num_classes, train_path, train->side,
+              train->channels, train->num_classes);
+    }
+}
+
+void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng) {
+    for (int b = 0; b < B; b++) {
+        if (s->is_shard) {
+            crops[b] = image_shard_draw_crop(&s->shard, rng);
+        } else {
+            ImageCrop whole = {0.0f, 0.0f, (float)s->side, (float)s->side, 0};
+            whole.flip = rng != NULL && (rng_u32(rng) & 1u);
+            crops[b] = whole;
+        }
+    }
+}
+
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop) {
+    if (s->is_shard) {
+        image_shard_render(&s->shard, index, crop, image);
+        *label = s->shard.labels[index];
+        return;
+    }
+    const int S = s->side;
+    const uint8_t *src = s->images.data + (size_t)index * S * S;
+    for (int y = 0; y < S; y++) {
+        for (int x = 0; x < S; x++) {
+            float p = src[y * S + (crop.flip ? S - 1 - x : x)] / 255.0f;
+            image[y * S + x] = (p - FMNIST_MEAN) / FMNIST_STD;
+        }
+    }
+    *label = s->labels.data[index];
+}
+
+void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
+                       Rng *flip_rng) {
+    ImageCrop *crops = malloc_check((size_t)B * sizeof(ImageCrop), "batch crops");
+    vision_draw_augment(crops, s, B, flip_rng); // in order: the draws do not depend on threads
+    const size_t image_floats = (size_t)s->channels * s->side * s->side;
+#pragma omp parallel for schedule(dynamic, 1) if (s->is_shard && B > 1)
+    for (int b = 0; b < B; b++) {
+        vision_render_image(images + b * image_floats, labels + b, s, indices[b], crops[b]);
+    }
+    free(crops);
+}
+
+void vision_shuffle(int *order, int n, Rng *rng) {
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(rng_u32(rng) % (uint32_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+unsigned long long vision_batch_flips_seed(unsigned long long seed, int rank, int epoch, int batch) {
+    // distinct odd multipliers (golden ratio, splitmix64's) per coordinate
+    return (seed ^ 0xF11BULL) + 0x9E3779B97F4A7C15ULL * (unsigned long long)rank +
+           0xBF58476D1CE4E5B9ULL * (unsigned long long)epoch +
+           0x94D049BB133111EBULL * (unsigned long long)batch;
+}

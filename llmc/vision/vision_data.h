@@ -1,0 +1,58 @@
+// The image classifiers' data (train_vit.c, train_vit.cu): a split is a
+// Fashion-MNIST folder (IDX, gzip, grey) or an image shard of
+// tools/images_to_shard (RGB); batches of normalised images with the
+// training augmentation (flips; random-resized-crop for shards).
+#ifndef FOLDNORM_VISION_DATA_H
+#define FOLDNORM_VISION_DATA_H
+
+#include "idx.h"
+#include "image_shard.h"
+#include "core/rand.h"
+
+// Fashion-MNIST pixel statistics (train split), for x = (p/255 - mean) / std.
+#define FMNIST_MEAN    0.2860f
+#define FMNIST_STD     0.3530f
+#define FMNIST_CLASSES 10
+
+#define FMNIST_DIR "/usr/share/datasets/fashion-mnist"
+
+typedef struct {
+    int is_shard;
+    IdxArray images, labels;
+    ImageShard shard;
+    int count, side, channels, num_classes;
+} VisionSplit;
+
+// A split from a Fashion-MNIST folder (its PREFIX-* files) or an image shard
+// file, its first `limit` images (limit <= 0: all). Dies naming the file.
+void vision_split_load(VisionSplit *s, const char *path, const char *fmnist_prefix, int limit);
+// The train split (-i) and the test split (test_path, or NULL: the train
+// folder's t10k files, or the train shard's PREFIX_val.bin twin), which must
+// agree on the image format.
+void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_path,
+                      const char *test_path, int max_train, int max_test);
+void vision_split_free(VisionSplit *s);
+
+// Each of B images' augmentation drawn from rng in order (NULL: none): a
+// random-resized-crop window and flip for shards, a flip for Fashion-MNIST
+// (whole-image window). The same draws, in the same order, as vision_make_batch.
+void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng);
+// Image index through crop, normalised, (Cin, S, S) floats, and its label.
+// Reads only: safe from several threads.
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop);
+// Normalised images (B, Cin, S, S) and labels for the given indices; with
+// flip_rng, training augmentation (flips; random-resized-crop for shards).
+// The draws come from flip_rng in image order, the pixels from OpenMP threads.
+void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
+                       Rng *flip_rng);
+
+// Fisher-Yates shuffle of order[0..n) from rng.
+void vision_shuffle(int *order, int n, Rng *rng);
+
+// The seed of the flips of rank `rank` in batch `batch` of epoch `epoch` when
+// several processes train (train_vit under MPI, train_vitcu under NCCL): a
+// stream per rank and batch, so a resumed run flips as the uninterrupted one
+// and CPU and GPU runs of as many ranks see the same images.
+unsigned long long vision_batch_flips_seed(unsigned long long seed, int rank, int epoch, int batch);
+
+#endif

@@ -1,0 +1,337 @@
+#include "vit.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/attention_bidir.h"
+#include "kernels/cbwc.h"
+#include "kernels/classifier_loss.h"
+#include "kernels/gelu.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/patch_embed.h"
+#include "core/rand.h"
+#include "core/tensor_table.h"
+#include "core/utils.h"
+
+enum { P_POS = 3 };
+
+static void vit_reset(ViT *model) {
+    memset(model, 0, sizeof(*model));
+    model->mean_loss = -1.0f;
+    model->centred_stale = 1;
+}
+
+void vit_build(ViT *model, const ViTConfig *config, NormMode mode) {
+    vit_reset(model);
+    const char *why = vit_config_error(config);
+    if (why != NULL) {
+        fatal("bad ViT config: %s", why);
+    }
+    model->config = *config;
+    model->mode = mode;
+    vit_param_sizes(model->param_sizes, &model->config);
+    size_t total = 0;
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        total += model->param_sizes[i];
+    }
+    model->num_parameters = total;
+    model->params_memory = malloc_check(mul_size_check(total, sizeof(float), "parameters"), "parameters");
+    model->grads_memory = calloc_check(total, sizeof(float), "gradients");
+    point_tensors((float **)&model->params, model->param_sizes, VIT_NUM_PARAM_TENSORS,
+                  model->params_memory);
+    point_tensors((float **)&model->grads, model->param_sizes, VIT_NUM_PARAM_TENSORS,
+                  model->grads_memory);
+}
+
+void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigned long long seed) {
+    vit_build(model, config, mode);
+    Rng rng;
+    rng_seed(&rng, seed);
+    float **p = (float **)&model->params;
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        const char *name = VIT_PARAM_NAMES[i];
+        size_t n = model->param_sizes[i];
+        int gain = strcmp(name, "ln1w") == 0 || strcmp(name, "ln2w") == 0 || strcmp(name, "lnfw") == 0;
+        if (vit_param_decayed(i) || i == P_POS || strcmp(name, "cls") == 0) {
+            rng_normal_fill(&rng, p[i], n, 0.0f, 0.02f);
+        } else {
+            for (size_t j = 0; j < n; j++) {
+                p[i][j] = gain ? 1.0f : 0.0f;
+            }
+        }
+    }
+}
+
+static void vit_allocate_activations(ViT *model, int B) {
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->labels);
+    const ViTConfig *c = &model->config;
+    size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads;
+    size_t T = (size_t)vit_num_tokens(c), Np = T - 1, H = C * (size_t)c->mlp_ratio;
+    size_t PD = (size_t)c->image_channels * c->patch_size * c->patch_size;
+    size_t Bs = (size_t)B, BT = Bs * T, K = (size_t)c->num_classes;
+    size_t act[VIT_NUM_ACT_TENSORS] = {
+        Bs * Np * PD, Bs * Np * C, BT * C,   // patches, patch_out, encoded
+        L * BT * C, L * BT, L * BT,          // ln1, mean, rstd
+        L * BT * 3 * C, L * BT * C,          // qkv, atty
+        L * Bs * NH * T * T, L * BT * C,     // att, residual2
+        L * BT * C, L * BT, L * BT,          // ln2, mean, rstd
+        L * BT * H, L * BT * H, L * BT * C,  // fch, fch_gelu, residual3
+        Bs * C, Bs * C, Bs, Bs,              // cls_rows, lnf, mean, rstd
+        Bs * K, Bs * K};                     // logits, dlogits
+    // losses (B) follows as the 23rd slice
+    size_t total = Bs;
+    for (int i = 0; i < VIT_NUM_ACT_TENSORS; i++) {
+        total += act[i];
+    }
+    model->acts_memory = malloc_check(mul_size_check(total, sizeof(float), "activations"), "activations");
+    point_tensors((float **)&model->acts, act, VIT_NUM_ACT_TENSORS, model->acts_memory);
+    model->acts.losses = model->acts.dlogits + Bs * K;
+    size_t scratch[VIT_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * 3 * C,
+                                               BT * H, BT * H, Bs * C, Bs * Np * C};
+    total = 0;
+    for (int i = 0; i < VIT_NUM_SCRATCH_TENSORS; i++) {
+        total += scratch[i];
+    }
+    model->scratch_memory = malloc_check(total * sizeof(float), "backward scratch");
+    point_tensors((float **)&model->scratch, scratch, VIT_NUM_SCRATCH_TENSORS,
+                  model->scratch_memory);
+    model->labels = malloc_check(Bs * sizeof(int), "labels");
+    model->batch_size = B;
+}
+
+// The centred copies of the stream writers (docs/math.md sections 2-3):
+// V = P W and P b for the patch embedding, attn proj and mlp fc2; cls and
+// every pos row centred over C. Recomputed from the proxy weights after each update.
+static void vit_refresh_centred(ViT *model) {
+    const ViTConfig *c = &model->config;
+    const int L = c->num_layers, C = c->channels, H = C * c->mlp_ratio, T = vit_num_tokens(c);
+    const int PD = c->image_channels * c->patch_size * c->patch_size;
+    if (model->centred_memory == NULL) {
+        model->centred_memory = calloc_check(model->num_parameters, sizeof(float), "cbwc centred weights");
+        point_tensors((float **)&model->centred, model->param_sizes, VIT_NUM_PARAM_TENSORS,
+                      model->centred_memory);
+    }
+    const ViTParams *w = &model->params;
+    ViTParams *v = &model->centred;
+    cbwc_project_weights(v->patchw, v->patchb, w->patchw, w->patchb, C, PD);
+    cbwc_centre_rows(v->cls, w->cls, 1, C);
+    cbwc_centre_rows(v->pos, w->pos, T, C);
+    for (size_t l = 0; l < (size_t)L; l++) {
+        cbwc_project_weights(v->attprojw + l * C * C, v->attprojb + l * C, w->attprojw + l * C * C,
+                             w->attprojb + l * C, C, C);
+        cbwc_project_weights(v->fcprojw + l * C * H, v->fcprojb + l * C, w->fcprojw + l * C * H,
+                             w->fcprojb + l * C, C, H);
+    }
+    model->centred_stale = 0;
+}
+
+void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B) {
+    if (model->acts_memory == NULL || B != model->batch_size) {
+        vit_allocate_activations(model, B);
+    }
+    const ViTConfig *c = &model->config;
+    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
+    const int T = vit_num_tokens(c), Np = T - 1, K = c->num_classes, BT = B * T;
+    const int PD = c->image_channels * c->patch_size * c->patch_size;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const int centred = model->mode == MODE_CBWC;
+    if (centred && model->centred_stale) {
+        vit_refresh_centred(model);
+    }
+    const ViTParams p = model->params;
+    const ViTParams e = centred ? model->centred : model->params; // what the stream writers read
+    ViTActivations a = model->acts;
+
+    // tokens: [cls, patch_1 .. patch_Np] + pos
+    patches_from_images(a.patches, images, B, c->image_channels, c->image_size, c->patch_size);
+    matmul_forward(a.patch_out, a.patches, e.patchw, e.patchb, B * Np, PD, C);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++) {
+        for (int t = 0; t < T; t++) {
+            const float *src = t == 0 ? e.cls : a.patch_out + ((size_t)b * Np + t - 1) * C;
+            const float *pos = e.pos + (size_t)t * C;
+            float *dst = a.encoded + ((size_t)b * T + t) * C;
+            for (int i = 0; i < C; i++) {
+                dst[i] = src[i] + pos[i];
+            }
+        }
+    }
+    for (int l = 0; l < L; l++) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
+        size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
+        norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
+                     p.ln1w + lc, p.ln1b + lc, BT, C);
+        matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
+                       C, 3 * C);
+        attention_bidir_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T,
+                                a.qkv + 3 * lbtc, NULL, 0, NULL, 0, B, T, C, NH);
+        matmul_forward_residual(a.residual2 + lbtc, residual, a.atty + lbtc, e.attprojw + lc * C,
+                                e.attprojb + lc, BT, C, C);
+        norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
+                     p.ln2w + lc, p.ln2b + lc, BT, C);
+        matmul_forward(a.fch + lbth, a.ln2 + lbtc, p.fcw + lch, p.fcb + (size_t)l * H, BT, C, H);
+        gelu_forward(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H);
+        matmul_forward_residual(a.residual3 + lbtc, a.residual2 + lbtc, a.fch_gelu + lbth,
+                                e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
+    }
+    // final norm and head on the cls token only (the other rows do not reach the loss)
+    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    for (int b = 0; b < B; b++) {
+        memcpy(a.cls_rows + (size_t)b * C, last + (size_t)b * T * C, (size_t)C * sizeof(float));
+    }
+    norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, a.cls_rows, p.lnfw, p.lnfb, B, C);
+    matmul_forward(a.logits, a.lnf, p.headw, p.headb, B, C, K);
+    if (labels == NULL) {
+        model->mean_loss = -1.0f;
+        return;
+    }
+    memcpy(model->labels, labels, (size_t)B * sizeof(int));
+    model->smoothing = smoothing;
+    classifier_loss_forward(a.losses, a.logits, labels, smoothing, B, K);
+    double sum = 0.0;
+    for (int b = 0; b < B; b++) {
+        sum += a.losses[b];
+    }
+    model->mean_loss = (float)(sum / B);
+}
+
+void vit_zero_grad(ViT *model) {
+    memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
+}
+
+// Backward of y = x W^T + b for a stream writer: in cbwc the output gradient
+// is centred first, which gives dW = P dV and dx = dy V (cbwc.h). Writes dinp.
+static void stream_writer_backward(const ViT *model, float *dinp, float *dW, float *dbias,
+                                   const float *dout, const float *inp, const float *W, int N,
+                                   int IC, int OC) {
+    if (model->mode == MODE_CBWC) {
+        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
+        dout = model->scratch.dbranch;
+    }
+    matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+}
+
+void vit_backward(ViT *model, float loss_scale) {
+    if (model->mode == MODE_FOLDED) {
+        fatal("vit_backward: a folded model is for inference only (train its ln or cbwc model)");
+    }
+    if (model->mean_loss < 0.0f) {
+        fatal("vit_backward: needs a forward pass with labels first");
+    }
+    const ViTConfig *c = &model->config;
+    const int B = model->batch_size;
+    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
+    const int T = vit_num_tokens(c), Np = T - 1, K = c->num_classes, BT = B * T;
+    const int PD = c->image_channels * c->patch_size * c->patch_size;
+    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const size_t btc = (size_t)BT * C;
+    const ViTParams p = model->params;
+    ViTParams g = model->grads;
+    ViTActivations a = model->acts;
+    ViTScratch s = model->scratch;
+
+    classifier_loss_backward(a.dlogits, a.logits, model->labels, model->smoothing, loss_scale, B, K);
+    memset(s.dcls_rows, 0, (size_t)B * C * sizeof(float));
+    float *dlnf = s.dln; // (B, C) slice of a (B, T, C) buffer
+    memset(dlnf, 0, (size_t)B * C * sizeof(float));
+    matmul_backward(dlnf, g.headw, g.headb, a.dlogits, a.lnf, p.headw, B, C, K);
+    norm_backward(norm, s.dcls_rows, g.lnfw, g.lnfb, dlnf, a.cls_rows, p.lnfw, a.lnf_mean,
+                  a.lnf_rstd, B, C);
+    memset(s.dresidual, 0, btc * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        memcpy(s.dresidual + (size_t)b * T * C, s.dcls_rows + (size_t)b * C, (size_t)C * sizeof(float));
+    }
+    for (int l = L - 1; l >= 0; l--) {
+        size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
+        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
+        stream_writer_backward(model, s.dfch_gelu, g.fcprojw + lch, g.fcprojb + lc, s.dresidual,
+                               a.fch_gelu + lbth, p.fcprojw + lch, BT, H, C);
+        gelu_backward(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H);
+        matmul_backward_set_dinp(s.dln, g.fcw + lch, g.fcb + (size_t)l * H, s.dfch, a.ln2 + lbtc,
+                        p.fcw + lch, BT, C, H);
+        norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
+                      p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
+        // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
+        stream_writer_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc, s.dresidual,
+                               a.atty + lbtc, p.attprojw + lc * C, BT, C, C);
+        attention_bidir_backward(s.dqkv, NULL, s.datty, a.qkv + 3 * lbtc,
+                                 a.att + (size_t)l * B * NH * T * T, NULL, 0, B, T, C, NH);
+        matmul_backward_set_dinp(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
+                        p.qkvw + 3 * lc * C, BT, C, 3 * C);
+        norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
+                      a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
+    }
+    // tokens: dpos[t] += E(sum_b d[b,t]), dcls += E(sum_b d[b,0]), E = centring in cbwc
+    float *dpos_sum = s.dln; // (T, C) slice
+#pragma omp parallel for schedule(static)
+    for (int t = 0; t < T; t++) {
+        for (int i = 0; i < C; i++) {
+            float sum = 0.0f;
+            for (int b = 0; b < B; b++) {
+                sum += s.dresidual[((size_t)b * T + t) * C + i];
+            }
+            dpos_sum[(size_t)t * C + i] = sum;
+        }
+    }
+    if (model->mode == MODE_CBWC) {
+        cbwc_centre_rows(dpos_sum, dpos_sum, T, C);
+    }
+    for (size_t i = 0; i < (size_t)T * C; i++) {
+        g.pos[i] += dpos_sum[i];
+    }
+    for (int i = 0; i < C; i++) {
+        g.cls[i] += dpos_sum[i];
+    }
+#pragma omp parallel for schedule(static)
+    for (int b = 0; b < B; b++) {
+        memcpy(s.dpatch + (size_t)b * Np * C, s.dresidual + ((size_t)b * T + 1) * C,
+               (size_t)Np * C * sizeof(float));
+    }
+    stream_writer_backward(model, NULL, g.patchw, g.patchb, s.dpatch, a.patches, p.patchw, B * Np,
+                           PD, C);
+    model->mean_loss = -1.0f;
+}
+
+double vit_grad_norm(const ViT *model) {
+    return sqrt(sum_of_squares(model->grads_memory, model->num_parameters));
+}
+
+void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
+    vit_update_shard(model, cfg, clip_grad_scale(vit_grad_norm(model), grad_clip), 0,
+                     model->num_parameters);
+}
+
+void vit_update_shard(ViT *model, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi) {
+    if (model->mode == MODE_FOLDED) {
+        fatal("vit_update: a folded model is for inference only (train its ln or cbwc model)");
+    }
+    unsigned char decay[VIT_NUM_PARAM_TENSORS];
+    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
+        decay[i] = (unsigned char)vit_param_decayed(i);
+    }
+    adamw_step_tensors_range(model->params_memory, model->grads_memory, &model->m_memory,
+                             &model->v_memory, &model->adamw_step, model->num_parameters,
+                             model->param_sizes, decay, VIT_NUM_PARAM_TENSORS, cfg, grad_scale,
+                             lo, hi);
+    model->centred_stale = 1;
+}
+
+void vit_free(ViT *model) {
+    free(model->params_memory);
+    free(model->grads_memory);
+    free(model->m_memory);
+    free(model->v_memory);
+    free(model->acts_memory);
+    free(model->scratch_memory);
+    free(model->centred_memory);
+    free(model->labels);
+    vit_reset(model);
+}

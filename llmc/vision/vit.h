@@ -1,0 +1,106 @@
+// ViT (pre-LN encoder, cls token, learned positions, GELU-tanh MLP,
+// bidirectional attention, final norm, linear head on the cls token) in fp32
+// with the three norm modes of norm_mode.h over the shared kernels:
+//   ln   every norm is LayerNorm
+//   rms  every norm is RMSNorm (gain and bias), nothing centred
+//   cbwc every norm is RMSNorm and everything that writes the residual
+//        stream is centred (docs/math.md section 3): the patch-embedding
+//        linear (CBWC), the cls token and every position-embedding row
+//        (centred over C), and every attn proj and mlp fc2 (CBWC).
+//        The head reads the final norm's output and is not centred.
+//   folded (inference only: bin/fold) every norm is RMSNorm and the file
+//        holds the centred stream writers (vision_fold.h).
+#ifndef FOLDNORM_VIT_H
+#define FOLDNORM_VIT_H
+
+#include <stddef.h>
+
+#include "kernels/adamw.h"
+#include "core/norm_mode.h"
+#include "vision_layout.h" // ViTConfig, VIT_NUM_PARAM_TENSORS
+
+typedef struct {
+    float *patchw, *patchb, *cls, *pos;
+    float *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
+    float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb;
+    float *lnfw, *lnfb, *headw, *headb;
+} ViTParams;
+
+#define VIT_NUM_ACT_TENSORS 22
+typedef struct {
+    float *patches;                   // (B*Np, PD)
+    float *patch_out;                 // (B*Np, C)
+    float *encoded;                   // (B, T, C)
+    float *ln1, *ln1_mean, *ln1_rstd; // (L, B, T, C), (L, B, T) x2
+    float *qkv;                       // (L, B, T, 3C)
+    float *atty;                      // (L, B, T, C)
+    float *att;                       // (L, B, NH, T, T)
+    float *residual2;                 // (L, B, T, C)
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fch, *fch_gelu;            // (L, B, T, H)
+    float *residual3;                 // (L, B, T, C)
+    float *cls_rows;                  // (B, C) the cls rows of the last stream
+    float *lnf, *lnf_mean, *lnf_rstd; // (B, C), (B) x2
+    float *logits;                    // (B, K)
+    float *dlogits;                   // (B, K)
+    float *losses;                    // (B)
+} ViTActivations;
+
+#define VIT_NUM_SCRATCH_TENSORS 9
+typedef struct {
+    float *dresidual; // (B, T, C)
+    float *dbranch;   // (B, T, C) centred output gradient (cbwc)
+    float *dln;       // (B, T, C)
+    float *datty;     // (B, T, C)
+    float *dqkv;      // (B, T, 3C)
+    float *dfch;      // (B, T, H)
+    float *dfch_gelu; // (B, T, H)
+    float *dcls_rows; // (B, C)
+    float *dpatch;    // (B*Np, C)
+} ViTScratch;
+
+typedef struct {
+    ViTConfig config;
+    NormMode mode;
+    ViTParams params;
+    size_t param_sizes[VIT_NUM_PARAM_TENSORS];
+    float *params_memory;
+    size_t num_parameters;
+    ViTParams grads;
+    float *grads_memory;
+    float *m_memory;
+    float *v_memory;
+    int adamw_step;
+    int batch_size; // of the activations
+    ViTActivations acts;
+    float *acts_memory;
+    ViTScratch scratch;
+    float *scratch_memory;
+    // cbwc: effective (centred) copies of the stream writers, refreshed after each update
+    ViTParams centred; // only patchw, patchb, cls, pos, attprojw, attprojb, fcprojw, fcprojb
+    float *centred_memory;
+    int centred_stale;
+    int *labels;     // (B) of the last forward with labels
+    float smoothing; // label smoothing of the last forward
+    float mean_loss; // -1 when the last forward had no labels
+} ViT;
+
+// Allocates the parameters (uninitialised) and zero gradients of a checked
+// config; a loader copies a file's parameters in (classifier_load).
+void vit_build(ViT *model, const ViTConfig *config, NormMode mode);
+// N(0, 0.02) matrices, cls and pos; zero biases; unit gains.
+void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigned long long seed);
+
+// images (B, Cin, S, S); labels (B) may be NULL (no loss).
+void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B);
+void vit_zero_grad(ViT *model);
+// Accumulates the gradients of loss_scale * sum of per-image losses.
+void vit_backward(ViT *model, float loss_scale);
+double vit_grad_norm(const ViT *model);
+void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip);
+// The AdamW step on the parameters [lo, hi) only (a ZeRO-1 shard, adamw.h),
+// gradients scaled by grad_scale (the caller's global-norm clip).
+void vit_update_shard(ViT *model, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi);
+void vit_free(ViT *model);
+
+#endif
