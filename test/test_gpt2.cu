@@ -2,7 +2,7 @@
 //   1. logits, loss, every parameter gradient and the losses of N AdamW steps
 //      against a debug state of dev/reference/gpt2.py (as test/test_gpt2.c);
 //   2. --equivalence K: modes ln and cbwc from the same weights give the same
-//      logits, gradients and K step losses on the GPU; rms must not (control);
+//      logits, gradients and K step losses on the GPU; rms's gradients must not (control);
 //   3. --curve K: K AdamW steps on fresh random batches, the GPU model and the
 //      CPU model of llmc/gpt2/gpt2.c side by side: the loss curves must agree.
 // Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
@@ -165,14 +165,21 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     ok &= check("cbwc logits", relative_error_rows(cbwc.logits, ln.logits, BT, V, Vp, Vp), rel_tol);
     ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     ok &= check("cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps), loss_tol);
-    // the control: plain RMSNorm is another model, its losses must move away
-    // from ln's by far more than cbwc's do (and by more than rounding)
+    // the control: plain RMSNorm is another model, its gradients (all of them,
+    // at step 0) must differ from ln's by far more than cbwc's do and by more
+    // than rounding. Not the step losses: at this size they start near ln(V)
+    // and drift apart too slowly to tell from bf16 noise in a few steps (seed
+    // 760064511, -at cudnn: rms vs ln 2.5e-3 against cbwc vs ln 1.4e-3), so
+    // they are printed only, as in test/test_vit.cu
     const double cbwc_gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
-    const double rms_gap = worst_loss_gap(rms.losses, ln.losses, steps);
-    const double need = fmax(3.0 * cbwc_gap, 1e-3);
-    const int control = isfinite(rms_gap) && rms_gap > need;
-    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln", rms_gap, need,
+    const double cbwc_grad_gap = relative_error(cbwc.grads, ln.grads, host->num_parameters);
+    const double rms_grad_gap = relative_error(rms.grads, ln.grads, host->num_parameters);
+    const double need = fmax(3.0 * cbwc_grad_gap, 1e-3);
+    const int control = isfinite(rms_grad_gap) && rms_grad_gap > need;
+    printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms vs ln grads", rms_grad_gap, need,
            control ? "ok" : "FAIL");
+    printf("  %-22s %.3e  (cbwc vs ln: %.3e)\n", "rms vs ln step losses",
+           worst_loss_gap(rms.losses, ln.losses, steps), cbwc_gap);
     ok &= control;
     mode_run_free(&ln);
     mode_run_free(&cbwc);
