@@ -17,7 +17,8 @@ typedef struct {
     SwinCuda swin; // when family == FAMILY_SWIN
 } ClassifierCuda;
 
-// attention: the kernels (attention_kind.cuh): tc, cublas or flash for ViT, tc or window for Swin
+// attention: the kernels (attention_kind.cuh): tc, cublas, flash or cudnn for ViT, tc or window
+// for Swin
 static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *host, int max_B,
                                         AttentionKind attention) {
     memset(m, 0, sizeof(*m));

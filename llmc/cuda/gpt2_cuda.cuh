@@ -122,7 +122,7 @@ static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
 
 // Copies the parameters of a host model (loaded or initialised by llmc/gpt2/gpt2.c)
 // and allocates everything for micro-batches up to (max_B, max_T). inference:
-// forward passes only. attention: the kernels (attention_kind.cuh; tc, cublas or flash).
+// forward passes only. attention: the kernels (attention_kind.cuh; tc, cublas, flash or cudnn).
 static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int max_T,
                                  int inference, AttentionKind attention) {
     memset(m, 0, sizeof(*m));

@@ -128,7 +128,7 @@ static inline int vitcuda_patch_dim(const ViTConfig *c) {
 
 // Copies the parameters of a host ViT (loaded or initialised by llmc/vision/vit.c)
 // and allocates everything for batches of up to max_B images; attention: the
-// kernels (attention_kind.cuh; tc, cublas or flash).
+// kernels (attention_kind.cuh; tc, cublas, flash or cudnn).
 static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, AttentionKind attention) {
     memset(m, 0, sizeof(*m));
     m->config = host->config;
