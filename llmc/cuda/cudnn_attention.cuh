@@ -26,7 +26,9 @@
 // when the heuristics offer one (cudnn_attention_deterministic says which was
 // taken). Plans are built once per CudnnAttention (one shape), the heuristics
 // queried once, one workspace allocated for both. Every backend call goes
-// through CUDNN_CHECK (the call, file and line, cuDNN's last error message).
+// through CUDNN_CHECK (the call, file and line, cuDNN's last error message),
+// or CUDNN_TRY where a failure is not the end (a plan an engine declines: the
+// same words, reported when no engine takes the graph).
 // bf16 only (cuDNN's SDPA takes fp16/bf16): an fp32 build, or one without
 // cudnn.h (mk/cuda.mk), has the API but refuses to create it, saying why.
 #ifndef FOLDNORM_CUDNN_ATTENTION_CUH
@@ -56,16 +58,34 @@ static inline const char *cudnn_attention_unavailable(void) {
 #ifdef FOLDNORM_CUDNN_ATTENTION
 
 #define CUDNN_CHECK(call) cudnn_check_((call), #call, __FILE__, __LINE__)
+// a call that may fail without ending the run (an engine declining a plan):
+// its status; a failure is described into the char array `failure`, as CUDNN_CHECK words it
+#define CUDNN_TRY(call, failure) \
+    cudnn_try_((call), #call, __FILE__, __LINE__, (failure), sizeof(failure))
+
+// "CALL failed at FILE:LINE: cuDNN status N (NAME): cuDNN's last error message"
+static inline void cudnn_describe_failure(char *buf, size_t size, cudnnStatus_t status,
+                                          const char *call, const char *file, int line) {
+    char detail[1024] = "";
+    cudnnGetLastErrorString(detail, sizeof(detail));
+    snprintf(buf, size, "%s failed at %s:%d: cuDNN status %d (%s)%s%s", call, file, line,
+             (int)status, cudnnGetErrorString(status), detail[0] ? ": " : "", detail);
+}
 
 static inline void cudnn_check_(cudnnStatus_t status, const char *call, const char *file,
                                 int line) {
     if (status != CUDNN_STATUS_SUCCESS) {
-        char detail[1024] = "";
-        cudnnGetLastErrorString(detail, sizeof(detail));
-        fprintf(stderr, "error: %s failed at %s:%d: cuDNN status %d (%s)%s%s\n", call, file, line,
-                (int)status, cudnnGetErrorString(status), detail[0] ? ": " : "", detail);
+        char message[2048];
+        cudnn_describe_failure(message, sizeof(message), status, call, file, line);
+        fprintf(stderr, "error: %s\n", message);
         exit(EXIT_FAILURE);
     }
+}
+
+static inline cudnnStatus_t cudnn_try_(cudnnStatus_t status, const char *call, const char *file,
+                                       int line, char *failure, size_t size) {
+    if (status != CUDNN_STATUS_SUCCESS) cudnn_describe_failure(failure, size, status, call, file, line);
+    return status;
 }
 
 // One tensor as a graph declares it: (b, h, s, d)-style dims and strides in elements.
@@ -402,7 +422,12 @@ static inline CudnnAttentionPlan cudnn_build_plan(CudnnGraph *g, const char *wha
         CUDNN_CHECK(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                              CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &count, cfgs));
     }
-    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    char failure[2048] = ""; // the last declined plan, as CUDNN_CHECK words it
+    if (count == 0) { // no plan to try: the heuristics' own message, if any
+        char detail[1024] = "";
+        cudnnGetLastErrorString(detail, sizeof(detail));
+        snprintf(failure, sizeof(failure), "none tried%s%s", detail[0] ? ": " : "", detail);
+    }
     for (int pass = 0; pass < 2; pass++) { // pass 0: deterministic engines only
         for (int64_t i = 0; i < count; i++) {
             CudnnAttentionPlan p = {NULL, 0, -1, false};
@@ -413,22 +438,18 @@ static inline CudnnAttentionPlan cudnn_build_plan(CudnnGraph *g, const char *wha
             cudnn_set(p.plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &a->handle);
             cudnn_set_desc(p.plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i]);
             // an engine the heuristics list may still decline this graph: try the next
-            last = cudnnBackendFinalize(p.plan);
-            if (last != CUDNN_STATUS_SUCCESS) continue;
+            if (CUDNN_TRY(cudnnBackendFinalize(p.plan), failure) != CUDNN_STATUS_SUCCESS) continue;
             int64_t n = 0;
             CUDNN_CHECK(cudnnBackendGetAttribute(p.plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                                  CUDNN_TYPE_INT64, 1, &n, &p.workspace_bytes));
             return p;
         }
     }
-    char detail[1024] = "";
-    cudnnGetLastErrorString(detail, sizeof(detail));
     fprintf(stderr,
             "error: cuDNN found no engine for the attention %s graph (B=%d T=%d NH=%d hs=%d %s): "
-            "%lld engine configs, the last plan: %s%s%s\n",
+            "%lld engine configs, the last plan: %s\n",
             what, a->B, a->T, a->NH, a->hs, a->causal ? "causal" : "bidirectional",
-            (long long)count, count > 0 ? cudnnGetErrorString(last) : "none tried",
-            detail[0] ? ": " : "", detail);
+            (long long)count, failure);
     exit(EXIT_FAILURE);
 }
 
