@@ -105,6 +105,12 @@ cudnn_selftest workspace "CUDNN_ATTR_VARIANT_PACK_WORKSPACE is NULL, but the pla
 cudnn_selftest variant-pack "the variant pack has no data pointer for uid 5"
 cudnn_selftest misaligned "is 4-byte aligned, less than its CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT 16"
 cudnn_selftest overlap "uid 1 and uid 4 overlap at .*, and one of them is written"
+# EMU_CUDNN_DECLINE=1: every engine the heuristics list declines its plan; the error names
+# the last declined cudnnBackendFinalize with its file and line (CUDNN_TRY), as CUDNN_CHECK would
+out=$(EMU_CUDNN_DECLINE=1 "$E/emu_cudnn_selftest" ok 2>&1)
+if [ $? -ne 0 ] && grep -q "^error: cuDNN found no engine for the attention forward graph (B=1 T=24 NH=2 hs=16 causal): 2 engine configs, the last plan: cudnnBackendFinalize(p.plan) failed at llmc/cuda/cudnn_attention.cuh:[0-9]*: cuDNN status [0-9]* (CUDNN_STATUS_NOT_SUPPORTED): .*engine 0 declines this operation graph" <<< "$out"; then
+    ok "cuDNN: no engine takes the graph: $(grep -o 'the last plan: cudnnBackendFinalize(p.plan) failed at [^:]*:[0-9]*' <<< "$out")"
+else bad "cuDNN, every plan declined (EMU_CUDNN_DECLINE=1): $out"; fi
 # a build without cudnn.h (FOLDNORM_CUDNN undefined) leaves the path out and says so,
 # also what the trainers' -at cudnn answers there (attention_kind_refusal)
 if out=$("$E/cudnn_attention_nocudnn" 2>&1) && grep -q '^NOT APPLICABLE: .*this build has no cuDNN' <<< "$out" &&
@@ -268,6 +274,16 @@ for prog in "$E"/dev/cuda/*_fp32 "$E"/dev/cuda/*_bf16; do
             ok "dev/cuda $name (the cuDNN shim vs the CPU oracles and flash)"
         else
             bad "dev/cuda $name"; grep -E 'FAIL|error' "$work/dev_$name.log" | head -10 | sed 's/^/     /'
+        fi
+        # no deterministic backward engine (EMU_CUDNN_NONDETERMINISTIC=1): each backward's dqkv
+        # rounded either way per execute (still within the tolerances), a repeat differs
+        log=$work/dev_$name.nondeterministic.log
+        if EMU_CUDNN_NONDETERMINISTIC=1 EMU_RACECHECK=0 "$prog" > "$log" 2>&1 && tail -1 "$log" | grep -q '^OK' &&
+           [ "$(grep -c 'backward 0 (NONDETERMINISTIC)' "$log")" = 5 ] &&
+           [ "$(grep -c 'dqkv repeated *differs (nondeterministic engine)' "$log")" = 5 ]; then
+            ok "dev/cuda $name, EMU_CUDNN_NONDETERMINISTIC=1: a nondeterministic engine taken, dqkv within tolerance, each repeat differs"
+        else
+            bad "dev/cuda $name, EMU_CUDNN_NONDETERMINISTIC=1"; grep -E 'engines|repeated|FAIL|error' "$log" | head -12 | sed 's/^/     /'
         fi
         continue
     fi

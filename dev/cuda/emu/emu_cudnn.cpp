@@ -10,8 +10,11 @@
 // double-precision reference arithmetic. A refusal returns a BAD_PARAM or
 // NOT_SUPPORTED status and prints (and keeps, for cudnnGetLastErrorString)
 // a message naming the descriptor, the attribute and the problem.
+// EMU_CUDNN_NONDETERMINISTIC=1 and EMU_CUDNN_DECLINE=1 (below) play a GPU
+// without a deterministic backward engine and engines that decline their plans.
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -481,10 +484,33 @@ cudnnStatus_t finalize_graph(Desc *d) {
     return CUDNN_STATUS_SUCCESS;
 }
 
+// a switch of the shim, read once: unset, empty or 0 is off, 1 on, anything else an abort
+bool env_switch(const char *name) {
+    const char *v = getenv(name);
+    if (v == nullptr || v[0] == '\0' || strcmp(v, "0") == 0) return false;
+    if (strcmp(v, "1") == 0) return true;
+    emu::device_abort("%s=%s: expected 0 or 1", name, v);
+}
+// EMU_CUDNN_NONDETERMINISTIC=1: a GPU whose cuDNN has no deterministic
+// backward engine for these graphs (the heuristics offer a backward graph
+// only engines with CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC, which execute as
+// such: execute_graph)
+bool nondeterministic_only() {
+    static const bool on = env_switch("EMU_CUDNN_NONDETERMINISTIC");
+    return on;
+}
+// EMU_CUDNN_DECLINE=1: every engine the heuristics list declines its plan
+// (cudnnBackendFinalize of the execution plan: NOT_SUPPORTED), as cuDNN's may
+bool decline_plans() {
+    static const bool on = env_switch("EMU_CUDNN_DECLINE");
+    return on;
+}
+
 // the emulated heuristics: two configs of one engine for a fused attention
 // graph, the first carrying CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC (as an
 // engine that adds dQ with atomics would), so a caller that must be
-// deterministic is seen to skip it; none for any other graph
+// deterministic is seen to skip it (under EMU_CUDNN_NONDETERMINISTIC=1 a
+// backward graph's second carries it too); none for any other graph
 cudnnStatus_t finalize_heuristics(Desc *d) {
     const Desc *graph = desc_attr(d, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
     bool backward = false;
@@ -497,7 +523,10 @@ cudnnStatus_t finalize_heuristics(Desc *d) {
         set_last_error("heuristics: no engine for this operation graph: " + problem);
         return CUDNN_STATUS_SUCCESS;
     }
-    for (int64_t i = 0; i < 2; i++) d->results.push_back(Engine{graph->graph, backward, i, i == 1});
+    for (int64_t i = 0; i < 2; i++) {
+        const bool deterministic = i == 1 && !(backward && nondeterministic_only());
+        d->results.push_back(Engine{graph->graph, backward, i, deterministic});
+    }
     return CUDNN_STATUS_SUCCESS;
 }
 
@@ -508,6 +537,11 @@ cudnnStatus_t finalize_plan(Desc *d) {
     if (d->handle != d->engine.graph->handle) {
         return refuse(CUDNN_STATUS_BAD_PARAM, "cudnnBackendFinalize(CUDNN_BACKEND_EXECUTION_PLAN_"
                       "DESCRIPTOR): CUDNN_ATTR_EXECUTION_PLAN_HANDLE is not the operation graph's handle");
+    }
+    if (decline_plans()) {
+        return refuse(CUDNN_STATUS_NOT_SUPPORTED, "cudnnBackendFinalize(CUDNN_BACKEND_EXECUTION_PLAN_"
+                      "DESCRIPTOR): engine %lld declines this operation graph (EMU_CUDNN_DECLINE=1)",
+                      (long long)d->engine.index);
     }
     d->workspace_bytes = attention_workspace_bytes(*d->engine.graph, d->engine.backward);
     return CUDNN_STATUS_SUCCESS;
@@ -889,5 +923,5 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     return execute_graph(*p->engine.graph, array<int64_t>(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS),
                          array<void *>(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS),
                          scalar<void *>(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, nullptr),
-                         p->workspace_bytes);
+                         p->workspace_bytes, !p->engine.deterministic);
 }

@@ -13,13 +13,15 @@
 // as aligned as declared, written tensors overlapping nothing, the
 // workspace), then every operation in double precision, each result held in
 // its tensor's declared type (fp32, bf16 rounded to nearest even: the
-// engine's registers and tensor-core operands), the workspace poisoned.
+// engine's registers and tensor-core operands), the workspace poisoned;
+// a nondeterministic engine's bf16 products rounded either way (run_matmul).
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "cuda_bf16.h"
@@ -417,7 +419,48 @@ std::vector<double> run_pointwise(const Op &op, const Values &v) {
     return out;
 }
 
-std::vector<double> run_matmul(const Op &op, const Values &v) {
+// A nondeterministic engine (CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: cuDNN's
+// backward that adds dQ over key tiles with fp32 atomics, in the order the
+// tiles finish) gives fp32 sums that differ by a few 2^-24 from run to run;
+// its bf16 outputs differ where such a sum lies that close to a rounding
+// midpoint: in the last bit, and rarely. The shim's sums are exact enough
+// (double) that a different order would never show after the bf16 rounding,
+// so it takes the worst case instead: each bf16 product of such an engine
+// (dQ, dK, dV; O if a forward's engine carried the note) is, element by
+// element, either of the two bf16 values around the double result -- both
+// faithful roundings (error < 1 ulp, 2^-8 relative), as any summation order
+// followed by rounding to nearest gives -- chosen by a hash of the execute's
+// number in this thread, the tensor and the element. So every execute
+// differs from every other in about half the elements' last bit, a run is
+// reproducible, and a resumed run (which counts from 0) differs from the
+// uninterrupted one.
+uint64_t mix64(uint64_t x) { // splitmix64's finalizer
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+thread_local uint64_t nondeterministic_executes = 0;
+
+// y in bf16: the nearest value or, when `other`, the other bf16 value around y
+double bf16_faithful(double y, bool other) {
+    const double r = round_to(CUDNN_DATA_BFLOAT16, y);
+    if (!other || r == y || !std::isfinite(r)) return r;
+    uint16_t bits = emu::float_to_bf16_bits((float)r);
+    if (r == 0.0) {
+        bits = y < 0.0 ? 0x8001u : 0x0001u; // the smallest subnormal on y's side
+    } else if (fabs(y) > fabs(r)) {
+        bits++; // one ulp away from zero
+    } else {
+        bits--; // one ulp toward zero (zero at worst)
+    }
+    const double o = emu::bf16_bits_to_float(bits);
+    return std::isfinite(o) ? o : r;
+}
+
+// C = A B in double, rounded to C's type; key != 0: a nondeterministic
+// engine's execute (its bf16 non-virtual C rounded faithfully, above)
+std::vector<double> run_matmul(const Op &op, const Values &v, uint64_t key) {
     const Tensor &a = op.inputs[0], &b = op.inputs[1], &c = op.output;
     const std::vector<double> &A = v.at(a.uid), &B = v.at(b.uid);
     const size_t r = c.dims.size();
@@ -427,11 +470,13 @@ std::vector<double> run_matmul(const Op &op, const Values &v) {
     for (int64_t batch = 0; batch < c.elements() / (M * N); batch++) {
         const int64_t oa = broadcast_index(a, idx), ob = broadcast_index(b, idx);
         const int64_t oc = broadcast_index(c, idx);
+        const bool faithful = key != 0 && c.type == CUDNN_DATA_BFLOAT16 && !c.is_virtual;
         for (int64_t i = 0; i < M; i++) {
             for (int64_t j = 0; j < N; j++) {
                 double s = 0.0;
                 for (int64_t k = 0; k < K; k++) s += A[(size_t)(oa + i * K + k)] * B[(size_t)(ob + k * N + j)];
-                out[(size_t)(oc + i * N + j)] = round_to(c.type, s);
+                const size_t e = (size_t)(oc + i * N + j);
+                out[e] = faithful ? bf16_faithful(s, mix64(key + e) & 1) : round_to(c.type, s);
             }
         }
         for (size_t k = r - 2; k-- > 0;) { // the next batch
@@ -575,7 +620,7 @@ int64_t attention_workspace_bytes(const Graph &g, bool backward) {
 
 cudnnStatus_t execute_graph(const Graph &g, const std::vector<int64_t> &uids,
                             const std::vector<void *> &pointers, void *workspace,
-                            int64_t workspace_bytes) {
+                            int64_t workspace_bytes, bool nondeterministic) {
     const char *n = "cudnnBackendExecute";
     std::map<int64_t, void *> at;
     for (size_t i = 0; i < uids.size(); i++) at[uids[i]] = pointers[i];
@@ -656,11 +701,14 @@ cudnnStatus_t execute_graph(const Graph &g, const std::vector<int64_t> &uids,
         }
         v[t.uid] = x;
     }
+    const uint64_t execute = nondeterministic ? mix64(++nondeterministic_executes) : 0;
     for (const Op &op : g.ops) {
         std::vector<double> y;
         switch (op.kind) {
         case OP_POINTWISE: y = run_pointwise(op, v); break;
-        case OP_MATMUL: y = run_matmul(op, v); break;
+        case OP_MATMUL:
+            y = run_matmul(op, v, nondeterministic ? mix64(execute ^ (uint64_t)op.output.uid) | 1 : 0);
+            break;
         case OP_REDUCTION: y = run_reduction(op, v); break;
         case OP_RESHAPE: y = run_reshape(op, v); break;
         }

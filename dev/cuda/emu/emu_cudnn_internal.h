@@ -63,10 +63,12 @@ cudnnStatus_t check_graph(Graph &g);
 std::string attention_engine_problem(const Graph &g, bool *backward);
 // the plan's workspace (a size of the emulator's choosing, to exercise the caller's)
 int64_t attention_workspace_bytes(const Graph &g, bool backward);
-// execute: the variant pack's uids and pointers, the workspace of `workspace_bytes`
+// execute: the variant pack's uids and pointers, the workspace of `workspace_bytes`;
+// nondeterministic: the plan's engine carries CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
+// (its bf16 products then differ from execute to execute in the last bit)
 cudnnStatus_t execute_graph(const Graph &g, const std::vector<int64_t> &uids,
                             const std::vector<void *> &pointers, void *workspace,
-                            int64_t workspace_bytes);
+                            int64_t workspace_bytes, bool nondeterministic);
 
 } // namespace emu_cudnn
 
