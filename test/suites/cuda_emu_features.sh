@@ -14,7 +14,10 @@
 #      (model and gathered AdamW moments), and a ZeRO-1 resume is bit-exact
 #   7. sampling prints -g token ids; bf16: the CPU curve within 3e-2, resume
 #      bit-exact, ZeRO-1 == all-reduce over 2 ranks; -at cudnn (the emulator's
-#      cuDNN shim): the CPU curve within 3e-2 and resume bit-exact
+#      cuDNN shim): the CPU curve within 3e-2 and resume bit-exact; and with
+#      no deterministic backward engine (EMU_CUDNN_NONDETERMINISTIC=1): the
+#      warning once a run, the CPU curve within 3e-2, resume no longer
+#      bit-exact but its losses within the tolerance derived below
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -127,6 +130,43 @@ cp "$work/cudnn/model_00000002.bin" "$work/cudnn/state_00000002.bin" "$work/cudn
 if same_checkpoint "$work/cudnn" "$work/cudnn_resumed" 4 && ! grep -q 'not deterministic' "$work/cudnn.out"; then
     ok "bf16 -at cudnn resume at step 2 bit-exact"
 else bad "bf16 -at cudnn resume differs: $(tail -2 "$work/cudnn_resumed.out")"; fi
+# -at cudnn where cuDNN offers no deterministic backward engine: EMU_CUDNN_NONDETERMINISTIC=1
+# makes the shim's heuristics offer the backward only engines noted NONDETERMINISTIC, and
+# their executes round each dQ, dK, dV element to either bf16 neighbour of its exact value,
+# chosen afresh per execute (docs/cuda.md). The trainer must say once that resume is not
+# bit-exact; resumed at step 2, step 3's loss (its forward comes before any backward that
+# differs) is still bit-exact, and step 4's is within NONDET_TOL of the uninterrupted run's.
+# NONDET_TOL: step 3's attention gradients differ by at most one bf16 ulp (2^-8 relative)
+# an element; AdamW's update m/sqrt(v) is scale-free in the gradient, so step 3's update
+# moves by about 2 x 2^-8 of itself at most, and step 4's loss by that share of what one
+# update changes: NONDET_TOL = 2^-7 x the largest step-to-step loss change of the
+# uninterrupted run (0.228 with these flags: 1.8e-3; 15x under the 3e-2 CPU tolerance).
+# Measured: step 4 differs by 6.3e-5 here (seeds 12-15: 1.3e-5 to 2.8e-4, each under
+# 2^-7 of that run's own step-3 change); the bf16 forward's rounding of the changed
+# parameters is in those numbers.
+nondet() { EMU_CUDNN_NONDETERMINISTIC=1 "$bf16" "${flags[@]}" -at cudnn "$@"; }
+nondet -o "$work/nondet" > "$work/nondet.out" 2>&1 || bad "-at cudnn, nondeterministic engine: $(tail -2 "$work/nondet.out")"
+NONDET_TOL=$(losses "$work/nondet.out" | awk 'NR > 1 { d = $1 - p; if (d < 0) d = -d; if (d > m) m = d } { p = $1 }
+                                            END { printf "%.1e", m / 128 }')
+mkdir -p "$work/nondet_resumed"
+cp "$work/nondet/model_00000002.bin" "$work/nondet/state_00000002.bin" "$work/nondet_resumed/"
+nondet -o "$work/nondet_resumed" -y 1 > "$work/nondet_resumed.out" 2>&1 ||
+    bad "-at cudnn, nondeterministic engine, resumed: $(tail -2 "$work/nondet_resumed.out")"
+warning="warning: -at cudnn: cuDNN's backward engine for B=2 T=16 is not deterministic on this GPU: resume is not bit-exact"
+w1=$(grep -cF "$warning" "$work/nondet.out"); w2=$(grep -cF "$warning" "$work/nondet_resumed.out")
+[ "$w1" = 1 ] && [ "$w2" = 1 ] && ok "-at cudnn, nondeterministic engine: the warning once in each run" ||
+    bad "-at cudnn, nondeterministic engine: the warning $w1 and $w2 times (once each expected)"
+if close "$work/nondet.out" "$work/cpu.out" 3e-2; then ok "-at cudnn, nondeterministic engine: 4 steps within 3e-2 of the CPU losses"
+else bad "-at cudnn nondeterministic losses $(losses "$work/nondet.out" | xargs) vs CPU $(losses "$work/cpu.out" | xargs)"; fi
+diffs=$(paste <(losses "$work/nondet.out" | tail -2) <(losses "$work/nondet_resumed.out") |
+        awk '{ d = $1 - $2; printf("%s%.1e", (NR > 1 ? " " : ""), (d < 0 ? -d : d)) }')
+if paste <(losses "$work/nondet.out" | tail -2) <(losses "$work/nondet_resumed.out") | awk -v tol="$NONDET_TOL" \
+       'NF != 2 || (NR == 1 && $1 != $2) || $1 - $2 > tol || $2 - $1 > tol { bad = 1 } END { exit bad || NR != 2 }' &&
+   ! same_checkpoint "$work/nondet" "$work/nondet_resumed" 4; then
+    ok "-at cudnn, nondeterministic engine: resumed at step 2, step 3 bit-exact, step 4 within $NONDET_TOL (|diff| $diffs), the step-4 model not bit-exact"
+else
+    bad "-at cudnn, nondeterministic engine, resume: losses $(losses "$work/nondet.out" | tail -2 | xargs) vs $(losses "$work/nondet_resumed.out" | xargs) (tol $NONDET_TOL), step-4 files $(same_checkpoint "$work/nondet" "$work/nondet_resumed" 4 && echo identical || echo differ)"
+fi
 for z in 1 0; do
     rm -f "$work/id16_$z"
     r=0; [ $z = 1 ] && r=1
