@@ -12,8 +12,8 @@
 #      block also run in reverse order. test_gpt2cu runs the tensor-core
 #      attention (its default); the other kinds (-at cublas, flash) on two
 #      states in both builds, -at cudnn (the emulator's cuDNN shim) in bf16 on
-#      both, ln_small with the equivalence and the curve; tc and cudnn refused
-#      by the fp32 build
+#      all six and the masked one (SAN=1: cbwc_odd), ln_small with the
+#      equivalence and the curve; tc and cudnn refused by the fp32 build
 #   2. every dev/cuda kernel check (DEV_CUDA_CHECK_ONLY=1: small shapes, no timings)
 #   3. train_gpt2cu / train_gpt2fp32cu: a few steps with -o, gradient
 #      accumulation, forward-only passes, two ranks as threads over the
@@ -224,7 +224,9 @@ for tag in $reverse_tags; do
 done
 
 kind_tags="ln_small cbwc_odd"; [ $san = 1 ] && kind_tags=cbwc_odd
-cudnn_runs=("ln_small --curve 5 --seed SEED --equivalence 8" "cbwc_odd")
+# -at cudnn on every state, the masked one included (1.2-1.5 s a run emulated, ln_small with
+# its curve and equivalence 8 s)
+cudnn_runs=("ln_small --curve 5 --seed SEED --equivalence 8" rms_small cbwc_small ln_odd rms_odd cbwc_odd mask)
 [ $san = 1 ] && cudnn_runs=("cbwc_odd")
 # the other attention kernels through the whole model (-at; the default above is tc
 # in bf16, flash in fp32); the bf16 tolerances are the same table
@@ -235,9 +237,10 @@ m=$(( (s + 2 * 7 + 5 * 13) % 1000000 )) # ln_small's seed above
 for run in "${cudnn_runs[@]}"; do
     read -r tag extra <<< "${run/SEED/$m}"
     # shellcheck disable=SC2086
+    t0=$SECONDS
     if "$E/test_gpt2cu" "$work/$tag.bin" "$work/${tag}_state.bin" -at cudnn $extra > "$work/test_gpt2cu.$tag.cudnn.log" 2>&1 &&
        grep -q "attention cudnn" "$work/test_gpt2cu.$tag.cudnn.log"; then
-        ok "test_gpt2cu -at cudnn $tag: logits, loss, gradients, steps${extra:+, $extra}"
+        ok "test_gpt2cu -at cudnn $tag: logits, loss, gradients, steps${extra:+, $extra} ($((SECONDS - t0)) s)"
     else
         bad "test_gpt2cu -at cudnn $tag"; grep -E 'FAIL|error' "$work/test_gpt2cu.$tag.cudnn.log" | head -10 | sed 's/^/     /'
     fi
