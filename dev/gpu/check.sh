@@ -10,9 +10,12 @@
 #   gpt2 tests         test_gpt2fp32cu, test_gpt2cu against the carried states
 #   attention timings  every attention program of dev/cuda (checks, then timings)
 #   d12 tok/s          train_gpt2cu -e d12, ln and cbwc, B=16 and 64, T=1024
-#                      (median step), beside llm.c's train_gpt2cu when carried
+#                      (median step), beside llm.c's train_gpt2cu (USE_CUDNN=0)
+#                      when carried
 #   d12 tok/s cudnn    train_gpt2cu -e d12 -N ln -at cudnn (cuDNN's fused
-#                      attention) at the first B, beside tc and llm.c's run above
+#                      attention) at the first B, beside tc, llm.c's USE_CUDNN=0
+#                      run above and llm.c's USE_CUDNN=1 build when its
+#                      cudnn-frontend is carried (every llm.c row names its build)
 #   kernel timings     the other GPT-2 dev/cuda programs (matmul, cbwc, any new
 #                      one), and a cost model's predictions beside when
 #                      dev/gpu/cost_model.{sh,py} exists
@@ -64,7 +67,9 @@ llmc=${2:-${LLMC_DIR:-}}
 [ -z "$llmc" ] && [ -f .llmc/Makefile ] && [ -f .llmc/train_gpt2.cu ] && llmc=.llmc
 [ -n "$llmc" ] && [ -d "$llmc" ] && llmc=$(cd "$llmc" && pwd)
 cores=$(nproc 2> /dev/null || echo 4)
-llmc_wait=${CHECK_LLMC_WAIT_S:-90} # the most d12 waits for llm.c's build
+llmc_wait=${CHECK_LLMC_WAIT_S:-90} # the most d12 (and the cudnn stage) waits for llm.c's build
+llmc_cudnn=0 # 1: llm.c's cudnn-frontend and cudnn.h are there, so USE_CUDNN=1 is built too (preflight)
+why_no_cudnn="not checked"
 tmp=$(mktemp -d /tmp/foldnorm_check.XXXXXX)
 logs=$tmp/logs
 mkdir -p "$logs"
@@ -359,7 +364,15 @@ if stage "preflight" 5 5; then
         row "preflight: reference states" "FAIL (states not carried: run dev/gpu/make_states.sh here and carry dev/gpu/states)"
     fi
     if [ -n "$llmc" ] && [ -f "$llmc/train_gpt2.cu" ]; then
-        row "preflight: llm.c" "INFO ($llmc: built in the background, run beside d12)"
+        if [ ! -d "$llmc/cudnn-frontend/include" ]; then
+            why_no_cudnn="no $llmc/cudnn-frontend/include: docs/cuda.md says how to carry it"
+        elif [ -z "$(find /usr /opt -maxdepth 6 -name cudnn.h -print -quit 2> /dev/null)" ]; then
+            why_no_cudnn="cudnn-frontend carried, but no cudnn.h under /usr or /opt"
+        else
+            llmc_cudnn=1
+        fi
+        row "preflight: llm.c" "INFO ($llmc: USE_CUDNN=0 built in the background, run beside d12; $(
+            [ "$llmc_cudnn" = 1 ] && echo "USE_CUDNN=1 too, run beside -at cudnn" || echo "no USE_CUDNN=1: $why_no_cudnn"))"
     else
         row "preflight: llm.c" "INFO (not carried: no side-by-side; docs/cuda.md says how to carry .llmc)"
         llmc=""
@@ -406,21 +419,21 @@ build_rest_job() {
     echo "=== retry without -Werror (NVCC_WERROR=)"
     make -j"$cores" "${make_args[@]}" NVCC_WERROR= "${rest[@]}"
 }
-# llm.c's train_gpt2cu from its own Makefile, in a copy under $tmp: one GPU, no
-# MPI, no cuDNN unless its frontend and cudnn.h are there; -lnvidia-ml through
-# the driver's libnvidia-ml.so.1. CUDA 13 changed cudaMemAdvise's last argument
-# to a cudaMemLocation: llm.c's one call (its managed-memory fallback after an
-# out-of-memory, not taken here) is rewritten for it, and the log says so.
-llmc_build_job() {
-    local cudnn=0 nvml major
-    rm -rf "$tmp/llmc" && cp -r "$llmc" "$tmp/llmc" || return 1
+# llm.c's train_gpt2cu from its own Makefile, in a copy $tmp/DIR: one GPU, no
+# MPI, USE_CUDNN as asked (1 only where preflight found its cudnn-frontend and
+# cudnn.h); -lnvidia-ml through the driver's libnvidia-ml.so.1. CUDA 13 changed
+# cudaMemAdvise's last argument to a cudaMemLocation: llm.c's one call (its
+# managed-memory fallback after an out-of-memory, not taken here) is rewritten
+# for it, and the log says so.
+llmc_build_job() { # DIR USE_CUDNN
+    local dir=$tmp/$1 cudnn=$2 nvml major
+    rm -rf "$dir" && cp -r "$llmc" "$dir" || return 1
     major=$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
     if [ "${major:-0}" -ge 13 ]; then
         sed -i 's/cudaMemAdviseSetPreferredLocation, cudaCpuDeviceId)/cudaMemAdviseSetPreferredLocation, cudaMemLocation{cudaMemLocationTypeHost, 0})/' \
-            "$tmp/llmc/llmc/cuda_utils.cuh"
-        echo "llm.c: patched for CUDA $major: $(grep -c 'cudaMemLocation{' "$tmp/llmc/llmc/cuda_utils.cuh") cudaMemAdvise call"
+            "$dir/llmc/cuda_utils.cuh"
+        echo "llm.c: patched for CUDA $major: $(grep -c 'cudaMemLocation{' "$dir/llmc/cuda_utils.cuh") cudaMemAdvise call"
     fi
-    [ -d "$llmc/cudnn-frontend/include" ] && [ -n "$(find /usr /opt -maxdepth 6 -name cudnn.h -print -quit 2> /dev/null)" ] && cudnn=1
     if ! printf 'int main(void) { return 0; }\n' | gcc -x c - -lnvidia-ml -o /dev/null 2> /dev/null; then
         nvml=$( { ldconfig -p 2> /dev/null | awk '/libnvidia-ml\.so\.1 / { print $NF }'
                   find /usr/local/nvidia /usr/lib /usr/lib64 -name libnvidia-ml.so.1 2> /dev/null; } | head -1)
@@ -428,7 +441,24 @@ llmc_build_job() {
             export LIBRARY_PATH=$tmp/nvml${LIBRARY_PATH:+:$LIBRARY_PATH}
     fi
     echo "llm.c: USE_CUDNN=$cudnn"
-    make -C "$tmp/llmc" train_gpt2cu NO_MULTI_GPU=1 NO_USE_MPI=1 USE_CUDNN=$cudnn GPU_COMPUTE_CAPABILITY=90
+    make -C "$dir" train_gpt2cu NO_MULTI_GPU=1 NO_USE_MPI=1 USE_CUDNN="$cudnn" GPU_COMPUTE_CAPABILITY=90
+}
+# llmc_binary JOB DIR USE_CUDNN: waits for the llm.c build JOB (up to llmc_wait
+# s and the deadline), its "build: llm.c USE_CUDNN=N" row; the binary in llmc_bin, or ""
+llmc_binary() {
+    local l rc
+    llmc_bin=""
+    l=$(left)
+    bg_wait "$1" $((l < llmc_wait ? l : llmc_wait))
+    rc=$?
+    add_log "$1"
+    unset 'bg_pids[$1]'
+    if [ $rc -eq 0 ] && [ -x "$tmp/$2/train_gpt2cu" ]; then
+        llmc_bin=$tmp/$2/train_gpt2cu
+        row "build: llm.c USE_CUDNN=$3" "PASS (train_gpt2cu; $(grep '^llm.c: ' "$logs/$1.log" | sed 's/^llm.c: //' | paste -sd ';'))"
+    else
+        row "build: llm.c USE_CUDNN=$3" "FAIL ($([ $rc -eq 124 ] && echo 'not done in time' || echo "exit $rc: $(grep -m1 error "$logs/$1.log" | cut -c1-80)"); log: $1)"
+    fi
 }
 if stage "build" 90 10; then
     t_b=$SECONDS
@@ -441,8 +471,9 @@ if stage "build" 90 10; then
         if [ -n "$llmc" ] && [ "$dry" = 1 ]; then
             row "build: llm.c" "INFO (dry run: llm.c needs nvcc and a device; the emulated train_gpt2cu stands in)"
         elif [ -n "$llmc" ]; then
-            bg_start llmc_build llmc_build_job
-            row "build: llm.c" "INFO (train_gpt2cu in the background from $llmc/Makefile)"
+            bg_start llmc_build llmc_build_job llmc 0
+            [ "$llmc_cudnn" = 1 ] && bg_start llmc_cudnn_build llmc_build_job llmc_cudnn 1
+            row "build: llm.c" "INFO (train_gpt2cu USE_CUDNN=0$([ "$llmc_cudnn" = 1 ] && echo " and USE_CUDNN=1") in the background from $llmc/Makefile)"
         fi
         execute build "$t_build" make -j"$cores" "${make_args[@]}" "${priority[@]}"
         rc=$?
@@ -533,30 +564,21 @@ if stage "d12 tok/s" 75 30; then
                     -x "$steps" -v 0 -sh 0 "${data[@]}"
                 [ $mode = ln ] && ours_ln=$speed_ms && ours_ln_ms[$B]=$speed_ms
             done
-            # llm.c's train_gpt2cu as it ships (recompute, master weights, no cuDNN), the same shards
+            # llm.c's train_gpt2cu as it ships (recompute, master weights), built
+            # without cuDNN (USE_CUDNN=0, its own attention kernels), the same shards
             if [ "$dry" = 1 ]; then
-                llmc_bin=$bindir/train_gpt2cu; lname="llm.c (dry: our emulated trainer) B=$B T=$T"
+                llmc_bin=$bindir/train_gpt2cu; lname="llm.c USE_CUDNN=0 (dry: our emulated trainer) B=$B T=$T"
             else
-                lname="llm.c d12 B=$B T=$T"
+                lname="llm.c USE_CUDNN=0 d12 B=$B T=$T"
             fi
-            if [ -n "$llmc" ] && [ -z "$llmc_bin" ]; then
-                l=$(left)
-                bg_wait llmc_build $((l < llmc_wait ? l : llmc_wait))
-                rc=$?
-                add_log llmc_build
-                unset 'bg_pids[llmc_build]'
-                if [ $rc -eq 0 ] && [ -x "$tmp/llmc/train_gpt2cu" ]; then
-                    llmc_bin=$tmp/llmc/train_gpt2cu
-                    row "build: llm.c" "PASS (train_gpt2cu; $(grep '^llm.c: ' "$logs/llmc_build.log" | sed 's/^llm.c: //' | paste -sd ';'))"
-                else
-                    row "build: llm.c" "FAIL ($([ $rc -eq 124 ] && echo 'not done in time' || echo "exit $rc: $(grep -m1 error "$logs/llmc_build.log" | cut -c1-80)"); log: llmc_build)"
-                    llmc=""
-                fi
+            if [ -n "$llmc" ] && [ -z "$llmc_bin" ] && [ -z "${llmc_waited:-}" ]; then
+                llmc_binary llmc_build llmc 0 # waited for once: a failed build is not waited for again
+                llmc_waited=1
             fi
             if [ -n "$llmc_bin" ] && speed "$lname" "$t_d12" "$B" "$llmc_bin" -e "$model" -b "$B" -t "$T" \
                     -x "$steps" -v 100000 -s 0 -m 1 "${data[@]}" && [ -n "$ours_ln" ] && [ -n "$speed_ms" ]; then
                 llmc_ms[$B]=$speed_ms
-                row "  llm.c / ours (ln), B=$B" "TIME $(awk -v a="$ours_ln" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
+                row "  llm.c USE_CUDNN=0 / ours (ln), B=$B" "TIME $(awk -v a="$ours_ln" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
             fi
         done
     fi
@@ -564,25 +586,43 @@ fi
 
 # ---------------------------------------------------------------- d12 tok/s, -at cudnn
 # cuDNN's fused attention in the same run as the rows above (ln, the first B):
-# beside our default (tc) and llm.c's train_gpt2cu (USE_CUDNN=1 when its
-# cudnn-frontend is carried: the issue's side by side)
-if stage "d12 tok/s cudnn" 25 15; then
+# beside our default (tc), llm.c's USE_CUDNN=0 run above (the baseline) and
+# llm.c's USE_CUDNN=1 build (cuDNN's attention in both: the issue's side by
+# side) when its cudnn-frontend is carried; the dry run stands in our emulated
+# trainer for both llm.c builds, with -at cudnn for USE_CUDNN=1
+if stage "d12 tok/s cudnn" 45 25; then
     B=${batches%% *}
     tag=d12; [ "$dry" = 1 ] && tag="d12 (dry: $model)"
     name="$tag ln -at cudnn B=$B T=$T"
+    ours_cudnn=""
     if ! make_bench_data; then
         row "$name" "FAIL (token shards: combined.log, bench_data)"
     elif speed "$name" "$t_d12" "$B" "$bindir/train_gpt2cu" -e "$model" -N ln -at cudnn -b "$B" -t "$T" \
             -x "$steps" -v 0 -sh 0 "${data[@]}"; then
+        ours_cudnn=$speed_ms
         nondet=$(grep -m1 'not deterministic' "$last_log" | cut -c1-120)
         row "  cudnn backward" "INFO (${nondet:-deterministic engine: resume stays bit-exact})"
         if [ -n "${ours_ln_ms[$B]:-}" ]; then
             row "  cudnn / tc (ln), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${ours_ln_ms[$B]}" 'BEGIN { printf "cudnn takes %.2fx tc'"'"'s step time", a / b }')"
         fi
         if [ -n "${llmc_ms[$B]:-}" ]; then
-            flavour=$(grep -m1 -o 'USE_CUDNN=[01]' "$logs/llmc_build.log" 2> /dev/null || echo "dry: our emulated trainer")
-            row "  llm.c / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${llmc_ms[$B]}" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }') (llm.c $flavour)"
+            row "  llm.c USE_CUDNN=0 / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${llmc_ms[$B]}" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
         fi
+    fi
+    llmc_bin=""; llmc_args=()
+    if [ "$dry" = 1 ]; then
+        llmc_bin=$bindir/train_gpt2cu; llmc_args=(-at cudnn)
+        lname="llm.c USE_CUDNN=1 (dry: our emulated trainer -at cudnn) B=$B T=$T"
+    elif [ -n "$llmc" ] && [ "$llmc_cudnn" = 1 ]; then
+        llmc_binary llmc_cudnn_build llmc_cudnn 1
+        lname="llm.c USE_CUDNN=1 d12 B=$B T=$T"
+    elif [ -n "$llmc" ]; then
+        row "llm.c USE_CUDNN=1" "INFO (not built: $why_no_cudnn; the ratio above is against USE_CUDNN=0)"
+    fi
+    if [ -n "$llmc_bin" ] && make_bench_data &&
+       speed "$lname" "$t_d12" "$B" "$llmc_bin" -e "$model" -b "$B" -t "$T" -x "$steps" -v 100000 -s 0 -m 1 \
+            "${llmc_args[@]}" "${data[@]}" && [ -n "$ours_cudnn" ] && [ -n "$speed_ms" ]; then
+        row "  llm.c USE_CUDNN=1 / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$ours_cudnn" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
     fi
 fi
 

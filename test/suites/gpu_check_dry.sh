@@ -7,7 +7,8 @@
 #   1. a full dry run: a START row for every stage; PASS rows for the GPT-2 and
 #      vision tests, every dev/cuda program (both precisions, found by name), the
 #      builds, the resumes; TIME rows for d12 (each mode and B; -at cudnn), the llm.c
-#      stand-in, inference and the cost-model hook; no FAIL; the logs within
+#      stand-ins (USE_CUDNN=0 at each B, USE_CUDNN=1 beside -at cudnn: each row
+#      names the build), inference and the cost-model hook; no FAIL; the logs within
 #      their caps; at most 8 files back; rows in summary.txt while the script
 #      still runs (each row is written the moment it is known)
 #   2. a dry run with CHECK_DEADLINE_S=25: every stage has a row, the build and
@@ -140,14 +141,17 @@ else bad "no PASS row for: ${missing[*]}"; fi
 times=0
 for B in 1 2; do
     for mode in ln cbwc; do has "$s1" "d12 (dry: d2c64h4v256t64) $mode B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1)); done
-    has "$s1" "llm.c (dry: our emulated trainer) B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
+    has "$s1" "llm.c USE_CUDNN=0 (dry: our emulated trainer) B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
+    has "$s1" "  llm.c USE_CUDNN=0 / ours (ln), B=$B" 'TIME ours takes' && times=$((times + 1))
 done
 for T in 16 32 64; do has "$s1" "inference T=$T (B=$((64 / T)))" 'TIME ln [0-9.]+ ms, rms' && times=$((times + 1)); done
 has "$s1" "  predicted" 'TIME stand-in cost model: 0 RESULT lines in results.txt' && times=$((times + 1))
 has "$s1" "d12 (dry: d2c64h4v256t64) ln -at cudnn B=1 T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
-has "$s1" "  llm.c / ours (ln, cudnn), B=1" 'TIME ours takes' && times=$((times + 1))
-if [ $times -eq 12 ]; then ok "TIME rows: d12 in each mode and B, -at cudnn and its llm.c ratio, the llm.c stand-in, inference at 3 T, the cost model"
-else bad "$times of 12 TIME rows"; fi
+has "$s1" "  llm.c USE_CUDNN=0 / ours (ln, cudnn), B=1" 'TIME ours takes' && times=$((times + 1))
+has "$s1" "llm.c USE_CUDNN=1 (dry: our emulated trainer -at cudnn) B=1 T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
+has "$s1" "  llm.c USE_CUDNN=1 / ours (ln, cudnn), B=1" 'TIME ours takes' && times=$((times + 1))
+if [ $times -eq 16 ]; then ok "TIME rows: d12 in each mode and B, -at cudnn, the llm.c stand-ins (USE_CUDNN=0 at each B, USE_CUDNN=1 at -at cudnn's) and their ratios, inference at 3 T, the cost model"
+else bad "$times of 16 TIME rows"; fi
 if [ $rc -eq 0 ] && ! grep -q '  FAIL' "$s1" && has "$s1" "== end" 'INFO \([0-9]+ s of 900; [0-9]+ PASS, 0 FAIL, 0 SKIP\)'; then
     ok "dry run: exit 0, no FAIL, no SKIP ($took s)"
 else
