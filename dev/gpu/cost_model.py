@@ -14,6 +14,8 @@ counts by `check`; the roofline uses the bytes once (see calls.py).
                                     kernel's counted launches, bytes read and written,
                                     mma and GEMM FLOPs against the model; --reuse
                                     compares the logs already in WORKDIR
+  cost_model.py measured RESULTS    measured vs predicted for the RESULT lines of the
+                                    dev/cuda programs (dev/gpu/check.sh's hook)
 """
 
 import os
@@ -144,6 +146,12 @@ def main(argv):
             return 2
         import emulated  # the check's runs (build/emu)
         return emulated.check(argv[1], reuse="--reuse" in argv[2:])
+    if cmd == "measured":
+        if len(argv) != 2:
+            print(__doc__)
+            return 2
+        import measured  # check.sh's hook
+        return measured.main(argv[1])
     print(__doc__)
     return 2
 

@@ -9,7 +9,8 @@
 # fail, naming their kernel: the norm backward's per-lane load of rstd counted
 # once a row, the tensor-core forward's mma per 16-key chunk halved, a
 # GEMM's bias read dropped. Then the report: the issue's targets (d12 bf16
-# B=16 T=1024, tc: MFU >= 45 %, cbwc <= 1.02 x ln).
+# B=16 T=1024, tc: MFU >= 45 %, cbwc <= 1.02 x ln) and the device hook's
+# measured-vs-predicted line, whose prediction must equal a hand computation.
 # cores: 1
 # sanitized: skip a SAN=1 build has no access hooks, so nothing is counted; the emulated programs run under the sanitizers in cuda_emu and cuda_vit_emu
 set -uo pipefail
@@ -70,5 +71,18 @@ else
     bad "report:"; tail -5 "$work/report.md" | sed 's/^/     /'
 fi
 
+# 4. the device hook: a matmul at N=16384 IC=768 OC=3072, forward: 2 N IC OC FLOPs
+#    on tensor cores (77.3 GFLOP / 790 TFLOP/s = 0.0979 ms, its 130 MB of
+#    operands take less at 4 TB/s) plus 3 us for the launch: 0.101 ms
+echo "RESULT matmul bf16 N=16384 IC=768 OC=3072 fwd 0.150 ms 515 TFLOP/s | bwd 0.300 ms 515 TFLOP/s (zeros)" > "$work/results.txt"
+echo "RESULT matmul fp32 N=16384 IC=768 OC=3072 fwd 0.150 ms 515 TFLOP/s | bwd 0.300 ms 515 TFLOP/s (zeros)" >> "$work/results.txt"
+want=$(awk 'BEGIN { printf "%.3f", (2 * 16384 * 768 * 3072 / 790e12 + 3e-6) * 1e3 }')
+$PY dev/gpu/cost_model.py measured "$work/results.txt" > "$work/measured.log" 2>&1
+if [ "$(wc -l < "$work/measured.log")" -eq 2 ] &&
+   grep -qF "matmul N=16384 IC=768 OC=3072 fwd: measured 0.150 ms, predicted $want ms" "$work/measured.log"; then
+    ok "measured vs predicted (check.sh's hook): $(head -1 "$work/measured.log"); the fp32 line left out"
+else
+    bad "measured vs predicted (want $want ms, two lines):"; sed 's/^/     /' "$work/measured.log"
+fi
 echo "$fails failed"
 [ $fails -eq 0 ]
