@@ -2,7 +2,8 @@
 // test/test_swin.cu) share to compare against a reference and report: the
 // per-tensor relative error, the lookup in a test's bf16 tolerance table, the
 // "name  error  (tol)  ok/FAIL" line, the per-tensor gradient check, the loss
-// gaps, a mode run's buffers and the loading of a vision debug state.
+// gaps, a mode run's buffers, the loading of a vision debug state and the
+// flags' parsing.
 // Each test keeps its own checks, tolerance table and tensor names.
 #ifndef FOLDNORM_TEST_CUDA_COMPARE_H
 #define FOLDNORM_TEST_CUDA_COMPARE_H
@@ -153,6 +154,16 @@ static inline void vision_state_load(VisionDebugState *s, const char *path, int 
         fatal("%s: %s", path, err);
     }
     fclose(f);
+}
+
+// a flag's non-negative integer up to max; dies naming the flag
+static inline long parse_count(const char *flag, const char *v, long max) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > max) {
+        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
+    }
+    return n;
 }
 
 // -at NAME: the attention kernels a test's GPU model runs (windowed: Swin's);

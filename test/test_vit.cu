@@ -223,16 +223,6 @@ static void usage(void) {
     exit(EXIT_FAILURE);
 }
 
-// a non-negative integer up to max
-static long parse_count(const char *flag, const char *v, long max) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 0 || n > max) {
-        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
-    }
-    return n;
-}
-
 // a tolerance in (0, 1]
 static double parse_tolerance(const char *flag, const char *v) {
     char *end;
