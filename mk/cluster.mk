@@ -9,3 +9,7 @@ ifneq ($(NFQ_LIBS),)
   $(BIN)/link_delay: $(BUILD)/scripts/cluster/link_delay.o
 	mkdir -p $(@D) && $(CC) $^ $(filter -fsanitize=%,$(LDLIBS)) $(NFQ_LIBS) -o $@
 endif
+# comm_allreduce_mean's time over message sizes (dev/bench/bench_allreduce.c)
+CPU_PROGRAMS += bench_allreduce
+$(BIN)/bench_allreduce: $(BUILD)/dev/bench/bench_allreduce.o $(LLMC_LIB)
+	$(LINK)
