@@ -13,13 +13,20 @@
 # (and zero_grad, the norm's reduction). "ping" is the round trip h1 -> h2
 # measured before each run (the median). Not a test: it asserts nothing.
 # Needs root (namespaces) and, for a LATENCY other than 0, what
-# `netns_cluster.sh check delay` needs. Both "hosts" share this machine's cores.
+# `netns_cluster.sh check delay` needs. Both "hosts" share this machine's
+# cores; PIN=1 pins rank r to core r (taskset) in every run, as a host's
+# mpirun would bind its ranks (unpinned, two ranks that wait on each other
+# can share one core while other jobs hold the other: each exchange then
+# waits for the scheduler, ~4-12 ms here).
 #   dev/bench/bench_cluster.sh   (env: MODEL=d6 B=4 T=64 STEPS=6 ROUNDS=2
-#                                 RATES="10gbit 1gbit" LATENCIES="0 0.1ms 1ms" Z=1)
+#                                 RATES="10gbit 1gbit" LATENCIES="0 0.1ms 1ms" Z=1 PIN=0)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=${MODEL:-d6} b=${B:-4} t=${T:-64} steps=${STEPS:-6} rounds=${ROUNDS:-2}
-rates=${RATES:-10gbit 1gbit} latencies=${LATENCIES:-0 0.1ms 1ms} z=${Z:-1}
+rates=${RATES:-10gbit 1gbit} latencies=${LATENCIES:-0 0.1ms 1ms} z=${Z:-1} pin=${PIN:-0}
+train=(bin/train_gpt2)
+# shellcheck disable=SC2016 # expanded by the rank's shell
+[ "$pin" = 1 ] && train=(sh -c 'exec taskset -c "$OMPI_COMM_WORLD_RANK" "$0" "$@"' bin/train_gpt2)
 for lat in $latencies; do
     [ "$lat" = 0 ] && continue
     reason=$(scripts/cluster/netns_cluster.sh check delay) ||
@@ -34,7 +41,7 @@ cat llmc/*/*.c llmc/*/*.h > "$out/text.txt"
 bin/text_to_shard "$out/text.txt" "$out/src" 0.1 > /dev/null
 export OMP_NUM_THREADS=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(getconf _NPROCESSORS_ONLN) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "model $model, B $b per rank, T $t, -z $z, $steps steps, $rounds rounds, rates $rates, latencies $latencies, commit $(git rev-parse --short HEAD)"
+echo "model $model, B $b per rank, T $t, -z $z, $steps steps, $rounds rounds, rates $rates, latencies $latencies, pinned $pin, commit $(git rev-parse --short HEAD)"
 flags=(-e "$model" -b "$b" -t "$t" -x "$steps" -v 0 -z "$z" -i "$out/src_train_*.bin" -j "$out/src_val_*.bin")
 med() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 # the step lines after the first two: total ms and the part outside fwd, bwd, upd
@@ -51,7 +58,7 @@ ping_ms() {
 }
 for _ in $(seq 1 "$rounds"); do
     for ov in 0 1; do
-        "$cluster/mpirun" -np 2 --host h1:2 bin/train_gpt2 "${flags[@]}" -ov $ov > "$out/run.log"
+        "$cluster/mpirun" -np 2 --host h1:2 "${train[@]}" "${flags[@]}" -ov $ov > "$out/run.log"
         record "one_ov$ov" "$out/run.log"
         for rate in $rates; do
             for lat in $latencies; do
@@ -59,7 +66,7 @@ for _ in $(seq 1 "$rounds"); do
                 scripts/cluster/netns_cluster.sh link "$cluster" h2 rate "$rate"
                 scripts/cluster/netns_cluster.sh link "$cluster" h2 delay "$lat"
                 ping_ms >> "$out/ping_${rate}_$lat"
-                "$cluster/mpirun" -np 2 --map-by node bin/train_gpt2 "${flags[@]}" -ov $ov > "$out/run.log"
+                "$cluster/mpirun" -np 2 --map-by node "${train[@]}" "${flags[@]}" -ov $ov > "$out/run.log"
                 record "two_${rate}_${lat}_ov$ov" "$out/run.log"
                 scripts/cluster/netns_cluster.sh link "$cluster" h1 unlimited
                 scripts/cluster/netns_cluster.sh link "$cluster" h2 unlimited
