@@ -279,6 +279,8 @@ delay_on() { # HOST TIME
     [ -z "$reason" ] || die "link: no delay here: $reason"
     delay_off "$1"
     ip netns exec "$PREFIX-sw" sysctl -qw net.bridge.bridge-nf-call-iptables=1 || die "link: br_netfilter off in the switch"
+    # the previous daemon's log says "bound" too: gone before the new one starts
+    rm -f "$log"
     ip netns exec "$PREFIX-sw" "$LINK_DELAY" "${1#h}" "$2" < /dev/null > "$log" 2>&1 &
     pid=$!
     echo "$pid" > "$DIR/delay_$1.pid"
