@@ -44,10 +44,15 @@ placement() { # LAYOUT -> mpirun's placement and the per-rank batch (global batc
     esac
 }
 export FOLDNORM_COMM_TIMEOUT=${FOLDNORM_COMM_TIMEOUT:-900}
-# the uninterrupted runs, 30 steps (constant learning rate: -x does not change the steps)
+# the uninterrupted runs, END steps (constant learning rate: -x does not change
+# the steps). A fault lands after step 12, but on a loaded machine the run may
+# go on for a while before the injection takes hold (the steps take ~4 ms:
+# dead_slow once checkpointed step 35 before its link slowed), so END leaves
+# room, and a resume from at or past END is a failure that says so
+END=80
 for layout in 2x1 2x2; do
     # shellcheck disable=SC2046
-    "$MPIRUN" $(placement $layout) "${gpt[@]}" -x 30 -o "$work/ref_$layout" > "$work/ref_$layout.out" 2>&1 ||
+    "$MPIRUN" $(placement $layout) "${gpt[@]}" -x $END -o "$work/ref_$layout" > "$work/ref_$layout.out" 2>&1 ||
         { fail "uninterrupted $layout run: $(tail -2 "$work/ref_$layout.out" | tr '\n' ' ')"; exit 1; }
 done
 
@@ -97,12 +102,18 @@ intact() {
     [ "$newest" -ge 10 ] || { echo "no checkpoint of step >= 10"; return 1; }
     echo "newest checkpoint step $newest$(ls "$d"/*.tmp > /dev/null 2>&1 && echo ", $(ls "$d"/*.tmp | wc -l) .tmp")"
 }
-# resumed NAME LAYOUT: resumed to step 30 equals the uninterrupted run
+# resumed NAME LAYOUT: resumed to step END equals the uninterrupted run
 resumed() {
+    local newest
+    newest=$(ls "$work/$1"/state_*.bin 2>/dev/null | sed 's/.*state_0*\([0-9][0-9]*\)\.bin/\1/' | sort -n | tail -1)
+    if [ "${newest:-0}" -ge $END ]; then
+        fail "$1: the fault took hold only after step $END (newest checkpoint $newest): nothing left to resume"
+        return
+    fi
     # shellcheck disable=SC2046
-    if "$MPIRUN" $(placement "$2") "${gpt[@]}" -x 30 -y 1 -o "$work/$1" > "$work/$1.resume.out" 2>&1 &&
-        same_run "$work/$1" "$work/ref_$2" 30; then
-        ok "$1: resumed from $(sed -n 's/^resumed from .* at step \([0-9]*\)$/step \1/p' "$work/$1.resume.out") to 30: the uninterrupted run's main.log s: lines and model"
+    if "$MPIRUN" $(placement "$2") "${gpt[@]}" -x $END -y 1 -o "$work/$1" > "$work/$1.resume.out" 2>&1 &&
+        same_run "$work/$1" "$work/ref_$2" $END; then
+        ok "$1: resumed from $(sed -n 's/^resumed from .* at step \([0-9]*\)$/step \1/p' "$work/$1.resume.out") to $END: the uninterrupted run's main.log s: lines and model"
     else
         fail "$1: the resumed run differs or failed: $(tail -2 "$work/$1.resume.out" | tr '\n' ' ')"
     fi
