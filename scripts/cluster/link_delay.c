@@ -18,6 +18,7 @@
 // every packet it holds, prints what it did and exits 0.
 // scripts/cluster/netns_cluster.sh starts and stops it (link DIR HOST delay).
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
@@ -140,26 +141,40 @@ static int on_packet(struct nfq_q_handle *qh, struct nfgenmsg *msg, struct nfq_d
     return 0;
 }
 
-static void usage(void) {
-    fprintf(stderr, "usage: link_delay QUEUE DELAY   (DELAY: 200us, 0.2ms, 20ms, 1s)\n");
-    exit(2);
+static void usage(FILE *to) {
+    fprintf(to, "usage: link_delay QUEUE DELAY\n"
+                "  holds each packet of netfilter queue QUEUE (0-65535) for DELAY, then accepts it, in order\n"
+                "  DELAY: a time with its unit, at most 10 s: 200us, 0.2ms, 20ms, 1s\n"
+                "  run by scripts/cluster/netns_cluster.sh link DIR HOST delay TIME\n");
 }
 
 int main(int argc, char **argv) {
     int a = 1;
-    if (argc - a != 2) usage();
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = a; i < argc; i++)
+        if (argv[i][0] == '-' && argv[i][1] != '\0' && !isdigit((unsigned char)argv[i][1])) {
+            fprintf(stderr, "link_delay: unknown flag '%s' (see link_delay -h)\n", argv[i]);
+            return 1;
+        }
+    if (argc - a != 2) {
+        usage(stderr);
+        return 1;
+    }
     char *end;
     errno = 0;
     long queue = strtol(argv[a], &end, 10);
     if (errno != 0 || *end != '\0' || end == argv[a] || queue < 0 || queue > 65535) {
         fprintf(stderr, "link_delay: QUEUE must be a number from 0 to 65535, not '%s'\n", argv[a]);
-        return 2;
+        return 1;
     }
     int64_t delay_ns = parse_delay(argv[a + 1]);
     if (delay_ns < 0) {
         fprintf(stderr, "link_delay: DELAY must be a time of at most 10 s with its unit (us, ms, s), not '%s'\n",
                 argv[a + 1]);
-        return 2;
+        return 1;
     }
 
     static Delay d; // the ring is 128 KB: not on the stack
