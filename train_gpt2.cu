@@ -114,13 +114,13 @@ static float evaluate(GPT2Cuda *model, DataLoader *val, int max_batches) {
     dataloader_reset(val);
     size_t available = dataloader_batches_per_epoch(val);
     int n = (size_t)max_batches < available ? max_batches : (int)available;
-    double sum = 0.0;
+    gpt2cuda_loss_reset(model);
     for (int i = 0; i < n; i++) {
         dataloader_next_batch(val);
         gpt2cuda_forward(model, val->inputs, val->targets, val->B, val->T, 0.0f);
-        sum += model->mean_loss;
     }
-    return n > 0 ? (float)(sum / n) : NAN;
+    // the batches' mean losses, summed on the GPU: one wait
+    return n > 0 ? (float)(gpt2cuda_loss_sum(model) / n) : NAN;
 }
 
 // Forward passes only (the cost of inference; a folded model runs the rms
@@ -356,8 +356,7 @@ int main(int argc, char **argv) {
         if (last || stopped_by != 0) break;
         CUDA_CHECK(cudaDeviceSynchronize());
         const double t0 = now_seconds();
-        gpt2cuda_zero_grad(&model);
-        double loss_sum = 0.0;
+        gpt2cuda_zero_grad(&model); // and the loss sum: the micro-steps add theirs on the GPU
         for (int micro = 0; micro < grad_accum; micro++) {
             if (!args.overfit_single_batch) dataloader_next_batch(&train);
             const int counted = count_targets(train.targets, B * T);
@@ -368,7 +367,6 @@ int main(int argc, char **argv) {
             // the last backward hands each layer's gradients to the reduction as it finishes
             if (final_micro) grad_sync_attach(&sync);
             gpt2cuda_forward(&model, train.inputs, train.targets, B, T, scale);
-            loss_sum += model.mean_loss;
             if (counted > 0) {
                 gpt2cuda_backward(&model, scale);
             } else if (final_micro) {
@@ -377,7 +375,8 @@ int main(int argc, char **argv) {
             grad_sync_detach(&sync);
         }
         grad_sync_wait(&sync);
-        const float loss = multi_gpu_mean(&mg, (float)(loss_sum / grad_accum));
+        // the host's first wait in the step: the micro-steps' mean losses, summed on the GPU
+        const float loss = multi_gpu_mean(&mg, (float)(gpt2cuda_loss_sum(&model) / grad_accum));
         const double grad_norm_exact = grad_sync_norm(&sync);
         const float grad_norm = (float)grad_norm_exact;
         if (!isfinite(loss) || !isfinite(grad_norm)) {

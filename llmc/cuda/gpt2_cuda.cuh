@@ -31,6 +31,7 @@ extern "C" {
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
 #include "reduce.cuh"
+#include "step_scalars.cuh"
 #include "zero_shard.cuh"
 
 // the 16 parameter tensors in llm.c's order (as ParameterTensors in gpt2.h)
@@ -100,10 +101,13 @@ typedef struct {
     ScratchCuda scratch;
     AttentionLayers attention; // the kind chosen and what it keeps per layer (lse, or att)
     int *inputs, *targets; // device (B, T)
-    float *losses_host;
     int logits_are_grads;  // the last forward already wrote dlogits
-    float mean_loss;       // -1: no forward with targets since the last backward
+    int backward_ready;    // a forward with targets since the last backward
+    int loss_ready;        // a forward with targets has queued its mean loss
     int loss_tokens;
+    // the mean loss of each forward with targets, and their sum since
+    // gpt2cuda_zero_grad / gpt2cuda_loss_reset (step_scalars.cuh); host: pinned
+    StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
     // the rows of the last forward grouped by token (deterministic wte gradient)
@@ -198,14 +202,13 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->inputs = cuda_alloc<int>(BT);
     m->targets = cuda_alloc<int>(BT);
-    m->losses_host = (float *)malloc_check(BT * sizeof(float), "gpt2cuda losses");
+    step_scalars_alloc(&m->scalars, &m->scalars_host);
     token_buckets_init(&m->buckets, c->vocab_size, (int)BT);
     m->bucket_token = cuda_alloc<int>(BT);
     m->bucket_start = cuda_alloc<int>(BT + 1);
     m->bucket_rows = cuda_alloc<int>(BT);
     m->max_B = max_B;
     m->max_T = max_T;
-    m->mean_loss = -1.0f;
 }
 
 // ZeRO-1 over world ranks (before the first update): this rank keeps the
@@ -230,7 +233,10 @@ static inline void gpt2cuda_cbwc_refresh(GPT2Cuda *m) {
 // Forward over host tokens (B, T); targets may be NULL (no loss). With
 // targets and dlogits_scale > 0 the cross-entropy also writes dlogits =
 // dlogits_scale * dloss_n/dlogits (the logits are then gone); the backward
-// then needs no scale of its own. Returns after the losses are on the host.
+// then needs no scale of its own. Queues the work and returns without
+// waiting for the GPU: the mean loss over the counted targets stays on the
+// device (gpt2cuda_mean_loss reads it, gpt2cuda_loss_sum the sum since the
+// last reset).
 static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *targets, int B,
                                     int T, float dlogits_scale) {
     if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
@@ -301,11 +307,8 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     m->logits_are_grads = 0;
-    if (targets == NULL) {
-        m->mean_loss = -1.0f;
-        CUDA_CHECK(cudaStreamSynchronize(st));
-        return;
-    }
+    m->backward_ready = 0;
+    if (targets == NULL) return;
     int counted = 0;
     for (int i = 0; i < BT; i++) counted += targets[i] >= 0;
     m->loss_tokens = counted;
@@ -314,22 +317,36 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     const int write_grad = dlogits_scale > 0.0f;
     crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, dlogits_scale, write_grad, st);
     m->logits_are_grads = write_grad;
-    CUDA_CHECK(cudaMemcpyAsync(m->losses_host, a.losses, (size_t)BT * sizeof(float),
-                               cudaMemcpyDeviceToHost, st));
-    CUDA_CHECK(cudaStreamSynchronize(st));
-    double sum = 0.0;
-    for (int i = 0; i < BT; i++) sum += m->losses_host[i];
-    m->mean_loss = counted > 0 ? (float)(sum / counted) : 0.0f;
+    step_loss_add(m->scalars, a.losses, BT, counted, st);
+    m->backward_ready = 1;
+    m->loss_ready = 1;
 }
 
+// The last forward's mean loss over its counted targets (0 when none): waits for the GPU.
+static inline float gpt2cuda_mean_loss(GPT2Cuda *m) {
+    if (!m->loss_ready) fatal("gpt2cuda_mean_loss: no forward with targets yet");
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return m->scalars_host->loss;
+}
+
+// The sum of the mean losses of the forwards since the last reset (each
+// rounded to float, added in double): waits for the GPU.
+static inline double gpt2cuda_loss_sum(GPT2Cuda *m) {
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return m->scalars_host->loss_sum;
+}
+static inline void gpt2cuda_loss_reset(GPT2Cuda *m) { step_loss_reset(m->scalars, m->mm.stream); }
+
+// A new step: the gradients and the loss sum to zero.
 static inline void gpt2cuda_zero_grad(GPT2Cuda *m) {
     CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->num_parameters * sizeof(float), m->mm.stream));
+    gpt2cuda_loss_reset(m);
 }
 
 // Accumulates the parameter gradients of loss_scale * sum of per-token
 // losses (ignored when the forward already wrote dlogits with its scale).
 static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
-    if (m->mean_loss < 0.0f) fatal("gpt2cuda_backward: needs a forward pass with targets first");
+    if (!m->backward_ready) fatal("gpt2cuda_backward: needs a forward pass with targets first");
     if (m->inference) fatal("gpt2cuda_backward: the model was set up for inference only");
     const GPT2Config *cfg = &m->config;
     const int B = m->B, T = m->T, BT = B * T;
@@ -395,7 +412,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                                         m->bucket_rows};
     encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centred, st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
-    m->mean_loss = -1.0f; // the logits now hold their gradient
+    m->backward_ready = 0; // the logits now hold their gradient
     m->logits_are_grads = 0;
 }
 
@@ -519,7 +536,7 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     attention_layers_free(&m->attention);
     token_buckets_free(&m->buckets);
-    free(m->losses_host);
+    step_scalars_free(m->scalars, m->scalars_host);
     matmul_context_destroy(&m->mm);
     memset(m, 0, sizeof(*m));
 }
