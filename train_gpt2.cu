@@ -375,17 +375,20 @@ int main(int argc, char **argv) {
             grad_sync_detach(&sync);
         }
         grad_sync_wait(&sync);
-        // the host's first wait in the step: the micro-steps' mean losses, summed on the GPU
-        const float loss = multi_gpu_mean(&mg, (float)(gpt2cuda_loss_sum(&model) / grad_accum));
-        const double grad_norm_exact = grad_sync_norm(&sync);
-        const float grad_norm = (float)grad_norm_exact;
-        if (!isfinite(loss) || !isfinite(grad_norm)) {
-            fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
-                  step + 1, loss, grad_norm);
-        }
         adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
                                                     args.learning_rate, args.final_lr_fraction);
-        grad_sync_update(&sync, &adamw, clip_grad_scale(grad_norm_exact, args.grad_clip));
+        // the loss, the norm and the clip scale on the GPU; AdamW reads the scale there
+        // and skips the update when the loss or the norm is not finite
+        grad_sync_clip(&sync, grad_accum, args.grad_clip);
+        grad_sync_update(&sync, &adamw);
+        float loss; // the step's one wait for the GPU
+        double grad_norm_exact;
+        const int updated = grad_sync_step_result(&sync, &loss, &grad_norm_exact);
+        const float grad_norm = (float)grad_norm_exact;
+        if (!updated) {
+            fatal("step %d: non-finite loss (%f) or gradient norm (%f); the update was skipped, "
+                  "stopping", step + 1, loss, grad_norm);
+        }
         CUDA_CHECK(cudaDeviceSynchronize());
         const double seconds = now_seconds() - t0;
         if (step > progress.step) { // the first step pays for cuBLAS's setup

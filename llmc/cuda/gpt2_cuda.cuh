@@ -416,17 +416,18 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     m->logits_are_grads = 0;
 }
 
-// sum of squares of this rank's reduced gradients (all of them with one rank)
-static inline double gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
-    return sum_of_squares_cuda(m->grads_shard, m->shard.shard_params, m->scratch.sumsq,
-                               m->mm.stream);
+// queues scalars->sumsq = the sum of squares of this rank's reduced gradients
+// (all of them with one rank)
+static inline void gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
+    sum_of_squares_device(&m->scalars->sumsq, 0, m->grads_shard, m->shard.shard_params,
+                          m->scratch.sumsq, m->mm.stream);
 }
 
-// One AdamW step of this rank's shard (everything with one rank), decay on the
-// matrices only, gradients times grad_scale (clipping by the global norm).
-// With several ranks the caller then all-gathers the parameters and calls
-// gpt2cuda_params_gathered.
-static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, float grad_scale) {
+// Queues one AdamW step of this rank's shard (everything with one rank), decay
+// on the matrices only, the gradients clipped by the scale the GPU computed
+// (scalars->clip, step_clip; no update at all when it says so). With several
+// ranks the caller then all-gathers the parameters and calls gpt2cuda_params_gathered.
+static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     const size_t S = m->shard.shard_params;
     cuda_moments_ensure(&m->m_memory, &m->v_memory, S);
     m->adamw_step += 1;
@@ -439,9 +440,10 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
         const int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
-        const AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
-                                                    cfg->eps, cfg->weight_decay, decay,
-                                                    m->adamw_step, grad_scale);
+        AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
+                                              cfg->eps, cfg->weight_decay, decay, m->adamw_step,
+                                              1.0f);
+        step.clip = &m->scalars->clip;
         const ShardTensor *t = &m->shard.tensors[i];
         float *p = m->params_memory + t->offset;
         // with shards the floatX copy is refreshed whole after the gather
@@ -467,15 +469,18 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
 // after the all-gather of the fp32 parameters: their floatX copy
 static inline void gpt2cuda_params_gathered(GPT2Cuda *m) { gpt2cuda_sync_params_x(m); }
 
-// One AdamW step on one rank with global-norm clipping (clip <= 0: none);
-// returns the gradient norm before clipping.
+// One AdamW step on one rank with global-norm clipping (clip <= 0: none), the
+// norm and scale computed on the GPU; returns the gradient norm before
+// clipping (waits for the GPU to read it).
 static inline float gpt2cuda_update(GPT2Cuda *m, const AdamWConfig *cfg, float grad_clip) {
     if (m->shard.world != 1) {
         fatal("gpt2cuda_update: one rank only (sharded: gpt2cuda_update_shard)");
     }
-    const double norm = sqrt(gpt2cuda_grad_sum_of_squares(m));
-    gpt2cuda_update_shard(m, cfg, clip_grad_scale(norm, grad_clip));
-    return (float)norm;
+    gpt2cuda_grad_sum_of_squares(m);
+    step_clip(m->scalars, grad_clip, 0, m->mm.stream);
+    gpt2cuda_update_shard(m, cfg);
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return (float)m->scalars_host->norm;
 }
 
 // AdamW moments from full host copies (a checkpoint): this rank's slices

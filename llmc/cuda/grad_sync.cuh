@@ -114,11 +114,41 @@ static inline void grad_sync_wait(GradSync *gs) {
     CUDA_CHECK(cudaStreamWaitEvent(gs->model->mm.stream, gs->comm_done, 0));
 }
 
-// Global gradient norm after the reductions: every rank's shard (or, not
-// sharded, all the gradients on every rank, counted once).
-static inline double grad_sync_norm(GradSync *gs) {
-    const double local = gpt2cuda_grad_sum_of_squares(gs->model);
-    return sqrt(gs->sharded ? multi_gpu_sum_double(gs->mg, local) : local);
+// Queues, after the reductions (grad_sync_wait), the step's scalars on the
+// GPU (step_scalars.cuh): the mean loss of the micro_steps forwards and its
+// mean over the ranks; the global gradient norm (the sum of squares of every
+// rank's shard summed over the ranks, or, not sharded, of all the gradients
+// on every rank, counted once); the clip scale AdamW reads, and whether the
+// update runs (the loss and the norm finite). Nothing waits for the GPU.
+static inline void grad_sync_clip(GradSync *gs, int micro_steps, float grad_clip) {
+    GPT2Cuda *m = gs->model;
+    StepScalars *s = m->scalars;
+    const cudaStream_t st = m->mm.stream;
+    step_loss_finish(s, micro_steps, st);
+    gpt2cuda_grad_sum_of_squares(m);
+#ifdef FOLDNORM_NCCL
+    if (gs->mg->world > 1) {
+        NCCL_CHECK(ncclGroupStart());
+        NCCL_CHECK(ncclAllReduce(&s->step_loss, &s->step_loss, 1, ncclFloat, ncclAvg, gs->mg->comm, st));
+        if (gs->sharded) {
+            NCCL_CHECK(ncclAllReduce(&s->sumsq, &s->sumsq, 1, ncclDouble, ncclSum, gs->mg->comm, st));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+    }
+#endif
+    step_clip(s, grad_clip, 1, st);
+}
+
+// The step's loss (the ranks' mean) and gradient norm on the host: the one
+// wait of a step, after its update is queued. Returns 0 when either was not
+// finite (the update was then skipped on the GPU: the parameters and moments
+// are those before the step).
+static inline int grad_sync_step_result(GradSync *gs, float *loss, double *grad_norm) {
+    GPT2Cuda *m = gs->model;
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    *loss = m->scalars_host->step_loss;
+    *grad_norm = m->scalars_host->norm;
+    return m->scalars_host->clip.apply;
 }
 
 // Every rank's slices of every chunk, from the compact shard src (shard_params
@@ -143,10 +173,10 @@ static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *s
 #endif
 }
 
-// One AdamW step after the reductions (grad_sync_wait first): the rank's
+// One AdamW step after grad_sync_clip, clipped by the GPU's scale: the rank's
 // shard, then (ZeRO-1) the parameters gathered from all ranks.
-static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg, float grad_scale) {
-    gpt2cuda_update_shard(gs->model, cfg, grad_scale);
+static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg) {
+    gpt2cuda_update_shard(gs->model, cfg);
     if (gs->sharded) {
         grad_sync_all_gather(gs, gs->model->params_memory, NULL);
         gpt2cuda_params_gathered(gs->model);

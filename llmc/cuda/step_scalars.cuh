@@ -1,17 +1,24 @@
 // The scalars of a training step kept on the device, so that the host queues
-// a step's micro-steps without waiting for the GPU and reads them once, at the
-// step's end: the mean loss of each forward, summed over its rows in a fixed
-// order (no atomics), and the sum of those means over the micro-steps.
+// a step's micro-steps, its clip and its update without waiting for the GPU
+// and reads them once, at the step's end: the mean loss of each forward,
+// summed over its rows in a fixed order (no atomics), the sum of those means
+// over the micro-steps, and the gradient clip (norm, scale, go-ahead) that
+// the AdamW kernels read from device memory (llmc/cuda/adamw.cuh).
 #ifndef FOLDNORM_STEP_SCALARS_CUH
 #define FOLDNORM_STEP_SCALARS_CUH
 
 #include <string.h>
 
+#include "adamw.cuh"
 #include "cuda_common.cuh"
 
 typedef struct {
     double loss_sum; // the forwards' mean losses since the last reset (each a float first)
+    double sumsq;    // the gradients' sum of squares (over the ranks, once reduced)
+    double norm;     // sqrt(sumsq): the gradient norm before clipping
     float loss;      // the last forward's mean loss
+    float step_loss; // loss_sum / micro-steps (the mean over the ranks, once reduced)
+    AdamWClip clip;  // what AdamW reads
 } StepScalars;
 
 #define LOSS_MEAN_THREADS 256
@@ -43,6 +50,38 @@ __global__ void loss_mean_kernel(StepScalars *s, const float *losses, int n, int
 static inline void step_loss_add(StepScalars *s, const float *losses, int n, int counted,
                                  cudaStream_t stream) {
     loss_mean_kernel<<<1, LOSS_MEAN_THREADS, 0, stream>>>(s, losses, n, counted);
+    CUDA_CHECK_LAUNCH();
+}
+
+// step_loss = loss_sum / micro_steps, as a float (the ranks' mean follows on the device)
+__global__ void step_loss_finish_kernel(StepScalars *s, int micro_steps) {
+    if (threadIdx.x == 0 && blockIdx.x == 0) s->step_loss = (float)(s->loss_sum / micro_steps);
+}
+static inline void step_loss_finish(StepScalars *s, int micro_steps, cudaStream_t stream) {
+    step_loss_finish_kernel<<<1, 32, 0, stream>>>(s, micro_steps);
+    CUDA_CHECK_LAUNCH();
+}
+
+// norm = sqrt(sumsq) and the scale of clip_grad_scale (llmc/kernels/adamw.c),
+// in double as there (IEEE division and square root: --use_fast_math changes
+// only float math), so the same bits as the host computed; the update goes
+// ahead when the norm and, with check_loss, the step's loss are finite.
+__global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
+    const double norm = sqrt(s->sumsq);
+    float scale = 1.0f;
+    if (grad_clip > 0.0f) {
+        const double coef = (double)grad_clip / (norm + 1e-6);
+        scale = coef < 1.0 ? (float)coef : 1.0f;
+    }
+    s->norm = norm;
+    s->clip.scale = scale;
+    s->clip.apply = isfinite(norm) && (!check_loss || isfinite(s->step_loss));
+}
+
+// queues the clip from s->sumsq (grad_clip <= 0: scale 1)
+static inline void step_clip(StepScalars *s, float grad_clip, int check_loss, cudaStream_t stream) {
+    clip_kernel<<<1, 32, 0, stream>>>(s, grad_clip, check_loss);
     CUDA_CHECK_LAUNCH();
 }
 
