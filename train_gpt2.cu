@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cuda/gpt2_cuda.cuh"
+#include "cuda/gpt2_feed.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
 
@@ -102,12 +103,6 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     const char *refusal = attention_kind_refusal(gpu->attention, false);
     if (refusal != NULL) cli_error(&spec, "-at %s: %s", gpu->attention_name, refusal);
     return a;
-}
-
-static int count_targets(const int *targets, int n) {
-    int counted = 0;
-    for (int i = 0; i < n; i++) counted += targets[i] >= 0;
-    return counted;
 }
 
 static float evaluate(GPT2Cuda *model, DataLoader *val, int max_batches) {
@@ -313,6 +308,10 @@ int main(int argc, char **argv) {
 
     AdamWConfig adamw = {args.learning_rate, 0.9f, 0.95f, 1e-8f, args.weight_decay};
     if (args.overfit_single_batch) dataloader_next_batch(&train);
+    // the micro-batches and their token buckets from here on prepared on a host
+    // thread, a micro-step ahead, in page-locked memory (it owns `train` now)
+    Gpt2Feed feed;
+    gpt2_feed_init(&feed, &train, args.overfit_single_batch, cfg->vocab_size);
     double timed_seconds = 0.0;
     long long timed_tokens = 0;
     // the loop of train_gpt2.c: eval, sample, checkpoint at the top of each step
@@ -340,10 +339,10 @@ int main(int argc, char **argv) {
             TrainProgress now;
             memset(&now, 0, sizeof(now));
             now.step = step;
-            now.shard_index = train.shard_cursor;
-            now.position = train.batch_cursor;
+            size_t position; // the loader's, before the next batch
+            gpt2_feed_position(&feed, &now.epoch, &now.shard_index, &position);
+            now.position = position;
             now.rng_state = rng.state;
-            now.epoch = train.epoch;
             save_checkpoint(&sync, &host, &now, args.output_dir, args.checkpoint_keep);
         }
         if (stopped_by != 0 && lead) {
@@ -358,15 +357,16 @@ int main(int argc, char **argv) {
         const double t0 = now_seconds();
         gpt2cuda_zero_grad(&model); // and the loss sum: the micro-steps add theirs on the GPU
         for (int micro = 0; micro < grad_accum; micro++) {
-            if (!args.overfit_single_batch) dataloader_next_batch(&train);
-            const int counted = count_targets(train.targets, B * T);
+            cudaEvent_t copied; // recorded by the forward after copying the batch
+            const TokenBatch *batch = gpt2_feed_next(&feed, &copied);
+            const int counted = batch->counted;
             // mean over the counted targets of this rank's micro-batches; the
             // reduction averages the ranks
             const float scale = counted > 0 ? 1.0f / (float)(counted * grad_accum) : 0.0f;
             const int final_micro = micro == grad_accum - 1;
             // the last backward hands each layer's gradients to the reduction as it finishes
             if (final_micro) grad_sync_attach(&sync);
-            gpt2cuda_forward(&model, train.inputs, train.targets, B, T, scale);
+            gpt2cuda_forward_batch(&model, batch, scale, copied);
             if (counted > 0) {
                 gpt2cuda_backward(&model, scale);
             } else if (final_micro) {
@@ -412,6 +412,7 @@ int main(int argc, char **argv) {
                100.0 * tps * flops_per_token / peak_flops);
     }
     logger_free(&logger);
+    gpt2_feed_free(&feed); // joins the thread before the loader goes
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
     grad_sync_free(&sync);

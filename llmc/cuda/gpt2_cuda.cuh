@@ -16,7 +16,7 @@
 extern "C" {
 #include "kernels/adamw.h"
 #include "gpt2/gpt2.h"
-#include "kernels/token_buckets.h"
+#include "gpt2/token_prefetch.h"
 #include "core/utils.h"
 }
 
@@ -30,6 +30,7 @@ extern "C" {
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
+#include "pinned.cuh"
 #include "reduce.cuh"
 #include "step_scalars.cuh"
 #include "zero_shard.cuh"
@@ -100,7 +101,7 @@ typedef struct {
     ActivationsCuda acts;
     ScratchCuda scratch;
     AttentionLayers attention; // the kind chosen and what it keeps per layer (lse, or att)
-    int *inputs, *targets; // device (B, T)
+    int *inputs, *targets; // device (B, T), in batch_dev
     int logits_are_grads;  // the last forward already wrote dlogits
     int backward_ready;    // a forward with targets since the last backward
     int loss_ready;        // a forward with targets has queued its mean loss
@@ -110,9 +111,17 @@ typedef struct {
     StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
-    // the rows of the last forward grouped by token (deterministic wte gradient)
-    TokenBuckets buckets;
-    int *bucket_token, *bucket_start, *bucket_rows; // device copies
+    // the last forward's batch on the device: one copy of its page-locked
+    // storage (llmc/gpt2/token_prefetch.h); inputs, targets (above) and the
+    // rows of each token (the deterministic wte gradient) point into it
+    int *batch_dev;
+    size_t batch_dev_ints;
+    int num_buckets;
+    const int *bucket_token, *bucket_start, *bucket_rows;
+    // gpt2cuda_forward's batch of host tokens (page-locked) and the event after
+    // its copy, waited on before the next gpt2cuda_forward refills it
+    TokenBatch staged;
+    cudaEvent_t staged_copied;
     // called during the backward when a group of gradients is final: layer
     // L - 1 .. 0 (that layer's slices), L (lnfw, lnfb, first) and -1 (wte,
     // wpe, last); NULL: none (the data parallel reduction hooks in here)
@@ -200,13 +209,12 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->row_shift = cuda_alloc<float>(BT);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
-    m->inputs = cuda_alloc<int>(BT);
-    m->targets = cuda_alloc<int>(BT);
     step_scalars_alloc(&m->scalars, &m->scalars_host);
-    token_buckets_init(&m->buckets, c->vocab_size, (int)BT);
-    m->bucket_token = cuda_alloc<int>(BT);
-    m->bucket_start = cuda_alloc<int>(BT + 1);
-    m->bucket_rows = cuda_alloc<int>(BT);
+    const TokenBatchAllocator pinned = {cuda_pinned_alloc, cuda_pinned_free};
+    token_batch_init(&m->staged, max_B, max_T, c->vocab_size, !inference, pinned);
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->staged_copied, cudaEventDisableTiming));
+    m->batch_dev_ints = m->staged.storage_ints;
+    m->batch_dev = cuda_alloc<int>(m->batch_dev_ints);
     m->max_B = max_B;
     m->max_T = max_T;
 }
@@ -230,15 +238,19 @@ static inline void gpt2cuda_cbwc_refresh(GPT2Cuda *m) {
     m->centred_stale = 0;
 }
 
-// Forward over host tokens (B, T); targets may be NULL (no loss). With
-// targets and dlogits_scale > 0 the cross-entropy also writes dlogits =
+// Forward over a prepared batch (llmc/gpt2/token_prefetch.h: tokens, targets
+// or none, and, for a backward, their token buckets) in page-locked memory:
+// its copies are queued first, then `copied` is recorded (NULL: none), and
+// the batch must stay untouched until that event has passed. With targets
+// and dlogits_scale > 0 the cross-entropy also writes dlogits =
 // dlogits_scale * dloss_n/dlogits (the logits are then gone); the backward
 // then needs no scale of its own. Queues the work and returns without
 // waiting for the GPU: the mean loss over the counted targets stays on the
 // device (gpt2cuda_mean_loss reads it, gpt2cuda_loss_sum the sum since the
 // last reset).
-static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *targets, int B,
-                                    int T, float dlogits_scale) {
+static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
+                                          float dlogits_scale, cudaEvent_t copied) {
+    const int B = batch->B, T = batch->T;
     if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
         fatal("gpt2cuda_forward: B=%d T=%d outside the allocated %d x %d", B, T, m->max_B,
               m->max_T);
@@ -252,17 +264,23 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     const MatmulContext *mm = &m->mm;
     m->B = B;
     m->T = T;
-    CUDA_CHECK(cudaMemcpyAsync(m->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice,
-                               st));
+    if (batch->storage_ints > m->batch_dev_ints) {
+        fatal("gpt2cuda_forward: a batch of %zu ints, room for %zu", batch->storage_ints,
+              m->batch_dev_ints);
+    }
+    // the whole batch in one asynchronous copy: tokens, targets, buckets
+    CUDA_CHECK(cudaMemcpyAsync(m->batch_dev, batch->storage, batch->storage_ints * sizeof(int),
+                               cudaMemcpyHostToDevice, st));
+    if (copied != NULL) CUDA_CHECK(cudaEventRecord(copied, st));
+    m->inputs = m->batch_dev + (batch->inputs - batch->storage);
+    m->targets = m->batch_dev + (batch->targets - batch->storage);
     if (!m->inference) { // the rows of each token, for the wte gradient
-        token_buckets_build(&m->buckets, inputs, BT);
-        const int nb = m->buckets.num_buckets;
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_token, m->buckets.token, (size_t)nb * sizeof(int),
-                                   cudaMemcpyHostToDevice, st));
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_start, m->buckets.start,
-                                   (size_t)(nb + 1) * sizeof(int), cudaMemcpyHostToDevice, st));
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_rows, m->buckets.rows, (size_t)BT * sizeof(int),
-                                   cudaMemcpyHostToDevice, st));
+        if (!batch->has_buckets) fatal("gpt2cuda_forward: a training model needs token buckets");
+        const TokenBuckets *tb = &batch->buckets;
+        m->num_buckets = tb->num_buckets;
+        m->bucket_token = m->batch_dev + (tb->token - batch->storage);
+        m->bucket_start = m->batch_dev + (tb->start - batch->storage);
+        m->bucket_rows = m->batch_dev + (tb->rows - batch->storage);
     }
     if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
@@ -308,18 +326,30 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     m->logits_are_grads = 0;
     m->backward_ready = 0;
-    if (targets == NULL) return;
-    int counted = 0;
-    for (int i = 0; i < BT; i++) counted += targets[i] >= 0;
+    if (!batch->has_targets) return;
+    const int counted = batch->counted; // counted on the host
     m->loss_tokens = counted;
-    CUDA_CHECK(cudaMemcpyAsync(m->targets, targets, (size_t)BT * sizeof(int),
-                               cudaMemcpyHostToDevice, st));
     const int write_grad = dlogits_scale > 0.0f;
     crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, dlogits_scale, write_grad, st);
     m->logits_are_grads = write_grad;
     step_loss_add(m->scalars, a.losses, BT, counted, st);
     m->backward_ready = 1;
     m->loss_ready = 1;
+}
+
+// Forward over host tokens (B, T) and targets (NULL: no loss), as
+// gpt2cuda_forward_batch: they are copied into the model's page-locked batch
+// first (after the copies of the previous call out of it), its buckets built
+// for a training model. Returns without waiting for this forward.
+static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *targets, int B,
+                                    int T, float dlogits_scale) {
+    if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
+        fatal("gpt2cuda_forward: B=%d T=%d outside the allocated %d x %d", B, T, m->max_B,
+              m->max_T);
+    }
+    CUDA_CHECK(cudaEventSynchronize(m->staged_copied));
+    token_batch_fill(&m->staged, inputs, targets, B, T);
+    gpt2cuda_forward_batch(m, &m->staged, dlogits_scale, m->staged_copied);
 }
 
 // The last forward's mean loss over its counted targets (0 when none): waits for the GPU.
@@ -408,7 +438,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
         if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, l);
     }
-    const DeviceTokenBuckets buckets = {m->buckets.num_buckets, m->bucket_token, m->bucket_start,
+    const DeviceTokenBuckets buckets = {m->num_buckets, m->bucket_token, m->bucket_start,
                                         m->bucket_rows};
     encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centred, st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
@@ -533,14 +563,16 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
         m->scratch.reduce, m->scratch.row_shift, m->scratch.sumsq,
-        m->inputs, m->targets, m->bucket_token, m->bucket_start, m->bucket_rows};
+        m->batch_dev};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
     cuda_params_x_free(m->params_x_memory, m->params_memory);
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     attention_layers_free(&m->attention);
-    token_buckets_free(&m->buckets);
+    CUDA_CHECK(cudaEventSynchronize(m->staged_copied));
+    token_batch_free(&m->staged, TokenBatchAllocator{cuda_pinned_alloc, cuda_pinned_free});
+    CUDA_CHECK(cudaEventDestroy(m->staged_copied));
     step_scalars_free(m->scalars, m->scalars_host);
     matmul_context_destroy(&m->mm);
     memset(m, 0, sizeof(*m));

@@ -4,7 +4,7 @@
 
 #include "core/utils.h"
 
-void token_buckets_init(TokenBuckets *tb, int vocab_size, int max_rows) {
+void token_buckets_init_at(TokenBuckets *tb, int vocab_size, int max_rows, int *storage) {
     if (vocab_size <= 0 || max_rows <= 0) {
         fatal("token_buckets_init: vocab_size %d and max_rows %d must be positive", vocab_size,
               max_rows);
@@ -12,10 +12,18 @@ void token_buckets_init(TokenBuckets *tb, int vocab_size, int max_rows) {
     tb->vocab_size = vocab_size;
     tb->max_rows = max_rows;
     tb->num_buckets = 0;
-    tb->token = malloc_check((size_t)max_rows * sizeof(int), "token buckets");
-    tb->start = malloc_check(((size_t)max_rows + 1) * sizeof(int), "token buckets");
-    tb->rows = malloc_check((size_t)max_rows * sizeof(int), "token buckets");
+    tb->token = storage;
+    tb->start = storage + max_rows;
+    tb->rows = storage + 2 * (size_t)max_rows + 1;
     tb->slot = calloc_check((size_t)vocab_size, sizeof(int), "token buckets");
+    tb->owns = 0;
+}
+
+void token_buckets_init(TokenBuckets *tb, int vocab_size, int max_rows) {
+    if (max_rows <= 0) fatal("token_buckets_init: max_rows %d must be positive", max_rows);
+    int *storage = malloc_check((3 * (size_t)max_rows + 1) * sizeof(int), "token buckets");
+    token_buckets_init_at(tb, vocab_size, max_rows, storage);
+    tb->owns = 1;
 }
 
 void token_buckets_build(TokenBuckets *tb, const int *tokens, int n) {
@@ -44,9 +52,7 @@ void token_buckets_build(TokenBuckets *tb, const int *tokens, int n) {
 }
 
 void token_buckets_free(TokenBuckets *tb) {
-    free(tb->token);
-    free(tb->start);
-    free(tb->rows);
+    if (tb->owns) free(tb->token); // the one allocation of token, start and rows
     free(tb->slot);
     tb->token = tb->start = tb->rows = tb->slot = NULL;
 }
