@@ -73,6 +73,7 @@ typedef struct {
     floatX *dfch, *dfch_gelu;                 // (B, T, 4C)
     float *reduce;                            // norm and bias-gradient partials
     float *row_shift;                         // (B, T)
+    float *wte_partials;                      // the wte gradient's pieces (encoder.cuh)
     double *sumsq;                            // SUMSQ_BLOCKS
 } ScratchCuda;
 
@@ -116,8 +117,7 @@ typedef struct {
     // rows of each token (the deterministic wte gradient) point into it
     int *batch_dev;
     size_t batch_dev_ints;
-    int num_buckets;
-    const int *bucket_token, *bucket_start, *bucket_rows;
+    DeviceTokenBuckets wte_rows;
     // gpt2cuda_forward's batch of host tokens (page-locked) and the event after
     // its copy, waited on before the next gpt2cuda_forward refills it
     TokenBatch staged;
@@ -208,6 +208,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     size_t bias_floats = (size_t)column_sum_chunks((int)BT) * 4 * C;
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->row_shift = cuda_alloc<float>(BT);
+    s->wte_partials = cuda_alloc<float>((size_t)token_pieces_max_slots((int)BT) * C);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     step_scalars_alloc(&m->scalars, &m->scalars_host);
     const TokenBatchAllocator pinned = {cuda_pinned_alloc, cuda_pinned_free};
@@ -276,11 +277,16 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     m->targets = m->batch_dev + (batch->targets - batch->storage);
     if (!m->inference) { // the rows of each token, for the wte gradient
         if (!batch->has_buckets) fatal("gpt2cuda_forward: a training model needs token buckets");
-        const TokenBuckets *tb = &batch->buckets;
-        m->num_buckets = tb->num_buckets;
-        m->bucket_token = m->batch_dev + (tb->token - batch->storage);
-        m->bucket_start = m->batch_dev + (tb->start - batch->storage);
-        m->bucket_rows = m->batch_dev + (tb->rows - batch->storage);
+        const TokenPieces *tp = &batch->pieces;
+        DeviceTokenBuckets *w = &m->wte_rows;
+        w->num_pieces = tp->num_pieces;
+        w->num_split = tp->num_split;
+        w->rows = m->batch_dev + (batch->buckets.rows - batch->storage);
+        w->piece_start = m->batch_dev + (tp->piece_start - batch->storage);
+        w->piece_dest = m->batch_dev + (tp->piece_dest - batch->storage);
+        w->split_token = m->batch_dev + (tp->split_token - batch->storage);
+        w->split_first = m->batch_dev + (tp->split_first - batch->storage);
+        w->partials = m->scratch.wte_partials;
     }
     if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
@@ -438,9 +444,8 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
         if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, l);
     }
-    const DeviceTokenBuckets buckets = {m->num_buckets, m->bucket_token, m->bucket_start,
-                                        m->bucket_rows};
-    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centred, st);
+    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &m->wte_rows, B, T, C, centred,
+                          st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
     m->backward_ready = 0; // the logits now hold their gradient
     m->logits_are_grads = 0;
@@ -562,7 +567,7 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
-        m->scratch.reduce, m->scratch.row_shift, m->scratch.sumsq,
+        m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials, m->scratch.sumsq,
         m->batch_dev};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));

@@ -32,8 +32,8 @@ void token_batch_init(TokenBatch *b, int max_B, int max_T, int vocab_size, int w
     if (max_B <= 0 || max_T <= 0 || n > (size_t)1 << 30) {
         fatal("token_batch_init: B=%d T=%d", max_B, max_T);
     }
-    // inputs, targets; with buckets also their token, start (n + 1) and rows
-    const size_t ints = 2 * n + (with_buckets ? 3 * n + 1 : 0);
+    // inputs, targets; with buckets also their token, start (n + 1), rows and pieces
+    const size_t ints = 2 * n + (with_buckets ? 3 * n + 1 + token_pieces_ints((int)n) : 0);
     const size_t bytes = ints * sizeof(int);
     b->storage_ints = ints;
     b->storage = allocator.alloc_bytes != NULL ? allocator.alloc_bytes(bytes)
@@ -42,7 +42,10 @@ void token_batch_init(TokenBatch *b, int max_B, int max_T, int vocab_size, int w
     b->inputs = b->storage;
     b->targets = b->storage + n;
     b->has_buckets = with_buckets;
-    if (with_buckets) token_buckets_init_at(&b->buckets, vocab_size, (int)n, b->storage + 2 * n);
+    if (with_buckets) {
+        token_buckets_init_at(&b->buckets, vocab_size, (int)n, b->storage + 2 * n);
+        token_pieces_init_at(&b->pieces, (int)n, b->storage + 5 * n + 1);
+    }
 }
 
 void token_batch_fill(TokenBatch *b, const int *inputs, const int *targets, int B, int T) {
@@ -56,7 +59,10 @@ void token_batch_fill(TokenBatch *b, const int *inputs, const int *targets, int 
         memcpy(b->targets, targets, (size_t)n * sizeof(int));
         for (int i = 0; i < n; i++) b->counted += targets[i] >= 0;
     }
-    if (b->has_buckets) token_buckets_build(&b->buckets, inputs, n);
+    if (b->has_buckets) {
+        token_buckets_build(&b->buckets, inputs, n);
+        token_pieces_build(&b->pieces, &b->buckets);
+    }
 }
 
 void token_batch_free(TokenBatch *b, TokenBatchAllocator allocator) {

@@ -32,11 +32,12 @@ typedef struct {
     int counted;           // targets >= 0
     int has_buckets;
     TokenBuckets buckets;  // the rows of inputs grouped by token (with has_buckets)
+    TokenPieces pieces;    // and cut into pieces for the GPU's sum
     int slot;              // the prefetcher's slot (0 .. TOKEN_PREFETCH_SLOTS - 1)
     // the loader's position before this batch (what a checkpoint saves)
     int epoch, shard_cursor;
     size_t batch_cursor;
-    int *storage;          // inputs, targets, then the buckets' token, start and rows
+    int *storage;          // inputs, targets, the buckets' token, start, rows, the pieces
     size_t storage_ints;
 } TokenBatch;
 

@@ -56,3 +56,49 @@ void token_buckets_free(TokenBuckets *tb) {
     free(tb->slot);
     tb->token = tb->start = tb->rows = tb->slot = NULL;
 }
+
+size_t token_pieces_ints(int max_rows) {
+    const size_t split = (size_t)max_rows / TOKEN_PIECE_ROWS + 1;
+    return 2 * (size_t)max_rows + 1 + 2 * split + 1;
+}
+
+int token_pieces_max_slots(int max_rows) { return 2 * (max_rows / TOKEN_PIECE_ROWS) + 1; }
+
+void token_pieces_init_at(TokenPieces *tp, int max_rows, int *storage) {
+    if (max_rows <= 0) fatal("token_pieces_init_at: max_rows %d must be positive", max_rows);
+    const size_t split = (size_t)max_rows / TOKEN_PIECE_ROWS + 1;
+    tp->max_rows = max_rows;
+    tp->num_pieces = tp->num_split = 0;
+    tp->piece_start = storage;
+    tp->piece_dest = storage + max_rows + 1;
+    tp->split_token = tp->piece_dest + max_rows;
+    tp->split_first = tp->split_token + split;
+    tp->piece_start[0] = 0;
+    tp->split_first[0] = 0;
+}
+
+void token_pieces_build(TokenPieces *tp, const TokenBuckets *tb) {
+    if (tb->max_rows > tp->max_rows) {
+        fatal("token_pieces_build: buckets of up to %d rows, room for %d", tb->max_rows,
+              tp->max_rows);
+    }
+    int p = 0, g = 0, slot = 0;
+    for (int u = 0; u < tb->num_buckets; u++) {
+        const int e0 = tb->start[u], e1 = tb->start[u + 1];
+        if (e1 - e0 <= TOKEN_PIECE_ROWS) { // one piece, straight into the token's row
+            tp->piece_start[p] = e0;
+            tp->piece_dest[p++] = tb->token[u];
+            continue;
+        }
+        tp->split_token[g] = tb->token[u];
+        tp->split_first[g++] = slot;
+        for (int e = e0; e < e1; e += TOKEN_PIECE_ROWS) {
+            tp->piece_start[p] = e;
+            tp->piece_dest[p++] = -1 - slot++;
+        }
+    }
+    tp->piece_start[p] = tb->start[tb->num_buckets];
+    tp->split_first[g] = slot;
+    tp->num_pieces = p;
+    tp->num_split = g;
+}
