@@ -175,7 +175,7 @@ static void sample_and_print(GPT2Cuda *model, Rng *rng, const TrainArgs *args) {
 static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, const char *dir,
                             int keep) {
     GPT2Cuda *model = gs->model;
-    gpt2cuda_params_to_host(model, host->params_memory);
+    grad_sync_params_to_host(gs, host->params_memory); // ZeRO-1 bf16: the fp32 slices gathered
     host->adamw_step = model->adamw_step;
     if (model->m_memory != NULL) {
         const size_t bytes = model->num_parameters * sizeof(float);

@@ -89,6 +89,10 @@ typedef struct {
     // shard.shard_params each; grads_shard is grads_memory with one rank
     ShardLayout shard;
     float *grads_shard;
+    // ZeRO-1 with a floatX copy: the ranks gather that copy, so the fp32 master
+    // is current only in this rank's slices (and in the tensors cbwc projects
+    // V from); grad_sync_params_to_host gathers it whole
+    int master_partial;
     float *m_memory, *v_memory;
     ParamsOf<float> params, grads;
     ParamsOf<floatX> params_x;
@@ -460,8 +464,9 @@ static inline void gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
 
 // Queues one AdamW step of this rank's shard (everything with one rank), decay
 // on the matrices only, the gradients clipped by the scale the GPU computed
-// (scalars->clip, step_clip; no update at all when it says so). With several
-// ranks the caller then all-gathers the parameters and calls gpt2cuda_params_gathered.
+// (scalars->clip, step_clip; no update at all when it says so); the floatX
+// copy of what it updates is written in the same pass. With several ranks the
+// caller then all-gathers the parameters (grad_sync_update).
 static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     const size_t S = m->shard.shard_params;
     cuda_moments_ensure(&m->m_memory, &m->v_memory, S);
@@ -481,8 +486,8 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
         step.clip = &m->scalars->clip;
         const ShardTensor *t = &m->shard.tensors[i];
         float *p = m->params_memory + t->offset;
-        // with shards the floatX copy is refreshed whole after the gather
-        floatX *p_x = separate_x && !sharded ? m->params_x_memory + t->offset : NULL;
+        // with shards: this rank's slices of it, which the ranks then all-gather
+        floatX *p_x = separate_x ? m->params_x_memory + t->offset : NULL;
         float *g = m->grads_shard + t->shard_offset;
         float *mm = m->m_memory + t->shard_offset, *vv = m->v_memory + t->shard_offset;
         if (fuse_cbwc && (i == 6 || i == 12)) {
@@ -500,9 +505,6 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     // otherwise V is projected at the next forward (if the mode is, or becomes, cbwc)
     m->centred_stale = !fuse_cbwc;
 }
-
-// after the all-gather of the fp32 parameters: their floatX copy
-static inline void gpt2cuda_params_gathered(GPT2Cuda *m) { gpt2cuda_sync_params_x(m); }
 
 // One AdamW step on one rank with global-norm clipping (clip <= 0: none), the
 // norm and scale computed on the GPU; returns the gradient norm before
@@ -543,6 +545,10 @@ static inline void gpt2cuda_moments_from_host(GPT2Cuda *m, const float *host_m, 
 // host copies: fp32 parameters and gradients (num_parameters each), logits
 // (B, T, Vp) as float
 static inline void gpt2cuda_params_to_host(const GPT2Cuda *m, float *out) {
+    if (m->master_partial) {
+        fatal("gpt2cuda_params_to_host: the fp32 master is sharded (grad_sync_params_to_host "
+              "gathers it)");
+    }
     CUDA_CHECK(cudaMemcpy(out, m->params_memory, m->num_parameters * sizeof(float),
                           cudaMemcpyDeviceToHost));
 }

@@ -15,7 +15,8 @@
 #   6b. a non-finite loss: the clip computed on the GPU skips the update, the
 #      trainer stops with exit 1 at that step and writes no checkpoint
 #   7. sampling prints -g token ids; bf16: the CPU curve within 3e-2, resume
-#      bit-exact, ZeRO-1 == all-reduce over 2 ranks; -at cudnn (the emulator's
+#      bit-exact, ZeRO-1 (the bf16 copy gathered) == all-reduce over 2 ranks
+#      and its resume bit-exact; -at cudnn (the emulator's
 #      cuDNN shim): the CPU curve within 3e-2 and resume bit-exact; and with
 #      no deterministic backward engine (EMU_CUDNN_NONDETERMINISTIC=1): the
 #      warning once a run, the CPU curve within 3e-2, resume no longer
@@ -193,6 +194,15 @@ for z in 1 0; do
 done
 same_checkpoint "$work/bf16_z1" "$work/bf16_z0" 4 && ok "bf16 ZeRO-1 == all-reduce over 2 ranks, bit for bit" ||
     bad "bf16 ZeRO-1 and all-reduce over 2 ranks differ"
+# bf16 ZeRO-1 gathers the bf16 copy (its fp32 master stays sharded until a checkpoint
+# gathers it): resumed at step 2, the step-4 files are the uninterrupted run's
+mkdir -p "$work/bf16_z1_resumed"
+cp "$work/bf16_z1/model_00000002.bin" "$work/bf16_z1/state_00000002.bin" "$work/bf16_z1_resumed/"
+rm -f "$work/id16_r"
+EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z 1 -pf "$work/id16_r" -o "$work/bf16_z1_resumed" -y 1 \
+    > "$work/bf16_z1_resumed.out" 2>&1
+same_checkpoint "$work/bf16_z1" "$work/bf16_z1_resumed" 4 && ok "bf16 ZeRO-1 resume over 2 ranks bit-exact" ||
+    bad "bf16 ZeRO-1 resume differs: $(tail -2 "$work/bf16_z1_resumed.out")"
 
 echo "cuda_emu_features: $fails failed"
 [ $fails -eq 0 ]
