@@ -43,7 +43,9 @@ static inline AdamWStep adamw_step_constants(float lr, float beta1, float beta2,
 }
 
 // the clip computed on the GPU called the update off
-__device__ inline bool adamw_skipped(const AdamWStep &a) { return a.clip != NULL && !a.clip->apply; }
+__device__ inline bool adamw_skipped(const AdamWStep &a) {
+    return a.clip != NULL && !a.clip->apply;
+}
 
 // the update of one parameter; m and v updated in place
 __device__ inline float adamw_apply(float p, float g, float *m, float *v, const AdamWStep &a) {

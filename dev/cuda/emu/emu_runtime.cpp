@@ -395,7 +395,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 // an event on the legacy stream 0 comes after the work queued on every stream
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     check_event(e, "cudaEventSynchronize");
-    if (e->recorded) emu::pinned_wait(e->stream, e->stream == nullptr, e->mark, "cudaEventSynchronize");
+    if (e->recorded) {
+        emu::pinned_wait(e->stream, e->stream == nullptr, e->mark, "cudaEventSynchronize");
+    }
     return cudaSuccess;
 }
 
