@@ -1,6 +1,7 @@
 // GPT-2 training on the CPU in fp32 with three norm modes (ln, rms, cbwc).
 // Flags follow llm.c's train_gpt2.cu; -N picks the norm mode. The model,
-// kernels and data loader live in llmc/; this file is the training loop.
+// kernels, data loader and step loop (llmc/gpt2/gpt2_train_loop.c) live in
+// llmc/; this file fills the loop's hooks with the CPU model's calls.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "gpt2/dataloader.h"
 #include "gpt2/gpt2.h"
 #include "gpt2/gpt2_train_args.h"
+#include "gpt2/gpt2_train_loop.h"
 #include "gpt2/gpt2_train_setup.h"
 #include "gpt2/grad_overlap.h"
 #include "core/logger.h"
@@ -83,6 +85,153 @@ static void sample_and_print(GPT2 *model, Rng *rng, const TrainArgs *args,
         printf("\n");
     }
     free(tokens);
+}
+
+// What the loop's hooks (llmc/gpt2/gpt2_train_loop.h) work on: the model,
+// its data and its ranks, and the step's times for its line.
+typedef struct {
+    GPT2 *model;
+    const TrainArgs *args;
+    Comm *comm;
+    DataLoader *train, *val;
+    Rng *rng; // sampling (the checkpoints' RNG)
+    const Tokenizer *tokenizer; // samples as text; NULL: as ids
+    CommAsync *async;           // -ov 1: the gradients reduced during the backward; else NULL
+    Gpt2GradOverlap overlap;
+    int B, T, grad_accum, total_tokens, max_steps;
+    int sharded;              // ZeRO-1 over several ranks
+    size_t shard_lo, shard_hi; // this rank's parameters in the update
+    double t0, tc, t1, forward_s, backward_s; // the step's times
+    float loss;                               // the step's mean loss (over the ranks)
+    double grad_norm;                         // and the gradient's global norm
+} CpuTrainer;
+
+static float cpu_evaluate(void *ctx) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    double val_loss_mean = evaluate(t->model, t->val, t->args->val_max_steps);
+    comm_mean_double(t->comm, &val_loss_mean);
+    return (float)val_loss_mean;
+}
+
+static void cpu_sample(void *ctx) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    sample_and_print(t->model, t->rng, t->args, t->tokenizer);
+}
+
+static void cpu_checkpoint(void *ctx, int step) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    GPT2 *model = t->model;
+    if (t->args->zero_stage == 1 && model->m_memory != NULL) {
+        // ZeRO-1: each rank holds its shard of the AdamW moments; rank 0 writes them whole
+        comm_allgather_shards(t->comm, model->m_memory, model->num_parameters);
+        comm_allgather_shards(t->comm, model->v_memory, model->num_parameters);
+    }
+    if (t->comm->rank == 0) {
+        TrainProgress now = {.step = step, .shard_index = t->train->shard_cursor,
+                             .position = t->train->batch_cursor, .rng_state = t->rng->state,
+                             .epoch = t->train->epoch};
+        checkpoint_save(model, &now, t->args->output_dir);
+        checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
+    }
+}
+
+static void cpu_forward_backward(void *ctx, int step) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    GPT2 *model = t->model;
+    Comm *comm = t->comm;
+    const int grad_accum = t->grad_accum;
+    t->t0 = now_seconds();
+    t->forward_s = 0.0;
+    t->backward_s = 0.0;
+    gpt2_zero_grad(model);
+    double loss_sum = 0.0;
+    int reduced = 0; // the last micro-batch's backward reduced the gradients (-ov 1)
+    for (int micro = 0; micro < grad_accum; micro++) {
+        if (!t->args->overfit_single_batch) {
+            dataloader_next_batch(t->train);
+        }
+        double ta = now_seconds();
+        // one dropout draw per micro-batch and rank: a resumed run redraws the same masks
+        uint64_t draw = ((uint64_t)step * (uint64_t)grad_accum + (uint64_t)micro) *
+                            (uint64_t)comm->world_size + (uint64_t)comm->rank;
+        gpt2_forward_train(model, t->train->inputs, t->train->targets, t->B, t->T, draw);
+        double tb = now_seconds();
+        loss_sum += model->mean_loss;
+        // the last micro-batch's backward hands each layer's final
+        // gradients to the reduction thread as it goes (-ov 1)
+        int overlapped = t->async != NULL && micro == grad_accum - 1;
+        if (overlapped) {
+            gpt2_grad_overlap_attach(&t->overlap, model, t->async);
+        }
+        // mean over the targets that count (all but SFT prompt tokens)
+        if (model->loss_tokens > 0) {
+            gpt2_backward(model, 1.0f / (float)(model->loss_tokens * grad_accum));
+        } else if (overlapped) {
+            gpt2_grad_overlap_post_all(&t->overlap); // no backward, the same collectives
+        }
+        t->forward_s += tb - ta;
+        t->backward_s += now_seconds() - tb;
+        if (overlapped) {
+            gpt2_grad_overlap_finish(&t->overlap);
+            reduced = 1;
+        }
+    }
+    // the step's gradient and loss are the means over all ranks
+    t->shard_lo = 0;
+    t->shard_hi = model->num_parameters;
+    double grad_sq;
+    if (t->sharded) {
+        // ZeRO-1: this rank gets the mean gradient of its shard only;
+        // the global norm is the sum of the shards' squares
+        comm_shard_range(comm, model->num_parameters, comm->rank, &t->shard_lo, &t->shard_hi);
+        if (!reduced) {
+            comm_reduce_scatter_mean(comm, model->grads_memory, model->num_parameters);
+        }
+        grad_sq = sum_of_squares(model->grads_memory + t->shard_lo, t->shard_hi - t->shard_lo);
+        comm_sum_double(comm, &grad_sq);
+    } else {
+        if (!reduced) {
+            comm_allreduce_mean(comm, model->grads_memory, model->num_parameters);
+        }
+        grad_sq = sum_of_squares(model->grads_memory, model->num_parameters);
+    }
+    double loss_mean = loss_sum / grad_accum;
+    comm_mean_double(comm, &loss_mean);
+    t->loss = (float)loss_mean;
+    t->grad_norm = sqrt(grad_sq);
+}
+
+static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
+                      double *grad_norm) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    *loss = t->loss;
+    *grad_norm = t->grad_norm;
+    // as the GPU's clip_kernel (llmc/cuda/step_scalars.cuh) decides it
+    if (!isfinite(t->loss) || !isfinite(t->grad_norm)) {
+        return 0;
+    }
+    t->tc = now_seconds();
+    gpt2_update_shard(t->model, adamw, clip_grad_scale(t->grad_norm, grad_clip), t->shard_lo,
+                      t->shard_hi);
+    if (t->sharded) {
+        comm_allgather_shards(t->comm, t->model->params_memory, t->model->num_parameters);
+    }
+    t->t1 = now_seconds();
+    return 1;
+}
+
+static void cpu_step_done(void *ctx, int step, float loss, float grad_norm, float learning_rate) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    double ms = (t->t1 - t->t0) * 1e3;
+    printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms (fwd %.1f bwd %.1f upd %.1f)"
+           " | %.0f tok/s\n",
+           step + 1, t->max_steps, loss, grad_norm, learning_rate, ms, t->forward_s * 1e3,
+           t->backward_s * 1e3, (t->t1 - t->tc) * 1e3, t->total_tokens / (t->t1 - t->t0));
+    fflush(stdout);
+}
+
+static int cpu_max_over_ranks(void *ctx, int value) {
+    return comm_max_int(((CpuTrainer *)ctx)->comm, value);
 }
 
 int main(int argc, char **argv) {
@@ -213,8 +362,6 @@ int main(int argc, char **argv) {
         printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
     }
 
-    AdamWConfig adamw = {.learning_rate = args.learning_rate, .beta1 = 0.9f, .beta2 = 0.95f,
-                         .eps = 1e-8f, .weight_decay = args.weight_decay};
     if (args.overfit_single_batch) {
         dataloader_next_batch(&train);
     }
@@ -224,137 +371,30 @@ int main(int argc, char **argv) {
     CommAsync *async = args.overlap ? comm_async_new(&comm, model.grads_memory,
                                                      model.num_parameters, sharded)
                                     : NULL;
-    Gpt2GradOverlap overlap;
     if (comm.world_size > 1) {
         printf("gradients: %s, %s\n", sharded ? "ZeRO-1 (reduce-scatter)" : "all-reduce",
                async != NULL ? "each layer's reduced during the backward (-ov 1)"
                : args.overlap ? "reduced after the backward (this MPI has no thread support)"
                               : "reduced after the backward (-ov 0)");
     }
-    int stopped_by = 0; // the stop signal, agreed by all ranks
-    for (int step = progress.step; step <= max_steps; step++) {
-        int last = step == max_steps;
-        // a stop signal on any rank stops every rank after the same step
-        stopped_by = comm_max_int(&comm, stop_signal_received());
-        // not at the step resumed from: its val loss was logged before that checkpoint
-        if (have_val && (step % args.val_every == 0 || last) &&
-            (step > progress.step || resumed_from < 0)) {
-            double val_loss_mean = evaluate(&model, &val, args.val_max_steps);
-            comm_mean_double(&comm, &val_loss_mean);
-            float val_loss = (float)val_loss_mean;
-            printf("val loss %.6f\n", val_loss);
-            logger_log_val(&logger, step, val_loss);
-        }
-        // not again at the step resumed from: its sample was drawn before that
-        // checkpoint was written, so the saved RNG already follows it
-        if (comm.rank == 0 && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
-            step > progress.step) {
-            sample_and_print(&model, &rng, &args, sample_tokenizer);
-        }
-        int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        int save = args.output_dir != NULL &&
-                   (last || (periodic && step > progress.step) ||
-                    (stopped_by != 0 && step != resumed_from));
-        if (save && args.zero_stage == 1 && model.m_memory != NULL) {
-            // ZeRO-1: each rank holds its shard of the AdamW moments; rank 0 writes them whole
-            comm_allgather_shards(&comm, model.m_memory, model.num_parameters);
-            comm_allgather_shards(&comm, model.v_memory, model.num_parameters);
-        }
-        if (comm.rank == 0 && save) {
-            TrainProgress now = {.step = step, .shard_index = train.shard_cursor,
-                                 .position = train.batch_cursor, .rng_state = rng.state,
-                                 .epoch = train.epoch};
-            checkpoint_save(&model, &now, args.output_dir);
-            checkpoint_prune(args.output_dir, args.checkpoint_keep);
-        }
-        if (stopped_by != 0 && comm.rank == 0) {
-            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv, comm.world_size);
-        }
-        if (stopped_by != 0) {
-            // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
-            comm_barrier(&comm);
-        }
-        if (last || stopped_by != 0) {
-            break;
-        }
-        double t0 = now_seconds(), forward_s = 0.0, backward_s = 0.0;
-        gpt2_zero_grad(&model);
-        double loss_sum = 0.0;
-        int reduced = 0; // the last micro-batch's backward reduced the gradients (-ov 1)
-        for (int micro = 0; micro < grad_accum; micro++) {
-            if (!args.overfit_single_batch) {
-                dataloader_next_batch(&train);
-            }
-            double ta = now_seconds();
-            // one dropout draw per micro-batch and rank: a resumed run redraws the same masks
-            uint64_t draw = ((uint64_t)step * (uint64_t)grad_accum + (uint64_t)micro) *
-                                (uint64_t)comm.world_size + (uint64_t)comm.rank;
-            gpt2_forward_train(&model, train.inputs, train.targets, B, T, draw);
-            double tb = now_seconds();
-            loss_sum += model.mean_loss;
-            // the last micro-batch's backward hands each layer's final
-            // gradients to the reduction thread as it goes (-ov 1)
-            int overlapped = async != NULL && micro == grad_accum - 1;
-            if (overlapped) {
-                gpt2_grad_overlap_attach(&overlap, &model, async);
-            }
-            // mean over the targets that count (all but SFT prompt tokens)
-            if (model.loss_tokens > 0) {
-                gpt2_backward(&model, 1.0f / (float)(model.loss_tokens * grad_accum));
-            } else if (overlapped) {
-                gpt2_grad_overlap_post_all(&overlap); // no backward, the same collectives
-            }
-            forward_s += tb - ta;
-            backward_s += now_seconds() - tb;
-            if (overlapped) {
-                gpt2_grad_overlap_finish(&overlap);
-                reduced = 1;
-            }
-        }
-        // the step's gradient and loss are the means over all ranks
-        size_t shard_lo = 0, shard_hi = model.num_parameters;
-        double grad_sq;
-        if (sharded) {
-            // ZeRO-1: this rank gets the mean gradient of its shard only;
-            // the global norm is the sum of the shards' squares
-            comm_shard_range(&comm, model.num_parameters, comm.rank, &shard_lo, &shard_hi);
-            if (!reduced) {
-                comm_reduce_scatter_mean(&comm, model.grads_memory, model.num_parameters);
-            }
-            grad_sq = sum_of_squares(model.grads_memory + shard_lo, shard_hi - shard_lo);
-            comm_sum_double(&comm, &grad_sq);
-        } else {
-            if (!reduced) {
-                comm_allreduce_mean(&comm, model.grads_memory, model.num_parameters);
-            }
-            grad_sq = sum_of_squares(model.grads_memory, model.num_parameters);
-        }
-        double loss_mean = loss_sum / grad_accum;
-        comm_mean_double(&comm, &loss_mean);
-        float loss = (float)loss_mean;
-        double grad_norm_exact = sqrt(grad_sq);
-        float grad_norm = (float)grad_norm_exact;
-        if (!isfinite(loss) || !isfinite(grad_norm)) {
-            fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
-                  step + 1, loss, grad_norm);
-        }
-        adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
-                                                    args.learning_rate, args.final_lr_fraction);
-        double tc = now_seconds();
-        gpt2_update_shard(&model, &adamw, clip_grad_scale(grad_norm_exact, args.grad_clip), shard_lo,
-                          shard_hi);
-        if (sharded) {
-            comm_allgather_shards(&comm, model.params_memory, model.num_parameters);
-        }
-        double t1 = now_seconds();
-        double ms = (t1 - t0) * 1e3;
-        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.1f ms (fwd %.1f bwd %.1f upd %.1f)"
-               " | %.0f tok/s\n",
-               step + 1, max_steps, loss, grad_norm, adamw.learning_rate, ms, forward_s * 1e3,
-               backward_s * 1e3, (t1 - tc) * 1e3, total_tokens / (t1 - t0));
-        fflush(stdout);
-        logger_log_train(&logger, step + 1, loss, adamw.learning_rate, grad_norm);
-    }
+    CpuTrainer trainer = {.model = &model, .args = &args, .comm = &comm, .train = &train,
+                          .val = have_val ? &val : NULL, .rng = &rng,
+                          .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
+                          .grad_accum = grad_accum, .total_tokens = total_tokens,
+                          .max_steps = max_steps, .sharded = sharded};
+    const Gpt2TrainHooks hooks = {
+        .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
+        .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
+        .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks};
+    const Gpt2LoopConfig loop = {
+        .max_steps = max_steps, .first_step = progress.step, .resumed_from = resumed_from,
+        .learning_rate = args.learning_rate, .final_lr_fraction = args.final_lr_fraction,
+        .weight_decay = args.weight_decay, .grad_clip = args.grad_clip,
+        .warmup_steps = args.warmup_steps, .val_every = args.val_every,
+        .sample_every = args.sample_every, .checkpoint_every = args.checkpoint_every,
+        .output_dir = args.output_dir, .lead = comm.rank == 0, .report_ranks = comm.world_size,
+        .argc = argc, .argv = argv};
+    const int stopped_by = gpt2_train_loop(&hooks, &loop, &logger);
     logger_free(&logger);
     if (sample_tokenizer != NULL) {
         tokenizer_free(&tokenizer);

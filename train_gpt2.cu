@@ -4,11 +4,11 @@
 // mixed precision by default, fp32 throughout when built with -DFOLDNORM_FP32
 // (make train_gpt2fp32cu). The model and its kernels live in llmc/cuda/*.cuh;
 // model files, checkpoints (the same model_STEP.bin + state_STEP.bin as
-// train_gpt2.c, so a run moves between CPU and GPU), data loader, sampler and
-// learning-rate schedule are the CPU trainer's (libllmc). -at chooses the
-// attention kernels (llmc/cuda/attention_kind.cuh): tensor cores by default in
-// bf16, flash (fp32 FMAs) in fp32, the cuBLAS + softmax path, or cuDNN's
-// fused attention.
+// train_gpt2.c, so a run moves between CPU and GPU), data loader, sampler,
+// step loop (llmc/gpt2/gpt2_train_loop.c) and learning-rate schedule are the
+// CPU trainer's (libllmc). -at chooses the attention kernels
+// (llmc/cuda/attention_kind.cuh): tensor cores by default in bf16, flash
+// (fp32 FMAs) in fp32, the cuBLAS + softmax path, or cuDNN's fused attention.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +24,7 @@ extern "C" {
 #include "core/cli.h"
 #include "gpt2/dataloader.h"
 #include "gpt2/gpt2_train_args.h"
+#include "gpt2/gpt2_train_loop.h"
 #include "gpt2/gpt2_train_setup.h"
 #include "core/logger.h"
 #include "core/rand.h"
@@ -191,6 +192,110 @@ static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, 
     }
 }
 
+// What the loop's hooks (llmc/gpt2/gpt2_train_loop.h) work on: the GPU
+// model, its host copy (for checkpoints), data and ranks, and the step's
+// time and the timed steps' totals for the step lines and the summary.
+typedef struct {
+    GPT2Cuda *model;
+    GPT2 *host;
+    GradSync *sync;
+    MultiGpu *mg;
+    const TrainArgs *args;
+    DataLoader *val;
+    Gpt2Feed *feed; // the training micro-batches, prepared on a host thread (it owns the loader)
+    Rng *rng;       // sampling (the checkpoints' RNG)
+    int grad_accum, total_tokens, max_steps, first_step, lead;
+    double flops_per_token, peak_flops; // MFU
+    double t0;                          // the step's start
+    double timed_seconds;               // the steps after a run's first
+    long long timed_tokens;
+} GpuTrainer;
+
+static float gpu_evaluate(void *ctx) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    return multi_gpu_mean(t->mg, evaluate(t->model, t->val, t->args->val_max_steps));
+}
+
+static void gpu_sample(void *ctx) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    sample_and_print(t->model, t->rng, t->args);
+}
+
+static void gpu_checkpoint(void *ctx, int step) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    TrainProgress now;
+    memset(&now, 0, sizeof(now));
+    now.step = step;
+    size_t position; // the loader's, before the next batch the thread prepared
+    gpt2_feed_position(t->feed, &now.epoch, &now.shard_index, &position);
+    now.position = position;
+    now.rng_state = t->rng->state;
+    save_checkpoint(t->sync, t->host, &now, t->args->output_dir, t->args->checkpoint_keep);
+}
+
+// queued: nothing here waits for the GPU but gpt2_feed_next's wait for the
+// copy out of the slot it refills (a micro-step back)
+static void gpu_forward_backward(void *ctx, int step) {
+    (void)step; // the GPU model draws no dropout masks: the step is not needed
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    GPT2Cuda *model = t->model;
+    const int grad_accum = t->grad_accum;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    t->t0 = now_seconds();
+    gpt2cuda_zero_grad(model); // and the loss sum: the micro-steps add theirs on the GPU
+    for (int micro = 0; micro < grad_accum; micro++) {
+        cudaEvent_t copied; // recorded by the forward after copying the batch
+        const TokenBatch *batch = gpt2_feed_next(t->feed, &copied);
+        const int counted = batch->counted;
+        // mean over the counted targets of this rank's micro-batches; the
+        // reduction averages the ranks
+        const float scale = counted > 0 ? 1.0f / (float)(counted * grad_accum) : 0.0f;
+        const int final_micro = micro == grad_accum - 1;
+        // the last backward hands each layer's gradients to the reduction as it finishes
+        if (final_micro) grad_sync_attach(t->sync);
+        gpt2cuda_forward_batch(model, batch, scale, copied);
+        if (counted > 0) {
+            gpt2cuda_backward(model, scale);
+        } else if (final_micro) {
+            grad_sync_reduce_all(t->sync); // no backward: the same collectives, in order
+        }
+        grad_sync_detach(t->sync);
+    }
+    grad_sync_wait(t->sync);
+}
+
+// The loss, the norm and the clip scale computed on the GPU; AdamW reads the
+// scale there and skips the update when the loss or the norm is not finite;
+// then the step's one wait for the GPU.
+static int gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
+                      double *grad_norm) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    grad_sync_clip(t->sync, t->grad_accum, grad_clip);
+    grad_sync_update(t->sync, adamw);
+    return grad_sync_step_result(t->sync, loss, grad_norm);
+}
+
+static void gpu_step_done(void *ctx, int step, float loss, float grad_norm, float learning_rate) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const double seconds = now_seconds() - t->t0;
+    if (step > t->first_step) { // the first step pays for cuBLAS's setup
+        t->timed_seconds += seconds;
+        t->timed_tokens += t->total_tokens;
+    }
+    const double tokens_per_s = t->total_tokens / seconds;
+    if (t->lead) {
+        printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.1f%%\n",
+               step + 1, t->max_steps, loss, grad_norm, learning_rate, seconds * 1e3,
+               tokens_per_s, 100.0 * tokens_per_s * t->flops_per_token / t->peak_flops);
+        fflush(stdout);
+    }
+}
+
+static int gpu_max_over_ranks(void *ctx, int value) {
+    return multi_gpu_max_int(((GpuTrainer *)ctx)->mg, value);
+}
+
 int main(int argc, char **argv) {
     // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
     // write a checkpoint and exit (llmc/core/stop_signal.h)
@@ -306,104 +411,60 @@ int main(int argc, char **argv) {
                                    12.0 * cfg->num_layers * cfg->channels * (double)T;
     const double peak_flops = (sizeof(floatX) == 2 ? 989e12 : 67e12) * mg.world;
 
-    AdamWConfig adamw = {args.learning_rate, 0.9f, 0.95f, 1e-8f, args.weight_decay};
     if (args.overfit_single_batch) dataloader_next_batch(&train);
     // the micro-batches and their token buckets from here on prepared on a host
     // thread, a micro-step ahead, in page-locked memory (it owns `train` now)
     Gpt2Feed feed;
     gpt2_feed_init(&feed, &train, args.overfit_single_batch, cfg->vocab_size);
-    double timed_seconds = 0.0;
-    long long timed_tokens = 0;
-    // the loop of train_gpt2.c: eval, sample, checkpoint at the top of each step
-    int stopped_by = 0; // the stop signal, agreed by all ranks
-    for (int step = progress.step; step <= max_steps; step++) {
-        const int last = step == max_steps;
-        // a stop signal on any rank stops every rank after the same step
-        stopped_by = multi_gpu_max_int(&mg, stop_signal_received());
-        // not at the step resumed from: its val loss was logged before that checkpoint
-        if (have_val && (step % args.val_every == 0 || last) &&
-            (step > progress.step || resumed_from < 0)) {
-            float val_loss = multi_gpu_mean(&mg, evaluate(&model, &val, args.val_max_steps));
-            if (lead) printf("val loss %.6f\n", val_loss);
-            logger_log_val(&logger, step, val_loss);
-        }
-        // not at the step resumed from: its sample was drawn before its checkpoint,
-        // so the RNG goes on as in the uninterrupted run
-        if (lead && args.sample_every > 0 && (step % args.sample_every == 0 || last) &&
-            step > progress.step) {
-            sample_and_print(&model, &rng, &args);
-        }
-        const int periodic = args.checkpoint_every > 0 && step % args.checkpoint_every == 0;
-        if (args.output_dir != NULL && (last || (periodic && step > progress.step) ||
-                                        (stopped_by != 0 && step != resumed_from))) {
-            TrainProgress now;
-            memset(&now, 0, sizeof(now));
-            now.step = step;
-            size_t position; // the loader's, before the next batch
-            gpt2_feed_position(&feed, &now.epoch, &now.shard_index, &position);
-            now.position = position;
-            now.rng_state = rng.state;
-            save_checkpoint(&sync, &host, &now, args.output_dir, args.checkpoint_keep);
-        }
-        if (stopped_by != 0 && lead) {
-            // "mpirun -np N" in the command only when mpirun started the ranks (-pn 0)
-            run_dir_report_stop(stopped_by, step, args.output_dir, argc, argv,
-                                gpu.num_processes == 0 ? mg.world : 1);
-        }
-        // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
-        if (stopped_by != 0) multi_gpu_min_int(&mg, 0);
-        if (last || stopped_by != 0) break;
-        CUDA_CHECK(cudaDeviceSynchronize());
-        const double t0 = now_seconds();
-        gpt2cuda_zero_grad(&model); // and the loss sum: the micro-steps add theirs on the GPU
-        for (int micro = 0; micro < grad_accum; micro++) {
-            cudaEvent_t copied; // recorded by the forward after copying the batch
-            const TokenBatch *batch = gpt2_feed_next(&feed, &copied);
-            const int counted = batch->counted;
-            // mean over the counted targets of this rank's micro-batches; the
-            // reduction averages the ranks
-            const float scale = counted > 0 ? 1.0f / (float)(counted * grad_accum) : 0.0f;
-            const int final_micro = micro == grad_accum - 1;
-            // the last backward hands each layer's gradients to the reduction as it finishes
-            if (final_micro) grad_sync_attach(&sync);
-            gpt2cuda_forward_batch(&model, batch, scale, copied);
-            if (counted > 0) {
-                gpt2cuda_backward(&model, scale);
-            } else if (final_micro) {
-                grad_sync_reduce_all(&sync); // no backward: the same collectives, in order
-            }
-            grad_sync_detach(&sync);
-        }
-        grad_sync_wait(&sync);
-        adamw.learning_rate = lr_cosine_with_warmup(step, max_steps, args.warmup_steps,
-                                                    args.learning_rate, args.final_lr_fraction);
-        // the loss, the norm and the clip scale on the GPU; AdamW reads the scale there
-        // and skips the update when the loss or the norm is not finite
-        grad_sync_clip(&sync, grad_accum, args.grad_clip);
-        grad_sync_update(&sync, &adamw);
-        float loss; // the step's one wait for the GPU
-        double grad_norm_exact;
-        const int updated = grad_sync_step_result(&sync, &loss, &grad_norm_exact);
-        const float grad_norm = (float)grad_norm_exact;
-        if (!updated) {
-            fatal("step %d: non-finite loss (%f) or gradient norm (%f); the update was skipped, "
-                  "stopping", step + 1, loss, grad_norm);
-        }
-        CUDA_CHECK(cudaDeviceSynchronize());
-        const double seconds = now_seconds() - t0;
-        if (step > progress.step) { // the first step pays for cuBLAS's setup
-            timed_seconds += seconds;
-            timed_tokens += total_tokens;
-        }
-        const double tokens_per_s = total_tokens / seconds;
-        if (lead) {
-            printf("step %4d/%d | loss %.6f | norm %.4f | lr %.2e | %.2f ms | %.0f tok/s | MFU %.1f%%\n",
-                   step + 1, max_steps, loss, grad_norm, adamw.learning_rate, seconds * 1e3,
-                   tokens_per_s, 100.0 * tokens_per_s * flops_per_token / peak_flops);
-            fflush(stdout);
-        }
-        logger_log_train(&logger, step + 1, loss, adamw.learning_rate, grad_norm);
-    }
+    GpuTrainer trainer;
+    memset(&trainer, 0, sizeof(trainer));
+    trainer.model = &model;
+    trainer.host = &host;
+    trainer.sync = &sync;
+    trainer.mg = &mg;
+    trainer.args = &args;
+    trainer.feed = &feed;
+    trainer.val = have_val ? &val : NULL;
+    trainer.rng = &rng;
+    trainer.grad_accum = grad_accum;
+    trainer.total_tokens = total_tokens;
+    trainer.max_steps = max_steps;
+    trainer.first_step = progress.step;
+    trainer.lead = lead;
+    trainer.flops_per_token = flops_per_token;
+    trainer.peak_flops = peak_flops;
+    Gpt2TrainHooks hooks;
+    memset(&hooks, 0, sizeof(hooks));
+    hooks.ctx = &trainer;
+    hooks.evaluate = gpu_evaluate;
+    hooks.sample = gpu_sample;
+    hooks.checkpoint = gpu_checkpoint;
+    hooks.forward_backward = gpu_forward_backward;
+    hooks.update = gpu_update;
+    hooks.step_done = gpu_step_done;
+    hooks.max_over_ranks = gpu_max_over_ranks;
+    Gpt2LoopConfig loop;
+    memset(&loop, 0, sizeof(loop));
+    loop.max_steps = max_steps;
+    loop.first_step = progress.step;
+    loop.resumed_from = resumed_from;
+    loop.learning_rate = args.learning_rate;
+    loop.final_lr_fraction = args.final_lr_fraction;
+    loop.weight_decay = args.weight_decay;
+    loop.grad_clip = args.grad_clip;
+    loop.warmup_steps = args.warmup_steps;
+    loop.val_every = args.val_every;
+    loop.sample_every = args.sample_every;
+    loop.checkpoint_every = args.checkpoint_every;
+    loop.output_dir = args.output_dir;
+    loop.lead = lead;
+    // "mpirun -np N" in the resume command only when mpirun started the ranks (-pn 0)
+    loop.report_ranks = gpu.num_processes == 0 ? mg.world : 1;
+    loop.argc = argc;
+    loop.argv = argv;
+    const int stopped_by = gpt2_train_loop(&hooks, &loop, &logger);
+    const double timed_seconds = trainer.timed_seconds;
+    const long long timed_tokens = trainer.timed_tokens;
     if (lead && timed_tokens > 0) {
         const double tps = timed_tokens / timed_seconds;
         printf("summary | mode %s | %s | B=%d T=%d x %d GPU | %.0f tok/s | %.2f ms/step | MFU %.1f%%\n",

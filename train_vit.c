@@ -31,6 +31,7 @@
 #include "vision/vision_data.h"
 #include "vision/vision_train_loop.h"
 #include "vision/vit_train_args.h"
+#include "vision/vit_train_start.h"
 
 // -ev is this trainer's alone: the rest is vit_train_args.c's table, the
 // GPU trainer's too.
@@ -186,14 +187,12 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
     return 0;
 }
 
-// -o's run.txt: what a resume must repeat (llmc/core/run_dir.h), train_vitcu's:
-// -b as the global batch (-b x ranks), so a run resumes on other ranks with
-// the same global batch (the state holds whole moments); rank 0 alone.
-static void check_run_settings(const VitTrainArgs *args, int train_count, int global_batch,
-                               int resuming) {
-    RunSetting settings[VIT_RUN_SETTINGS];
-    vit_train_run_settings(args, global_batch, train_count, settings);
-    run_dir_check_settings(args->output_dir, settings, VIT_RUN_SETTINGS, resuming);
+// the ranks' part in vit_train_start.h's checks: MPI's
+static void comm_ranks_barrier(void *ctx) {
+    comm_barrier((Comm *)ctx);
+}
+static void comm_ranks_check_same_step(void *ctx, const char *dir, int step, const char *what) {
+    run_dir_ranks_check((const Comm *)ctx, dir, step, what);
 }
 
 int main(int argc, char **argv) {
@@ -214,13 +213,9 @@ int main(int argc, char **argv) {
         comm_finalize(&comm);
         return rc;
     }
-    int resumed_from = -1;
-    if (args.output_dir != NULL) {
-        int newest = checkpoint_find_latest(args.output_dir);
-        run_dir_ranks_check(&comm, args.output_dir, newest, "newest");
-        run_dir_check_start(args.output_dir, args.resume, newest);
-        resumed_from = args.resume ? newest : -1;
-    }
+    const VitTrainRanks ranks = {comm.rank == 0, &comm, comm_ranks_barrier,
+                                 comm_ranks_check_same_step};
+    const int resume_step = vit_train_resume_step(&args, &ranks);
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
@@ -229,30 +224,11 @@ int main(int argc, char **argv) {
         fatal("-b %d x %d ranks: larger than the %d train images", B, comm.world_size,
               train.count);
     }
-    VisionProgress start = {0}; // a new run: step 0, epoch 0, batch 0, the seeded RNG
+    VisionProgress start;
     int *order = malloc_check((size_t)train.count * sizeof(int), "train order");
     Classifier model;
-    if (resumed_from >= 0) {
-        // a run.txt with another -b x ranks or -e is named before any
-        // checkpoint is read (without one, the check below records this run's)
-        if (comm.rank == 0 && run_dir_has_settings(args.output_dir)) {
-            check_run_settings(&args, train.count, global_B, 1);
-        }
-        comm_barrier(&comm);
-        // the newest checkpoint that verifies (a damaged newer one is named and skipped)
-        resumed_from = vision_checkpoint_resume(&model, &start, order, train.count,
-                                                args.output_dir);
-        run_dir_ranks_check(&comm, args.output_dir, resumed_from, "resumed");
-        vit_train_check_resumed(&model, &args, &train);
-    } else {
-        vit_train_build_model(&model, &args, &train);
-        for (int i = 0; i < train.count; i++) {
-            order[i] = i;
-        }
-        Rng rng;
-        rng_seed(&rng, args.seed ^ 0xDA7AULL);
-        start.rng_state = rng.state;
-    }
+    const int resumed_from = vit_train_start(&model, &start, order, &args, &train, global_B,
+                                             resume_step, &ranks);
     const int batches_per_epoch = train.count / global_B;
     if (start.next_batch >= batches_per_epoch) {
         fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d x "
@@ -265,7 +241,7 @@ int main(int argc, char **argv) {
         make_directories(args.output_dir);
         run_dir_ranks_announce(&comm, args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
-        check_run_settings(&args, train.count, global_B, resumed_from >= 0);
+        vit_train_check_run_settings(&args, train.count, global_B, resumed_from >= 0);
     }
     Logger logger;
     logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);

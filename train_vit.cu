@@ -38,6 +38,7 @@ extern "C" {
 #include "vision/vision_data.h"
 #include "vision/vision_train_loop.h"
 #include "vision/vit_train_args.h"
+#include "vision/vit_train_start.h"
 }
 
 
@@ -258,6 +259,11 @@ static void gpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
     printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
 }
 
+// the ranks' part in vit_train_start.h's checks: an all-reduce as the barrier
+static void multi_gpu_ranks_barrier(void *ctx) {
+    multi_gpu_max_int((MultiGpu *)ctx, 0);
+}
+
 static int gpu_max_over_ranks(void *ctx, int value) {
     return multi_gpu_max_int(((GpuTrainer *)ctx)->mg, value);
 }
@@ -274,40 +280,26 @@ int main(int argc, char **argv) {
     GpuArgs gpu;
     VitTrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE; // before any work, as train_gpt2cu
-    int resumed_from = -1;
-    if (args.output_dir != NULL) {
-        int newest = checkpoint_find_latest(args.output_dir);
-        run_dir_check_start(args.output_dir, args.resume, newest);
-        resumed_from = args.resume ? newest : -1;
-    }
+    // every process's, before the resume's run.txt check (-b x processes)
+    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
+    const int lead = mg.rank == 0; // prints, logs and writes checkpoints
+    const VitTrainRanks ranks = {lead, &mg, multi_gpu_ranks_barrier, NULL};
+    const int resume_step = vit_train_resume_step(&args, &ranks);
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
                      args.max_test);
-    VisionProgress start; // a new run: step 0, epoch 0, batch 0, the seeded RNG
-    memset(&start, 0, sizeof(start));
+    VisionProgress start;
     int *order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
     Classifier host;
-    if (resumed_from >= 0) {
-        // the newest checkpoint that verifies (a damaged newer one is named and skipped);
-        // a CPU run's as well as a GPU run's
-        resumed_from = vision_checkpoint_resume(&host, &start, order, train.count,
-                                                args.output_dir);
-        vit_train_check_resumed(&host, &args, &train);
-    } else {
-        vit_train_build_model(&host, &args, &train); // the same seed on every rank
-        for (int i = 0; i < train.count; i++) order[i] = i;
-        Rng seeded; // the CPU trainer's shuffles (the same on every rank) and, one process, flips
-        rng_seed(&seeded, args.seed ^ 0xDA7AULL);
-        start.rng_state = seeded.state;
-    }
+    const int B = args.batch_size, global_B = B * mg.world;
+    // the RNG: the CPU trainer's shuffles (the same on every rank) and, one process, flips
+    const int resumed_from = vit_train_start(&host, &start, order, &args, &train, global_B,
+                                             resume_step, &ranks);
     const bool windowed = host.family == FAMILY_SWIN;
     AttentionKind attention = attention_kind_default(windowed);
     if (gpu.attention_name != NULL) attention_kind_parse(gpu.attention_name, &attention);
     const char *refusal = attention_kind_refusal(attention, windowed);
     if (refusal != NULL) fatal("-at %s: %s", gpu.attention_name, refusal);
-    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
-    const int lead = mg.rank == 0; // prints, logs and writes checkpoints
-    const int B = args.batch_size, global_B = B * mg.world;
     if (train.count < global_B) {
         fatal("-b %d x %d processes: larger than the %d train images", B, mg.world, train.count);
     }
@@ -320,9 +312,7 @@ int main(int argc, char **argv) {
     if (lead && args.output_dir != NULL) {
         make_directories(args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
-        RunSetting settings[VIT_RUN_SETTINGS];
-        vit_train_run_settings(&args, global_B, train.count, settings);
-        run_dir_check_settings(args.output_dir, settings, VIT_RUN_SETTINGS, resumed_from >= 0);
+        vit_train_check_run_settings(&args, train.count, global_B, resumed_from >= 0);
     }
     Logger logger;
     logger_init(&logger, lead ? args.output_dir : NULL, lead ? resumed_from : -1);

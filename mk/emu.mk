@@ -4,7 +4,8 @@
 #   build/emu/{test_gpt2cu,test_gpt2fp32cu,train_gpt2cu,train_gpt2fp32cu}
 #   build/emu/{test_vitcu,test_vitfp32cu,train_vitcu,train_vitfp32cu}, build/emu/{test_swincu,test_swinfp32cu}
 #   build/emu/dev/cuda/<kernel>_{bf16,fp32}, build/emu/emu_selftest, build/emu/emu_cudnn_selftest,
-#   build/emu/cudnn_attention_nocudnn (dev/cuda/cudnn_attention.cu without cuDNN)
+#   build/emu/cudnn_attention_nocudnn (dev/cuda/cudnn_attention.cu without cuDNN),
+#   build/emu/attention_counts (the attention kinds' counted FLOPs and bytes)
 # rewrite_launches.py copies the .cu/.cuh sources into build/emu/src with
 # the launch syntax turned into emulator calls; the kernels are not edited.
 # Race detection (docs/cuda.md, dev/cuda/emu/emu_race.cpp): the plain build
@@ -35,7 +36,7 @@ EMU_PROGRAM_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_RACE_FLAGS)
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
 EMU_CUDA_SRCS := $(wildcard llmc/cuda/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
                  test/test_vit.cu test/test_swin.cu test/test_cuda_compare.h train_vit.cu \
-                 $(EMU_DIR)/selftest.cu $(EMU_DIR)/cudnn_selftest.cu
+                 $(EMU_DIR)/selftest.cu $(EMU_DIR)/cudnn_selftest.cu $(EMU_DIR)/attention_counts.cu
 EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a
 EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime emu_blas emu_nccl emu_mma \
@@ -43,7 +44,8 @@ EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime
 EMU_KERNELS := $(notdir $(basename $(wildcard dev/cuda/*.cu)))
 EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu \
                   test_vitcu test_vitfp32cu train_vitcu train_vitfp32cu \
-                  test_swincu test_swinfp32cu emu_selftest emu_cudnn_selftest cudnn_attention_nocudnn) \
+                  test_swincu test_swinfp32cu emu_selftest emu_cudnn_selftest cudnn_attention_nocudnn \
+                  attention_counts) \
                 $(foreach k,$(EMU_KERNELS),$(EMU_BUILD)/dev/cuda/$(k)_bf16 $(EMU_BUILD)/dev/cuda/$(k)_fp32)
 EMU_LINK = $(EMU_CXX) $(EMU_OPT) $(filter %.o,$^) $(EMU_LIB) $(LLMC_LIB) $(LDLIBS) -o $@
 
@@ -96,6 +98,10 @@ $(EMU_BUILD)/emu_selftest: $(EMU_BUILD)/obj/$(EMU_DIR)/selftest.fp32.o $(EMU_LIB
 	$(EMU_LINK)
 # the cuDNN shim's refusals (dev/cuda/emu/cudnn_selftest.cu: bf16, as cuDNN attention)
 $(EMU_BUILD)/emu_cudnn_selftest: $(EMU_BUILD)/obj/$(EMU_DIR)/cudnn_selftest.bf16.o $(EMU_LIB) $(LLMC_LIB)
+	$(EMU_LINK)
+# one (b, h) of each causal attention kind, its counted FLOPs and bytes against the
+# formulas (dev/cuda/emu/attention_counts.cu: bf16, the tensor-core kind's type)
+$(EMU_BUILD)/attention_counts: $(EMU_BUILD)/obj/$(EMU_DIR)/attention_counts.bf16.o $(EMU_LIB) $(LLMC_LIB)
 	$(EMU_LINK)
 # the cuDNN attention check as a build without cudnn.h compiles it: it must say
 # NOT APPLICABLE and what -at cudnn answers (no kernel runs: not instrumented)

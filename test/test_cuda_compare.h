@@ -1,9 +1,10 @@
 // What the GPU model tests (test/test_gpt2.cu, test/test_vit.cu,
 // test/test_swin.cu) share to compare against a reference and report: the
 // per-tensor relative error, the lookup in a test's bf16 tolerance table, the
-// "name  error  (tol)  ok/FAIL" line, the loss gaps, a mode run's buffers and
-// the loading of a vision debug state.
-// Each test keeps its own checks, tolerances and names.
+// "name  error  (tol)  ok/FAIL" line, the per-tensor gradient check, the loss
+// gaps, a mode run's buffers, the loading of a vision debug state and the
+// flags' parsing.
+// Each test keeps its own checks, tolerance table and tensor names.
 #ifndef FOLDNORM_TEST_CUDA_COMPARE_H
 #define FOLDNORM_TEST_CUDA_COMPARE_H
 
@@ -73,6 +74,62 @@ static inline int report_check(const char *what, double err, double tol, int wid
     return ok;
 }
 
+// How a test checks and reports: its bf16 tolerance table (read while
+// bf16_table is on: the bf16 build, until -r or -l sets one tolerance for
+// all), its program name (for a check the table lacks), the width of the
+// printed name column, and whether a gradient is looked up by its kind
+// (Swin: "grad s0.b1.rpb" by "rpb") instead of its whole name ("grad wte").
+typedef struct {
+    const Bf16Tolerance *table;
+    size_t count;
+    const char *program;
+    int width;
+    bool gradient_kind;
+    bool bf16_table;
+} CheckTable;
+
+// the bf16 tolerance of a check ("cbwc X" as X), or tol
+static inline double check_tolerance(const CheckTable *c, const char *what, double tol) {
+    if (!c->bf16_table) return tol;
+    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
+    if (c->gradient_kind && strncmp(what, "grad ", 5) == 0) {
+        what += 5;
+        const char *dot = strrchr(what, '.');
+        if (dot != NULL) what = dot + 1;
+    }
+    return bf16_tolerance_find(c->table, c->count, what, c->program);
+}
+
+// reports one check (report_check) at its tolerance; 1 when it passes
+static inline int check(const CheckTable *c, const char *what, double err, double tol) {
+    return report_check(what, err, check_tolerance(c, what, tol), c->width);
+}
+
+// A model's parameter tensors as the gradient check walks them: count
+// tensors of these sizes back to back, tensor i named name(model, i).
+typedef struct {
+    int count;
+    const size_t *sizes;
+    const char *(*name)(const void *model, int i);
+    const void *model;
+} ParamTensors;
+
+// per-tensor gradient errors of ours vs ref (host copies), each checked as
+// prefix + the tensor's name
+static inline int check_grads(const CheckTable *c, ParamTensors tensors, const float *ours,
+                              const float *ref, double tol, const char *prefix) {
+    int ok = 1;
+    size_t offset = 0;
+    for (int i = 0; i < tensors.count; i++) {
+        const size_t n = tensors.sizes[i];
+        char name[96];
+        snprintf(name, sizeof(name), "%s%s", prefix, tensors.name(tensors.model, i));
+        ok &= check(c, name, relative_error(ours + offset, ref + offset, n), tol);
+        offset += n;
+    }
+    return ok;
+}
+
 // host copies of a GPU run in one mode: first-step logits and gradients, the step losses
 typedef struct {
     float *logits, *grads, *losses;
@@ -97,6 +154,16 @@ static inline void vision_state_load(VisionDebugState *s, const char *path, int 
         fatal("%s: %s", path, err);
     }
     fclose(f);
+}
+
+// a flag's non-negative integer up to max; dies naming the flag
+static inline long parse_count(const char *flag, const char *v, long max) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 0 || n > max) {
+        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
+    }
+    return n;
 }
 
 // -at NAME: the attention kernels a test's GPU model runs (windowed: Swin's);

@@ -53,34 +53,18 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"step losses", 5e-3},         // cbwc vs ln: 6.5e-4 (absolute)
     {"curve gpu vs cpu", 5e-3},    // 6.1e-4 (absolute; wider: errors compound over 20 steps)
 };
-static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+// bf16_table off after -r or -l
+static CheckTable checks = {BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                            "test_gpt2cu", 22, false, sizeof(floatX) == 2};
 static AttentionKind attention = attention_kind_default(false); // -at
 
-// the bf16 tolerance of a check, or tol
-static double tolerance(const char *what, double tol) {
-    if (!bf16_table) return tol;
-    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
-    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
-                               what, "test_gpt2cu");
+static const char *param_name(const void *, int i) {
+    return gpt2_param_name(i);
 }
 
-static int check(const char *what, double err, double tol) {
-    return report_check(what, err, tolerance(what, tol), 22);
-}
-
-// per-tensor gradient errors of gpu vs ref (host copies)
-static int check_grads(const GPT2 *host, const float *ours, const float *ref, double tol,
-                       const char *prefix) {
-    int ok = 1;
-    size_t offset = 0;
-    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        size_t n = host->param_sizes[i];
-        char name[64];
-        snprintf(name, sizeof(name), "%s%s", prefix, gpt2_param_name(i));
-        ok &= check(name, relative_error(ours + offset, ref + offset, n), tol);
-        offset += n;
-    }
-    return ok;
+// the host model's parameter tensors, for check_grads
+static ParamTensors param_tensors(const GPT2 *host) {
+    return {GPT2_NUM_PARAM_TENSORS, host->param_sizes, param_name, host};
 }
 
 static int count_targets(const int *y, int n) {
@@ -99,13 +83,13 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
     float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
     gpt2cuda_logits_to_host(&gpu, logits);
-    ok &= check("logits", relative_error_rows(logits, s->logits, BT, V, Vp, V), rel_tol);
-    ok &= check("loss", fabs(gpt2cuda_mean_loss(&gpu) - s->loss) / fabs(s->loss), rel_tol);
+    ok &= check(&checks, "logits", relative_error_rows(logits, s->logits, BT, V, Vp, V), rel_tol);
+    ok &= check(&checks, "loss", fabs(gpt2cuda_mean_loss(&gpu) - s->loss) / fabs(s->loss), rel_tol);
     gpt2cuda_zero_grad(&gpu);
     gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
     float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     gpt2cuda_grads_to_host(&gpu, grads);
-    ok &= check_grads(host, grads, s->grads, rel_tol, "grad ");
+    ok &= check_grads(&checks, param_tensors(host), grads, s->grads, rel_tol, "grad ");
     if (s->num_steps > 0) {
         double worst = 0.0;
         float last = 0.0f;
@@ -120,7 +104,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
             worst = d > worst ? d : worst;
         }
         printf("  last step loss: gpu %.6f  reference %.6f\n", last, s->losses[s->num_steps - 1]);
-        ok &= check("AdamW step losses", worst, loss_tol);
+        ok &= check(&checks, "AdamW step losses", worst, loss_tol);
     }
     free(logits);
     free(grads);
@@ -162,9 +146,11 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     ModeRun rms = run_mode(host, MODE_RMS, s, steps);
     int ok = 1;
     printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
-    ok &= check("cbwc logits", relative_error_rows(cbwc.logits, ln.logits, BT, V, Vp, Vp), rel_tol);
-    ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
-    ok &= check("cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps), loss_tol);
+    ok &= check(&checks, "cbwc logits", relative_error_rows(cbwc.logits, ln.logits, BT, V, Vp, Vp),
+                rel_tol);
+    ok &= check_grads(&checks, param_tensors(host), cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
+    ok &= check(&checks, "cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps),
+                loss_tol);
     // the control: plain RMSNorm is another model, its gradients (all of them,
     // at step 0) must differ from ln's by far more than cbwc's do and by more
     // than rounding. Not the step losses: at this size they start near ln(V)
@@ -223,7 +209,7 @@ static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, 
         if (!(d <= worst)) worst = d;
         printf("  step %2d  cpu %.6f  gpu %.6f  |diff| %.2e\n", k + 1, cpu_loss, gpu_loss, d);
     }
-    int ok = check("curve gpu vs cpu", worst, loss_tol);
+    int ok = check(&checks, "curve gpu vs cpu", worst, loss_tol);
     free(x);
     free(y);
     gpt2cuda_free(&gpu);
@@ -244,16 +230,6 @@ static void usage(void) {
     exit(EXIT_FAILURE);
 }
 
-// a non-negative integer up to max
-static long parse_count(const char *flag, const char *v, long max) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 0 || n > max) {
-        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
-    }
-    return n;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3 || argv[1][0] == '-' || argv[2][0] == '-') usage();
     const char *mode_name = NULL;
@@ -265,8 +241,8 @@ int main(int argc, char **argv) {
         if (i + 1 >= argc) usage();
         const char *f = argv[i], *v = argv[i + 1];
         if (strcmp(f, "-N") == 0) mode_name = v;
-        else if (strcmp(f, "-r") == 0) rel_tol = atof(v), bf16_table = 0;
-        else if (strcmp(f, "-l") == 0) loss_tol = atof(v), bf16_table = 0;
+        else if (strcmp(f, "-r") == 0) rel_tol = atof(v), checks.bf16_table = false;
+        else if (strcmp(f, "-l") == 0) loss_tol = atof(v), checks.bf16_table = false;
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);

@@ -71,41 +71,19 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"headw", 0.04},              // 1.63e-02, 9.96e-03
     {"headb", 0.015},             // 5.11e-03, 4.54e-03
 };
-static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+// a gradient by its kind ("grad s0.b1.rpb" reads the row "rpb"); bf16_table
+// off after -r or -l
+static CheckTable checks = {BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                            "test_swincu", 26, true, sizeof(floatX) == 2};
 static AttentionKind attention = attention_kind_default(true); // -at
 
-// the bf16 tolerance of a check ("cbwc " and "grad " dropped, a gradient by its kind), or tol
-static double tolerance(const char *what, double tol) {
-    if (!bf16_table)
-        return tol;
-    if (strncmp(what, "cbwc ", 5) == 0)
-        what += 5;
-    if (strncmp(what, "grad ", 5) == 0) {
-        what += 5;
-        const char *dot = strrchr(what, '.');
-        if (dot != NULL)
-            what = dot + 1;
-    }
-    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
-                               what, "test_swincu");
+static const char *param_name(const void *model, int i) {
+    return ((const Swin *)model)->table.names[i];
 }
 
-static int check(const char *what, double err, double tol) {
-    return report_check(what, err, tolerance(what, tol), 26);
-}
-
-// per-tensor gradient errors of ours vs ref, file order; the worst printed with its name
-static int check_grads(const Swin *host, const float *ours, const float *ref, double tol,
-                       const char *prefix) {
-    int ok = 1;
-    const TensorTable *t = &host->table;
-    for (int i = 0; i < t->count; i++) {
-        char name[96];
-        snprintf(name, sizeof(name), "%s%s", prefix, t->names[i]);
-        ok &= check(name, relative_error(ours + t->offsets[i], ref + t->offsets[i], t->sizes[i]),
-                    tol);
-    }
-    return ok;
+// the host model's parameter tensors (its table's, in file order), for check_grads
+static ParamTensors param_tensors(const Swin *host) {
+    return {host->table.count, host->table.sizes, param_name, host};
 }
 
 static int check_reference(const Swin *host, const VisionDebugState *s, double rel_tol,
@@ -115,13 +93,14 @@ static int check_reference(const Swin *host, const VisionDebugState *s, double r
     swincuda_init(&gpu, host, s->B, attention);
     int ok = 1;
     swincuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
-    ok &= check("logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K), rel_tol);
-    ok &= check("loss", fabs(gpu.mean_loss - s->loss), loss_tol);
+    ok &= check(&checks, "logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K),
+                rel_tol);
+    ok &= check(&checks, "loss", fabs(gpu.mean_loss - s->loss), loss_tol);
     swincuda_zero_grad(&gpu);
     swincuda_backward(&gpu, 1.0f / (float)s->B);
     float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     swincuda_grads_to_host(&gpu, grads);
-    ok &= check_grads(host, grads, s->grads, rel_tol, "grad ");
+    ok &= check_grads(&checks, param_tensors(host), grads, s->grads, rel_tol, "grad ");
     if (s->num_steps > 1) { // loss k after k AdamW steps on the same batch
         double worst = 0.0;
         for (int k = 1; k < s->num_steps; k++) {
@@ -133,7 +112,7 @@ static int check_reference(const Swin *host, const VisionDebugState *s, double r
                 worst = d;
             swincuda_backward(&gpu, 1.0f / (float)s->B);
         }
-        ok &= check("AdamW step losses", worst, loss_tol);
+        ok &= check(&checks, "AdamW step losses", worst, loss_tol);
     }
     free(grads);
     swincuda_free(&gpu);
@@ -174,10 +153,10 @@ static int check_equivalence(const Swin *host, const VisionDebugState *s, int st
     ModeRun rms = run_mode(host, MODE_RMS, s, steps);
     printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch, centring ops %d):\n",
            steps, host->config.centre_ops);
-    int ok = check("cbwc logits", relative_error(cbwc.logits, ln.logits, BK), rel_tol);
-    ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
+    int ok = check(&checks, "cbwc logits", relative_error(cbwc.logits, ln.logits, BK), rel_tol);
+    ok &= check_grads(&checks, param_tensors(host), cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     const double gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
-    ok &= check("cbwc step losses", gap, loss_tol);
+    ok &= check(&checks, "cbwc step losses", gap, loss_tol);
     // the control: RMSNorm everywhere is another model; its gradients must
     // differ from ln's by far more than cbwc's do and by more than rounding
     const double cbwc_grad_gap = relative_error(cbwc.grads, ln.grads, P);
@@ -227,9 +206,9 @@ int main(int argc, char **argv) {
             usage();
         const char *f = argv[i], *v = argv[i + 1];
         if (strcmp(f, "-r") == 0)
-            rel_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
+            rel_tol = parse_number(f, v, 0.0, 1.0), checks.bf16_table = false;
         else if (strcmp(f, "-l") == 0)
-            loss_tol = parse_number(f, v, 0.0, 1.0), bf16_table = 0;
+            loss_tol = parse_number(f, v, 0.0, 1.0), checks.bf16_table = false;
         else if (strcmp(f, "--equivalence") == 0)
             equivalence_steps = (int)parse_number(f, v, 0.0, 1e5);
         else if (strcmp(f, "-at") == 0)

@@ -65,34 +65,18 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"step losses", 1.5e-2},     // cbwc vs ln: 5.1e-3 (absolute)
     {"curve gpu vs cpu", 2e-2},  // 5.6e-3 (absolute, 20 steps: errors compound)
 };
-static int bf16_table = sizeof(floatX) == 2; // off after -r or -l
+// bf16_table off after -r or -l
+static CheckTable checks = {BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
+                            "test_vitcu", 22, false, sizeof(floatX) == 2};
 static AttentionKind attention = attention_kind_default(false); // -at
 
-// the bf16 tolerance of a check, or tol
-static double tolerance(const char *what, double tol) {
-    if (!bf16_table) return tol;
-    if (strncmp(what, "cbwc ", 5) == 0) what += 5;
-    return bf16_tolerance_find(BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
-                               what, "test_vitcu");
+static const char *param_name(const void *, int i) {
+    return VIT_PARAM_NAMES[i];
 }
 
-static int check(const char *what, double err, double tol) {
-    return report_check(what, err, tolerance(what, tol), 22);
-}
-
-// per-tensor gradient errors of ours vs ref (host copies)
-static int check_grads(const ViT *host, const float *ours, const float *ref, double tol,
-                       const char *prefix) {
-    int ok = 1;
-    size_t offset = 0;
-    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        size_t n = host->param_sizes[i];
-        char name[64];
-        snprintf(name, sizeof(name), "%s%s", prefix, VIT_PARAM_NAMES[i]);
-        ok &= check(name, relative_error(ours + offset, ref + offset, n), tol);
-        offset += n;
-    }
-    return ok;
+// the host model's parameter tensors, for check_grads
+static ParamTensors param_tensors(const ViT *host) {
+    return {VIT_NUM_PARAM_TENSORS, host->param_sizes, param_name, host};
 }
 
 // 1. the reference state: logits, loss, gradients, N step losses
@@ -103,13 +87,14 @@ static int check_reference(const ViT *host, const VisionDebugState *s, double re
     vitcuda_init(&gpu, host, s->B, attention);
     int ok = 1;
     vitcuda_forward(&gpu, s->images, s->labels, s->smoothing, s->B);
-    ok &= check("logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K), rel_tol);
-    ok &= check("loss", fabs(gpu.mean_loss - s->loss), loss_tol);
+    ok &= check(&checks, "logits", relative_error(gpu.logits_host, s->logits, (size_t)s->B * K),
+                rel_tol);
+    ok &= check(&checks, "loss", fabs(gpu.mean_loss - s->loss), loss_tol);
     vitcuda_zero_grad(&gpu);
     vitcuda_backward(&gpu, 1.0f / (float)s->B);
     float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     vitcuda_grads_to_host(&gpu, grads);
-    ok &= check_grads(host, grads, s->grads, rel_tol, "grad ");
+    ok &= check_grads(&checks, param_tensors(host), grads, s->grads, rel_tol, "grad ");
     if (s->num_steps > 1) { // loss k after k AdamW steps on the same batch
         double worst = 0.0;
         float last = 0.0f;
@@ -123,7 +108,7 @@ static int check_reference(const ViT *host, const VisionDebugState *s, double re
             if (!(d <= worst)) worst = d;
         }
         printf("  last step loss: gpu %.6f  reference %.6f\n", last, s->losses[s->num_steps - 1]);
-        ok &= check("AdamW step losses", worst, loss_tol);
+        ok &= check(&checks, "AdamW step losses", worst, loss_tol);
     }
     free(grads);
     vitcuda_free(&gpu);
@@ -162,10 +147,10 @@ static int check_equivalence(const ViT *host, const VisionDebugState *s, int ste
     ModeRun rms = run_mode(host, MODE_RMS, s, steps);
     int ok = 1;
     printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
-    ok &= check("cbwc logits", relative_error(cbwc.logits, ln.logits, BK), rel_tol);
-    ok &= check_grads(host, cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
+    ok &= check(&checks, "cbwc logits", relative_error(cbwc.logits, ln.logits, BK), rel_tol);
+    ok &= check_grads(&checks, param_tensors(host), cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     const double cbwc_gap = worst_loss_gap(cbwc.losses, ln.losses, steps);
-    ok &= check("cbwc step losses", cbwc_gap, loss_tol);
+    ok &= check(&checks, "cbwc step losses", cbwc_gap, loss_tol);
     // the control: plain RMSNorm is another model, its gradients (all of them,
     // at step 0) must differ from ln's by far more than cbwc's do and by more
     // than rounding (the step losses of this tiny model drift apart too slowly
@@ -218,7 +203,7 @@ static int check_curve(Classifier *cpu, const VisionDebugState *s, int steps,
         if (!(d <= worst)) worst = d;
         printf("  step %2d  cpu %.6f  gpu %.6f  |diff| %.2e\n", k + 1, cpu_loss, gpu_loss, d);
     }
-    int ok = check("curve gpu vs cpu", worst, loss_tol);
+    int ok = check(&checks, "curve gpu vs cpu", worst, loss_tol);
     free(images);
     free(labels);
     vitcuda_free(&gpu);
@@ -236,16 +221,6 @@ static void usage(void) {
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
-}
-
-// a non-negative integer up to max
-static long parse_count(const char *flag, const char *v, long max) {
-    char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 0 || n > max) {
-        fatal("%s: expected an integer in [0, %ld], got '%s'", flag, max, v);
-    }
-    return n;
 }
 
 // a tolerance in (0, 1]
@@ -276,8 +251,8 @@ int main(int argc, char **argv) {
         if (i + 1 >= argc) usage();
         const char *f = argv[i], *v = argv[i + 1];
         if (strcmp(f, "-N") == 0) mode_name = v;
-        else if (strcmp(f, "-r") == 0) rel_tol = parse_tolerance(f, v), bf16_table = 0;
-        else if (strcmp(f, "-l") == 0) loss_tol = parse_tolerance(f, v), bf16_table = 0;
+        else if (strcmp(f, "-r") == 0) rel_tol = parse_tolerance(f, v), checks.bf16_table = false;
+        else if (strcmp(f, "-l") == 0) loss_tol = parse_tolerance(f, v), checks.bf16_table = false;
         else if (strcmp(f, "--equivalence") == 0) equivalence_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);

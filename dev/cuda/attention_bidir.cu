@@ -8,15 +8,7 @@
 // keys of several tiles); the backward run twice must agree bit for bit (no
 // atomics). Then timed at ViT-B/16's shape at 224x224 (B=32, T=197, NH=12, hs=64).
 // Optional argument: a decimal seed.
-#include <math.h>
-#include <string.h>
-
-#include "common.cuh"
-#include "cuda/attention_layers.cuh"
-
-extern "C" {
-#include "kernels/attention_bidir.h"
-}
+#include "attention_check.cuh"
 
 // max |gpu - cpu| / max |cpu|: fp32 1e-4 (sums in other orders); bf16 3e-2 (flash,
 // cublas: bf16 inputs and outputs, cublas's att in bf16), 2e-2 for tc (also P and
@@ -29,70 +21,12 @@ static double tolerance(AttentionKind k) {
 
 static const AttentionKind KINDS[] = {ATTENTION_TC, ATTENTION_CUBLAS, ATTENTION_FLASH};
 
-static int check_kind(AttentionKind kind, const MatmulContext *mm, const floatX *d_qkv,
-                      const floatX *d_dout, const float *out, const float *dqkv, int B, int T,
-                      int C, int NH) {
-    const size_t btc = (size_t)B * T * C;
-    printf(" %s:\n", attention_kind_name(kind));
-    AttentionLayers a;
-    attention_layers_init(&a, kind, false, 1, B, T, C, NH, 0);
-    floatX *d_out, *d_dqkv;
-    CUDA_CHECK(cudaMalloc(&d_out, btc * sizeof(floatX)));
-    CUDA_CHECK(cudaMalloc(&d_dqkv, 3 * btc * sizeof(floatX)));
-    attention_layers_forward(&a, mm, 0, d_out, d_qkv, B, T, C, NH);
-    attention_layers_backward(&a, mm, 0, d_dqkv, d_dout, d_out, d_qkv, B, T, C, NH);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    float *got = (float *)host_alloc(3 * btc * 4), *again = (float *)host_alloc(3 * btc * 4);
-    double *ref = (double *)host_alloc(btc * 8);
-    int ok = 1;
-    for (size_t i = 0; i < btc; i++) ref[i] = out[i];
-    floatx_to_host(got, d_out, btc);
-    ok &= check_tensor("out", got, ref, btc, tolerance(kind));
-    floatx_to_host(got, d_dqkv, 3 * btc);
-    ok &= check_qkv_parts(got, dqkv, (size_t)B * T, C, tolerance(kind));
-    CUDA_CHECK(cudaMemset(d_dqkv, 0, 3 * btc * sizeof(floatX)));
-    attention_layers_backward(&a, mm, 0, d_dqkv, d_dout, d_out, d_qkv, B, T, C, NH);
-    floatx_to_host(again, d_dqkv, 3 * btc);
-    const int same = memcmp(got, again, 3 * btc * 4) == 0;
-    printf("  %-16s %s\n", "dqkv repeated", same ? "bit-identical ok" : "differs FAIL");
-    ok &= same;
-    attention_layers_free(&a);
-    CUDA_CHECK(cudaFree(d_out));
-    CUDA_CHECK(cudaFree(d_dqkv));
-    void *host[] = {got, again, ref};
-    for (void *p : host) free(p);
-    return ok;
-}
-
 static int check(const MatmulContext *mm, int B, int T, int C, int NH, DevRng *rng) {
     printf("bidirectional attention B=%d T=%d C=%d NH=%d hs=%d (%s):\n", B, T, C, NH, C / NH,
            FLOATX_NAME);
-    const size_t btc = (size_t)B * T * C;
-    floatX *h = (floatX *)host_alloc(3 * btc * sizeof(floatX));
-    float *qkv = (float *)host_alloc(3 * btc * 4), *dout = (float *)host_alloc(btc * 4);
-    fill_random(h, qkv, 3 * btc, rng, 0.0f, 1.0f);
-    floatX *d_qkv = to_device(h, 3 * btc);
-    fill_random(h, dout, btc, rng, 0.0f, 1.0f);
-    floatX *d_dout = to_device(h, btc);
-    // the oracle: the CPU trainer's attention on the same (rounded) inputs, one group per image
-    float *out = (float *)host_alloc(btc * 4), *dqkv = (float *)host_alloc(3 * btc * 4);
-    float *att = (float *)host_alloc((size_t)B * NH * T * T * 4);
-    attention_bidir_forward(out, att, qkv, NULL, 0, NULL, 0, B, T, C, NH);
-    attention_bidir_backward(dqkv, NULL, dout, qkv, att, NULL, 0, B, T, C, NH);
-    int ok = 1;
-    for (AttentionKind k : KINDS) {
-        const char *refusal = attention_kind_refusal(k, false);
-        if (refusal != NULL) {
-            printf(" %s: skipped (%s)\n", attention_kind_name(k), refusal);
-            continue;
-        }
-        ok &= check_kind(k, mm, d_qkv, d_dout, out, dqkv, B, T, C, NH);
-    }
-    CUDA_CHECK(cudaFree(d_qkv));
-    CUDA_CHECK(cudaFree(d_dout));
-    void *host[] = {h, qkv, dout, out, dqkv, att};
-    for (void *p : host) free(p);
-    return ok;
+    // the oracle: the CPU trainer's attention (attention_bidir.c), one group per image
+    return attention_check_kinds(KINDS, sizeof(KINDS) / sizeof(KINDS[0]), false, mm, B, T, C, NH,
+                                 rng, tolerance, 0.0); // no lse to check
 }
 
 static void timing(const MatmulContext *mm, int B, int T, int C, int NH) {
@@ -106,15 +40,10 @@ static void timing(const MatmulContext *mm, int B, int T, int C, int NH) {
     CUDA_CHECK(cudaMemset(dout, 0, btc * sizeof(floatX)));
     for (AttentionKind k : KINDS) {
         if (attention_kind_refusal(k, false) != NULL) continue;
-        AttentionLayers a;
-        attention_layers_init(&a, k, false, 1, B, T, C, NH, 0);
-        float fwd = time_ms([&] { attention_layers_forward(&a, mm, 0, out, qkv, B, T, C, NH); }, 5);
-        float bwd = time_ms([&] {
-            attention_layers_backward(&a, mm, 0, dqkv, dout, out, qkv, B, T, C, NH);
-        }, 5);
+        float fwd, bwd;
+        attention_time_kind(k, false, mm, out, dqkv, qkv, dout, B, T, C, NH, 5, &fwd, &bwd);
         printf("RESULT attention_bidir %s %s B=%d T=%d C=%d NH=%d fwd %.3f ms | bwd %.3f ms\n",
                attention_kind_name(k), FLOATX_NAME, B, T, C, NH, fwd, bwd);
-        attention_layers_free(&a);
     }
     void *dev[] = {qkv, dqkv, out, dout};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));

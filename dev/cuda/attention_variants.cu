@@ -10,15 +10,7 @@
 // is timed at GPT-2 124M's shape (B=16, T=1024, NH=12, hs=64), forward and
 // backward, one row per kind. Optional argument: a decimal seed;
 // DEV_CUDA_CHECK_ONLY=1: the checks only.
-#include <math.h>
-#include <string.h>
-
-#include "common.cuh"
-#include "cuda/attention_layers.cuh"
-
-extern "C" {
-#include "kernels/attention.h"
-}
+#include "attention_check.cuh"
 
 // max |gpu - cpu| / max |cpu| per tensor. fp32: sums of <= T products in other
 // orders. bf16: q, k, v, dy are bf16 (the CPU reads the same rounded values),
@@ -43,84 +35,10 @@ static const double LSE_TOL = 1e-4;
 
 static const AttentionKind KINDS[] = {ATTENTION_TC, ATTENTION_CUBLAS, ATTENTION_FLASH, ATTENTION_CUDNN};
 
-static int check_kind(AttentionKind kind, const MatmulContext *mm, const floatX *d_qkv,
-                      const floatX *d_dout, const float *out, const float *lse, const float *dqkv,
-                      int B, int T, int C, int NH) {
-    const size_t btc = (size_t)B * T * C, rows = (size_t)B * NH * T;
-    printf(" %s:\n", attention_kind_name(kind));
-    AttentionLayers a;
-    attention_layers_init(&a, kind, true, 1, B, T, C, NH, 0);
-    floatX *d_out, *d_dqkv;
-    CUDA_CHECK(cudaMalloc(&d_out, btc * sizeof(floatX)));
-    CUDA_CHECK(cudaMalloc(&d_dqkv, 3 * btc * sizeof(floatX)));
-    attention_layers_forward(&a, mm, 0, d_out, d_qkv, B, T, C, NH);
-    attention_layers_backward(&a, mm, 0, d_dqkv, d_dout, d_out, d_qkv, B, T, C, NH);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    const double tol = tolerance(kind);
-    float *got = (float *)host_alloc(3 * btc * 4), *again = (float *)host_alloc(3 * btc * 4);
-    double *ref = (double *)host_alloc(3 * btc * 8);
-    int ok = 1;
-    for (size_t i = 0; i < btc; i++) ref[i] = out[i];
-    floatx_to_host(got, d_out, btc);
-    ok &= check_tensor("out", got, ref, btc, tol);
-    if (a.lse != NULL) {
-        float_to_host(got, a.lse, rows);
-        double worst = 0.0;
-        for (size_t i = 0; i < rows; i++) {
-            const double d = fabs((double)got[i] - lse[i]);
-            if (!(d <= worst)) worst = d;
-        }
-        const int lse_ok = worst <= LSE_TOL;
-        printf("  %-16s abs err %.3e (tol %.0e) %s\n", "lse", worst, LSE_TOL, lse_ok ? "ok" : "FAIL");
-        ok &= lse_ok;
-    }
-    floatx_to_host(got, d_dqkv, 3 * btc);
-    ok &= check_qkv_parts(got, dqkv, (size_t)B * T, C, tol);
-    // determinism: a second backward writes the same bits
-    CUDA_CHECK(cudaMemset(d_dqkv, 0, 3 * btc * sizeof(floatX)));
-    attention_layers_backward(&a, mm, 0, d_dqkv, d_dout, d_out, d_qkv, B, T, C, NH);
-    floatx_to_host(again, d_dqkv, 3 * btc);
-    const int same = memcmp(got, again, 3 * btc * 4) == 0;
-    printf("  %-16s %s\n", "dqkv repeated", same ? "bit-identical ok" : "differs FAIL");
-    ok &= same;
-    attention_layers_free(&a);
-    CUDA_CHECK(cudaFree(d_out));
-    CUDA_CHECK(cudaFree(d_dqkv));
-    free(got);
-    free(again);
-    free(ref);
-    return ok;
-}
-
 static int check(const MatmulContext *mm, int B, int T, int C, int NH, DevRng *rng) {
     printf("causal attention B=%d T=%d C=%d NH=%d hs=%d (%s):\n", B, T, C, NH, C / NH, FLOATX_NAME);
-    const size_t btc = (size_t)B * T * C, rows = (size_t)B * NH * T;
-    floatX *h = (floatX *)host_alloc(3 * btc * sizeof(floatX));
-    float *qkv = (float *)host_alloc(3 * btc * 4), *dout = (float *)host_alloc(btc * 4);
-    fill_random(h, qkv, 3 * btc, rng, 0.0f, 1.0f);
-    floatX *d_qkv = to_device(h, 3 * btc);
-    fill_random(h, dout, btc, rng, 0.0f, 1.0f);
-    floatX *d_dout = to_device(h, btc);
-    // the oracle: the CPU trainer's attention on the same (rounded) inputs
-    float *out = (float *)host_alloc(btc * 4), *lse = (float *)host_alloc(rows * 4);
-    float *dqkv = (float *)host_alloc(3 * btc * 4);
-    attention_forward(out, lse, qkv, B, T, C, NH);
-    memset(dqkv, 0, 3 * btc * 4); // attention_backward accumulates
-    attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
-    int ok = 1;
-    for (AttentionKind k : KINDS) {
-        const char *refusal = attention_kind_refusal(k, false);
-        if (refusal != NULL) {
-            printf(" %s: skipped (%s)\n", attention_kind_name(k), refusal);
-            continue;
-        }
-        ok &= check_kind(k, mm, d_qkv, d_dout, out, lse, dqkv, B, T, C, NH);
-    }
-    CUDA_CHECK(cudaFree(d_qkv));
-    CUDA_CHECK(cudaFree(d_dout));
-    void *host[] = {h, qkv, dout, out, lse, dqkv};
-    for (void *p : host) free(p);
-    return ok;
+    return attention_check_kinds(KINDS, sizeof(KINDS) / sizeof(KINDS[0]), true, mm, B, T, C, NH,
+                                 rng, tolerance, LSE_TOL);
 }
 
 // forward and backward of each kind at (B, T, C, NH): ms and the TFLOP/s of the
@@ -147,17 +65,12 @@ static void timing(const MatmulContext *mm, int B, int T, int C, int NH) {
            FLOATX_NAME, B, T, C, NH, C / NH);
     for (AttentionKind k : KINDS) {
         if (attention_kind_refusal(k, false) != NULL) continue;
-        AttentionLayers a;
-        attention_layers_init(&a, k, true, 1, B, T, C, NH, 0);
-        const float fwd = time_ms([&] { attention_layers_forward(&a, mm, 0, out, qkv, B, T, C, NH); }, 10);
-        const float bwd = time_ms([&] {
-            attention_layers_backward(&a, mm, 0, dqkv, dout, out, qkv, B, T, C, NH);
-        }, 10);
+        float fwd, bwd;
+        attention_time_kind(k, true, mm, out, dqkv, qkv, dout, B, T, C, NH, 10, &fwd, &bwd);
         printf("RESULT attention_variants %-6s %s B=%d T=%d C=%d NH=%d | fwd %8.3f ms %7.1f TFLOP/s "
                "| bwd %8.3f ms %7.1f TFLOP/s\n",
                attention_kind_name(k), FLOATX_NAME, B, T, C, NH, fwd, 4.0 * work / (fwd * 1e9),
                bwd, 10.0 * work / (bwd * 1e9));
-        attention_layers_free(&a);
     }
     void *dev[] = {qkv, dqkv, out, dout};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));

@@ -4,7 +4,7 @@
 // llmc/kernels/swin_window.c) on random qkv, bias table and output gradient: out,
 // att, dqkv and the bias table's gradient, over shifts 0 and > 0, windows
 // 3, 4, 7 and 12, several windows per image and one, odd head counts, head
-// sizes 8 to 64 (above 48 KiB of shared memory: hs 64, window 12) and few score
+// sizes 8 to 128 (above 48 KiB of shared memory: hs 64 and 128, window 12) and few score
 // chunks (several windows per backward block). A second backward must give
 // the same dqkv bits and exactly twice the table gradient (it accumulates;
 // x + x is exact). bf16 builds also check the tensor-core kernel
@@ -234,6 +234,10 @@ int main(int argc, char **argv) {
     ok &= check({2, 7, 7, 0, 40, 5, 0}, &rng);  // one window an image, 5 heads of 8
     ok &= check({1, 7, 7, 0, 128, 2, 0}, &rng); // hs 64: the backward above 48 KiB of shared memory
     ok &= check({1, 12, 12, 0, 32, 1, 0}, &rng); // window 12 (Swin at 384): both above 48 KiB
+    // hs 128, the tensor-core kernel's widest tile (D = 128), at Swin's window 7 (T = 49: 64 rows
+    // of tiles, the last 15 zero): shared memory tc 52 KiB forward, 88 KiB backward, the FMA
+    // kernel 83 KiB and 108 KiB, all above 48 KiB and within the 227 KiB opt-in limit
+    ok &= check({1, 7, 7, 0, 128, 1, 0}, &rng);
     if (!dev_check_only()) timing({64, 56, 7, 3, 96, 3, 0});
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -18,7 +18,8 @@
 #                      cudnn-frontend is carried (every llm.c row names its build)
 #   kernel timings     the other GPT-2 dev/cuda programs (matmul, cbwc, any new
 #                      one), and a cost model's predictions beside when
-#                      dev/gpu/cost_model.{sh,py} exists
+#                      dev/gpu/cost_model.{sh,py} exists (the .py: its
+#                      `measured` lines, each timing beside its H200 roofline)
 #   norm bandwidth     the norm kernels against the device-to-device copy
 #   sanitizers         compute-sanitizer memcheck and racecheck, small fp32 test
 #   vision tests       the ViT and Swin tests (fp32, bf16)
@@ -636,7 +637,7 @@ if stage "kernel timings" 20 5; then
     [ -n "${CHECK_COST_MODEL:-}" ] && cost_models=("$CHECK_COST_MODEL")
     for cm in "${cost_models[@]}"; do
         [ -f "$cm" ] || continue
-        case $cm in *.sh) cmd=(bash "$cm") ;; *) cmd=(python3 "$cm") ;; esac
+        case $cm in *.sh) cmd=(bash "$cm") ;; *) cmd=(python3 "$cm" measured) ;; esac
         if run cost_model "$t_run" "${cmd[@]}" "$results"; then
             while IFS= read -r line; do [ -n "$line" ] && row "  predicted" "TIME $line"; done < "$last_log"
         fi

@@ -201,45 +201,43 @@ static inline void swincuda_sync_params_x(SwinCuda *m) {
     cuda_params_sync_x(m->params_x_memory, m->params_memory, m->dev_parameters, m->mm.stream);
 }
 
-static inline void swincuda_build_shapes(SwinCuda *m) {
-    const SwinConfig *c = &m->config;
+// The blocks' and merges' shapes: the host model's (llmc/vision/swin.c builds
+// them from the config), each block and merge with its device offsets.
+static inline void swincuda_build_shapes(SwinCuda *m, const Swin *host) {
     m->blocks = (SwinBlockCuda *)calloc_check((size_t)m->num_blocks, sizeof(SwinBlockCuda),
                                               "swincuda blocks");
-    m->res0 = swin_stage_resolution(c, 0);
-    m->PD = c->image_channels * c->patch_size * c->patch_size;
-    int res = m->res0;
-    for (int s = 0, b = 0; s < c->num_stages; s++) {
-        const int C = c->embed_dim << s, rms = swin_stage_rms_in_cbwc(c, s);
-        res = swin_stage_resolution(c, s);
-        if (s > 0) {
-            SwinMergeCuda *mg = &m->merges[s];
-            mg->C_in = C / 2;
-            mg->res_out = res;
-            mg->N_out = res * res;
-            mg->off = m->off.merges[s];
-            mg->foldable = swin_merge_norm_rms_in_cbwc(c);
-            mg->centred_reduction = rms;
-        }
-        for (int i = 0; i < c->depths[s]; i++, b++) {
-            SwinBlockCuda *k = &m->blocks[b];
-            k->C = C;
-            k->NH = c->heads[s];
-            k->res = res;
-            k->window = swin_stage_window(c, res);
-            k->shift = (i % 2 == 1 && res > c->window) ? c->window / 2 : 0;
-            k->N = res * res;
-            k->T = k->window * k->window;
-            k->nW = k->N / k->T;
-            k->hidden = C * c->mlp_ratio;
-            k->foldable = rms;
-            k->off = m->off.blocks[b];
-            if (C % PACK_X != 0 || (C / k->NH) <= 0) {
-                fatal("swincuda: stage %d has C=%d, must be a multiple of %d", s, C, PACK_X);
-            }
+    m->res0 = host->res0;
+    m->PD = host->PD;
+    m->C_last = host->C_last;
+    m->N_last = host->N_last;
+    for (int s = 1; s < m->config.num_stages; s++) {
+        const SwinMerge *h = &host->merges[s];
+        SwinMergeCuda *mg = &m->merges[s];
+        mg->C_in = h->C_in;
+        mg->res_out = h->res_out;
+        mg->N_out = h->N_out;
+        mg->off = m->off.merges[s];
+        mg->foldable = h->rms_in_cbwc;
+        mg->centred_reduction = h->centred_reduction;
+    }
+    for (int b = 0; b < m->num_blocks; b++) {
+        const SwinBlock *h = &host->blocks[b];
+        SwinBlockCuda *k = &m->blocks[b];
+        k->C = h->C;
+        k->NH = h->NH;
+        k->res = h->res;
+        k->window = h->window;
+        k->shift = h->shift;
+        k->N = h->N;
+        k->T = h->T;
+        k->nW = h->nW;
+        k->hidden = h->hidden;
+        k->foldable = h->rms_in_cbwc;
+        k->off = m->off.blocks[b];
+        if (k->C % PACK_X != 0 || (k->C / k->NH) <= 0) {
+            fatal("swincuda: stage %d has C=%d, must be a multiple of %d", h->stage, k->C, PACK_X);
         }
     }
-    m->C_last = c->embed_dim << (c->num_stages - 1);
-    m->N_last = res * res;
 }
 
 static inline SwinWindowShape swincuda_window_shape(const SwinBlockCuda *k, int B) {
@@ -350,7 +348,7 @@ static inline void swincuda_init(SwinCuda *m, const Swin *host, int max_B,
     swincuda_layout(m);
     m->num_sms = cuda_device_sm_count();
     matmul_context_create(&m->mm);
-    swincuda_build_shapes(m);
+    swincuda_build_shapes(m, host);
     const size_t P = m->dev_parameters;
     m->params_memory = cuda_alloc<float>(P);
     swincuda_scatter(m, m->params_memory, host->params_memory);

@@ -250,18 +250,30 @@ static void residual_add(float *out, const float *a, const float *b, size_t n) {
     }
 }
 
+// cbwc's centred weights in centred_memory, in this order: V of attn c_proj,
+// its P b, V of mlp c_proj, its P b.
+#define CENTRED_TENSORS 4
+static void centred_sizes(const GPT2 *model, size_t sizes[CENTRED_TENSORS]) {
+    const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
+    sizes[0] = L * C * C;
+    sizes[1] = L * C;
+    sizes[2] = L * C * 4 * C;
+    sizes[3] = L * C;
+}
+
 // V = P W and P b for every attn c_proj and mlp c_proj (docs/math.md
 // section 2), recomputed from the proxy weights after each update.
 static void cbwc_refresh(GPT2 *model) {
     const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
     if (model->centred_memory == NULL) {
-        size_t sizes[4] = {L * C * C, L * C, L * C * 4 * C, L * C};
+        size_t sizes[CENTRED_TENSORS];
+        centred_sizes(model, sizes);
         model->centred_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
                                           "cbwc effective weights");
-        float **fields[4] = {&model->centred_attprojw, &model->centred_attprojb, &model->centred_fcprojw,
-                             &model->centred_fcprojb};
+        float **fields[CENTRED_TENSORS] = {&model->centred_attprojw, &model->centred_attprojb,
+                                           &model->centred_fcprojw, &model->centred_fcprojb};
         float *p = model->centred_memory;
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < CENTRED_TENSORS; i++) {
             *fields[i] = p;
             p += sizes[i];
         }
@@ -296,8 +308,9 @@ static void bf16_refresh(GPT2 *model) {
         model->bf16_stale = 0;
     }
     if (model->mode == MODE_CBWC && model->centred_bf16_stale) {
-        const size_t L = (size_t)model->config.num_layers, C = (size_t)model->config.channels;
-        const size_t count = L * C * C + L * C + L * 4 * C * C + L * C; // cbwc_refresh's sizes
+        size_t sizes[CENTRED_TENSORS];
+        centred_sizes(model, sizes);
+        const size_t count = sizes[0] + sizes[1] + sizes[2] + sizes[3];
         if (model->centred_bf16 == NULL) {
             model->centred_bf16 = malloc_check(count * sizeof(uint16_t), "bf16 centred weights");
         }
@@ -306,17 +319,51 @@ static void bf16_refresh(GPT2 *model) {
     }
 }
 
-// The bf16 copy of a weight matrix W (a parameter or a centred weight).
-static const uint16_t *bf16_twin(const GPT2 *model, const float *W) {
-    uintptr_t w = (uintptr_t)W, params = (uintptr_t)model->params_memory;
-    if (w >= params && w < params + model->num_parameters * sizeof(float)) {
-        return model->params_bf16 + (W - model->params_memory);
+// A weight matrix as the linear layers read it: the fp32 master and, when
+// the matmuls run in bf16, its bf16 copy (else NULL), at the same offset of
+// the bf16 block (bf16_refresh keeps each block's layout).
+typedef struct {
+    const float *fp32;
+    const uint16_t *bf16;
+} LinearWeight;
+
+// The parameter tensors the linear layers read, by their index in the file's
+// order (gpt2_param_name).
+enum { PARAM_WTE = 0, PARAM_QKVW = 4, PARAM_ATTPROJW = 6, PARAM_FCW = 10, PARAM_FCPROJW = 12 };
+
+// w from element `offset` on: a layer's slice of a stacked tensor.
+static LinearWeight weight_from(LinearWeight w, size_t offset) {
+    return (LinearWeight){w.fp32 + offset, w.bf16 == NULL ? NULL : w.bf16 + offset};
+}
+
+// Element `offset` of a weight block (fp32) and of its bf16 copy (bf16, or
+// NULL where the matmuls run in fp32).
+static LinearWeight block_weight(const float *fp32, const uint16_t *bf16, size_t offset) {
+    return weight_from((LinearWeight){fp32, bf16}, offset);
+}
+
+// Parameter tensor `tensor` (a PARAM_ index), as ParameterTensors points it.
+static LinearWeight param_weight(const GPT2 *model, int tensor) {
+    size_t offset = 0;
+    for (int i = 0; i < tensor; i++) {
+        offset += model->param_sizes[i];
     }
-    if (model->centred_memory != NULL && w >= (uintptr_t)model->centred_memory &&
-        model->centred_bf16 != NULL) {
-        return model->centred_bf16 + (W - model->centred_memory);
+    return block_weight(model->params_memory, uses_bf16(model) ? model->params_bf16 : NULL, offset);
+}
+
+// The forward's stream-writing matrices, as gpt2_stream_weights picks them:
+// the proxy W in ln/rms, cbwc's V (in centred_memory) in cbwc.
+static void stream_weights(const GPT2 *model, LinearWeight *attprojw, LinearWeight *fcprojw) {
+    if (model->mode != MODE_CBWC) {
+        *attprojw = param_weight(model, PARAM_ATTPROJW);
+        *fcprojw = param_weight(model, PARAM_FCPROJW);
+        return;
     }
-    fatal("gpt2: no bf16 copy of a weight matrix (a bug)");
+    size_t sizes[CENTRED_TENSORS];
+    centred_sizes(model, sizes);
+    const uint16_t *bf16 = uses_bf16(model) ? model->centred_bf16 : NULL;
+    *attprojw = block_weight(model->centred_memory, bf16, 0);
+    *fcprojw = block_weight(model->centred_memory, bf16, sizes[0] + sizes[1]);
 }
 
 void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
@@ -328,31 +375,31 @@ void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
 
 // out = [residual +] inp W^T + bias in the model's matmul precision.
 static void linear_forward(GPT2 *model, float *out, const float *residual, const float *inp,
-                           const float *W, const float *bias, int N, int IC, int OC) {
+                           LinearWeight W, const float *bias, int N, int IC, int OC) {
     MatmulEngine *mm = model->matmul_engine;
     if (mm == NULL) {
         if (residual == NULL) {
-            matmul_forward(out, inp, W, bias, N, IC, OC);
+            matmul_forward(out, inp, W.fp32, bias, N, IC, OC);
         } else {
-            matmul_forward_residual(out, residual, inp, W, bias, N, IC, OC);
+            matmul_forward_residual(out, residual, inp, W.fp32, bias, N, IC, OC);
         }
     } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
-        matmul_bf16_forward(mm, out, residual, inp, bf16_twin(model, W), bias, N, IC, OC);
+        matmul_bf16_forward(mm, out, residual, inp, W.bf16, bias, N, IC, OC);
     } else {
-        matmul_dnnl_fp32_forward(mm, out, residual, inp, W, bias, N, IC, OC);
+        matmul_dnnl_fp32_forward(mm, out, residual, inp, W.fp32, bias, N, IC, OC);
     }
 }
 
 // matmul_backward (dinp accumulated) in the model's matmul precision.
 static void linear_backward(GPT2 *model, float *dinp, float *dW, float *dbias, const float *dout,
-                            const float *inp, const float *W, int N, int IC, int OC) {
+                            const float *inp, LinearWeight W, int N, int IC, int OC) {
     MatmulEngine *mm = model->matmul_engine;
     if (mm == NULL) {
-        matmul_backward(dinp, dW, dbias, dout, inp, W, N, IC, OC);
+        matmul_backward(dinp, dW, dbias, dout, inp, W.fp32, N, IC, OC);
     } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
-        matmul_bf16_backward(mm, dinp, 1, dW, dbias, dout, inp, bf16_twin(model, W), N, IC, OC);
+        matmul_bf16_backward(mm, dinp, 1, dW, dbias, dout, inp, W.bf16, N, IC, OC);
     } else {
-        matmul_dnnl_fp32_backward(mm, dinp, 1, dW, dbias, dout, inp, W, N, IC, OC);
+        matmul_dnnl_fp32_backward(mm, dinp, 1, dW, dbias, dout, inp, W.fp32, N, IC, OC);
     }
 }
 
@@ -364,7 +411,7 @@ static uint64_t dropout_stream(const GPT2 *model, int l, int branch) {
 
 // out = residual + dropout(inp W^T + b); in cbwc the caller passes V and P b.
 static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
-                                         const float *inp, const float *W, const float *bias,
+                                         const float *inp, LinearWeight W, const float *bias,
                                          int N, int IC, int OC, int l, int branch_index) {
     float *branch = model->scratch.dbranch; // free during the forward pass
     linear_forward(model, branch, NULL, inp, W, bias, N, IC, OC);
@@ -379,7 +426,7 @@ static void projection_to_stream_forward(GPT2 *model, float *out, const float *r
 // dropout mask first; in cbwc the output gradient is then centred, which
 // yields dx = dy V and dW = P dV.
 static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, float *dbias,
-                                          const float *dout, const float *inp, const float *W,
+                                          const float *dout, const float *inp, LinearWeight W,
                                           int N, int IC, int OC, int l, int branch_index) {
     if (model->dropout_active) {
         dropout_apply(model->scratch.dbranch, dout, (size_t)N * OC, model->resid_dropout,
@@ -467,11 +514,14 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
     const GPT2StreamWeights sw = gpt2_stream_weights(model); // refreshes cbwc's V
-    const float *attprojw = sw.attprojw, *attprojb = sw.attprojb;
-    const float *fcprojw = sw.fcprojw, *fcprojb = sw.fcprojb;
+    const float *attprojb = sw.attprojb, *fcprojb = sw.fcprojb;
     if (uses_bf16(model)) {
         bf16_refresh(model); // only the stale copies
     }
+    LinearWeight attprojw, fcprojw;
+    stream_weights(model, &attprojw, &fcprojw);
+    const LinearWeight wte = param_weight(model, PARAM_WTE);
+    const LinearWeight qkvw = param_weight(model, PARAM_QKVW), fcw = param_weight(model, PARAM_FCW);
 
     encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
     for (int l = 0; l < L; l++) {
@@ -479,19 +529,19 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
         const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
         norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
                      p.ln1w + lc, p.ln1b + lc, BT, C);
-        linear_forward(model, a.qkv + 3 * lbtc, NULL, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
-                       C, 3 * C);
+        linear_forward(model, a.qkv + 3 * lbtc, NULL, a.ln1 + lbtc, weight_from(qkvw, 3 * lc * C),
+                       p.qkvb + 3 * lc, BT, C, 3 * C);
         attention_forward(a.atty + lbtc, a.lse + (size_t)l * B * NH * T, a.qkv + 3 * lbtc, B,
                           T, C, NH);
         projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
-                                     attprojw + lc * C, attprojb + lc, BT, C, C, l, 0);
+                                     weight_from(attprojw, lc * C), attprojb + lc, BT, C, C, l, 0);
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
-        linear_forward(model, a.fch + 4 * lbtc, NULL, a.ln2 + lbtc, p.fcw + 4 * lc * C, p.fcb + 4 * lc, BT, C,
-                       4 * C);
+        linear_forward(model, a.fch + 4 * lbtc, NULL, a.ln2 + lbtc, weight_from(fcw, 4 * lc * C),
+                       p.fcb + 4 * lc, BT, C, 4 * C);
         gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
         projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
-                                     a.fch_gelu + 4 * lbtc, fcprojw + 4 * lc * C,
+                                     a.fch_gelu + 4 * lbtc, weight_from(fcprojw, 4 * lc * C),
                                      fcprojb + lc, BT, 4 * C, C, l, 1);
     }
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
@@ -499,7 +549,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     if (model->matmul_engine == NULL) {
         gpt2_head_forward(model, a.logits, a.lnf, BT);
     } else { // gpt2_head_forward in the model's matmul precision
-        linear_forward(model, a.logits, NULL, a.lnf, p.wte, NULL, BT, C, Vp);
+        linear_forward(model, a.logits, NULL, a.lnf, wte, NULL, BT, C, Vp);
         if (model->mode == MODE_FOLDED) {
             tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
         }
@@ -554,10 +604,15 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     ParameterTensors g = model->grads;
     ActivationTensors a = model->acts;
     BackwardScratch s = model->scratch;
+    // the proxy weights in every mode (cbwc's V enters through the centred dout)
+    const LinearWeight qkvw = param_weight(model, PARAM_QKVW), fcw = param_weight(model, PARAM_FCW);
+    const LinearWeight attprojw = param_weight(model, PARAM_ATTPROJW);
+    const LinearWeight fcprojw = param_weight(model, PARAM_FCPROJW);
 
     crossentropy_backward_inplace(a.logits, a.logits_stats, model->targets, loss_scale, BT, V, Vp);
     memset(s.dln, 0, btc * sizeof(float));
-    linear_backward(model, s.dln, g.wte, NULL, a.logits, a.lnf, p.wte, BT, C, Vp);
+    linear_backward(model, s.dln, g.wte, NULL, a.logits, a.lnf, param_weight(model, PARAM_WTE),
+                    BT, C, Vp);
     memset(s.dresidual, 0, btc * sizeof(float));
     const float *last = a.residual3 + (size_t)(L - 1) * btc;
     norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
@@ -570,25 +625,25 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
         // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
         memset(s.dfch_gelu, 0, 4 * btc * sizeof(float));
         projection_to_stream_backward(model, s.dfch_gelu, g.fcprojw + 4 * lc * C, g.fcprojb + lc,
-                                      s.dresidual, a.fch_gelu + 4 * lbtc, p.fcprojw + 4 * lc * C,
-                                      BT, 4 * C, C, l, 1);
+                                      s.dresidual, a.fch_gelu + 4 * lbtc,
+                                      weight_from(fcprojw, 4 * lc * C), BT, 4 * C, C, l, 1);
         gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
         memset(s.dln, 0, btc * sizeof(float));
         linear_backward(model, s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
-                        p.fcw + 4 * lc * C, BT, C, 4 * C);
+                        weight_from(fcw, 4 * lc * C), BT, C, 4 * C);
         norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
                       p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
         // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
         memset(s.datty, 0, btc * sizeof(float));
         projection_to_stream_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
-                                      s.dresidual, a.atty + lbtc, p.attprojw + lc * C, BT, C, C, l,
-                                      0);
+                                      s.dresidual, a.atty + lbtc, weight_from(attprojw, lc * C),
+                                      BT, C, C, l, 0);
         memset(s.dqkv, 0, 3 * btc * sizeof(float));
         attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.atty + lbtc,
                            a.lse + (size_t)l * B * NH * T, B, T, C, NH);
         memset(s.dln, 0, btc * sizeof(float));
         linear_backward(model, s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
-                        p.qkvw + 3 * lc * C, BT, C, 3 * C);
+                        weight_from(qkvw, 3 * lc * C), BT, C, 3 * C);
         norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
                       a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
         grads_ready(model, l);

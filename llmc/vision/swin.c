@@ -35,7 +35,8 @@ static void block_build_tables(SwinBlock *blk) {
     blk->bias = malloc_check((size_t)blk->nbias * blk->NH * T * T * sizeof(float), "score bias");
 }
 
-// The blocks' and merges' shapes from the config; their parameters at the
+// The blocks' and merges' shapes from the config (their one owner: the GPU
+// model, llmc/cuda/swin_cuda.cuh, copies them); their parameters at the
 // offsets of the layout (vision_layout.c).
 static void swin_build_blocks(Swin *m) {
     const SwinConfig *c = &m->config;

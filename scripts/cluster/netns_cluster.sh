@@ -8,6 +8,7 @@
 #
 #   netns_cluster.sh check                 exit 0 if a cluster can be made here, else
 #                                          print the reason and exit 2 (suites SKIP)
+#   netns_cluster.sh check delay           the same for `link ... delay`
 #   netns_cluster.sh up DIR [HOSTS]        make HOSTS hosts (2 or 3; default 2) h1..hN;
 #                                          DIR gets hostfile, agent, mpirun, env
 #   netns_cluster.sh down DIR              remove everything `up DIR` made (idempotent)
@@ -15,9 +16,10 @@
 #                                          then down, also when CMD fails or on a signal
 #   netns_cluster.sh link DIR HOST down|up|rate RATE|delay TIME|unlimited
 #                                          take HOST's link down or up, limit it (tc
-#                                          tbf, both directions; RATE as tc: 1gbit) or
-#                                          delay it (tc netem, TIME each way: 10ms;
-#                                          fails naming sch_netem where it is missing)
+#                                          tbf, both directions; RATE as tc: 1gbit),
+#                                          delay it (TIME each way: 0.2ms, 10ms; 0
+#                                          removes it; bin/link_delay, below) or
+#                                          remove both its limit and its delay
 #   netns_cluster.sh kill DIR HOST         kill -9 every process on HOST (orted and ranks)
 #   netns_cluster.sh exec DIR HOST CMD...  run CMD on HOST (its namespace, hostname, storage)
 #
@@ -27,10 +29,23 @@
 # "Across hosts"). Each host sees its own DIR/hosts/hN at DIR/local (a bind
 # mount in its mount namespace): host-local storage; the rest of the file
 # system is shared by all hosts, as an NFS home would be.
+#
+# A link's delay: this kernel has no tc netem, so iptables NFQUEUE rules in
+# the switch's namespace, on HOST's port of the bridge (what HOST sends and
+# what it receives), hand every packet to bin/link_delay
+# (scripts/cluster/link_delay.c), which holds each TIME and accepts it,
+# first in first out. In the switch, not on HOST: a packet held on its
+# sender (HOST's OUTPUT) still counts against TCP's small-queue limit of
+# about 1 ms of data, which at 10 ms held 300 MB to 4 Mbit/s; past the veth
+# it belongs to no socket. `kill DIR HOST` leaves the link as it was; the
+# rules pass packets straight through if the daemon is gone
+# (--queue-bypass). Rate limits stay with tc tbf.
 set -uo pipefail
 
 SUBNET=10.97.0            # inside the namespaces only: it cannot clash with the machine's
 LOGIN_ADDR=$SUBNET.254
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LINK_DELAY=$ROOT/bin/link_delay
 
 die() { echo "netns_cluster: $*" >&2; exit 1; }
 
@@ -52,6 +67,34 @@ check_reason() {
     if ! err=$(ip netns exec $probe sysctl -qw net.ipv4.tcp_retries2=5 2>&1); then
         ip netns del $probe 2>/dev/null; echo "a namespace's net.ipv4.tcp_retries2 cannot be set: $err"; return
     fi
+    ip netns del $probe
+}
+
+# why `link ... delay` cannot work here (nothing printed: it can)
+delay_reason() {
+    local reason; reason=$(check_reason)
+    [ -z "$reason" ] || { echo "$reason"; return; }
+    [ -x "$LINK_DELAY" ] || { echo "no $LINK_DELAY: make builds it where libnetfilter_queue is installed (libnetfilter-queue-dev, scripts/deps/cluster.txt)"; return; }
+    command -v iptables > /dev/null || { echo "no iptables (scripts/deps/cluster.txt)"; return; }
+    local probe=fnprobe$$ err
+    if ! err=$(ip netns add $probe 2>&1); then echo "ip netns add failed: $err"; return; fi
+    if ! err=$(ip netns exec $probe sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>&1); then
+        ip netns del $probe 2>/dev/null; echo "bridged packets cannot be sent through iptables (the kernel's br_netfilter): ${err//$'\n'/ }"; return
+    fi
+    if ! err=$(ip netns exec $probe iptables -w -t mangle -A FORWARD -m physdev --physdev-in p0 -j NFQUEUE --queue-num 1 --queue-bypass 2>&1); then
+        ip netns del $probe 2>/dev/null; echo "no iptables NFQUEUE rule on a bridge port here (the kernel's xt NFQUEUE target, physdev match): ${err//$'\n'/ }"; return
+    fi
+    local log; log=$(mktemp)
+    ip netns exec $probe "$LINK_DELAY" 1 1ms < /dev/null > "$log" 2>&1 &
+    local pid=$! i
+    for i in $(seq 100); do
+        grep -q bound "$log" && break
+        alive $pid || break
+        sleep 0.05
+    done
+    kill $pid 2>/dev/null; wait $pid 2>/dev/null
+    grep -q bound "$log" || echo "link_delay cannot bind a queue (the kernel's nfnetlink_queue?): $(tr '\n' ' ' < "$log")"
+    rm -f "$log"
     ip netns del $probe
 }
 
@@ -77,7 +120,7 @@ down() {
         ip netns del "$ns" 2>/dev/null
     done
     rm -rf /etc/netns/"$PREFIX"-*
-    rm -f "$dir/cluster.env"
+    rm -f "$dir/cluster.env" "$dir"/delay_*.pid
 }
 
 up() {
@@ -194,7 +237,66 @@ fill() {
     sed -e "s|@DIR@|$DIR|g" -e "s|@PREFIX@|$PREFIX|g" -e "s|@HOSTS@|$HOSTS|g" -e "s|@SUBNET@|$SUBNET|g"
 }
 
-link() { # DIR HOST ACTION [RATE]
+# the NFQUEUE rules of HOST's delay in the switch's namespace (bridged
+# packets pass its iptables: br_netfilter): what HOST sends, by the port it
+# comes in on (mangle FORWARD), and what it receives, by the port it leaves
+# on (filter FORWARD); two tables, so a packet between two delayed hosts
+# is held by both. ACTION -A or -D; queue N for host hN.
+delay_rules() { # HOST ACTION
+    local q=${1#h}
+    ip netns exec "$PREFIX-sw" iptables -w -t mangle "$2" FORWARD -m physdev --physdev-in "$1" \
+        -j NFQUEUE --queue-num "$q" --queue-bypass &&
+        ip netns exec "$PREFIX-sw" iptables -w -t filter "$2" FORWARD -m physdev --physdev-out "$1" \
+            -j NFQUEUE --queue-num "$q" --queue-bypass
+}
+
+# alive PID: PID has not exited (an exited process stays a zombie until the
+# machine's init reaps it, which can take seconds here)
+alive() {
+    local stat
+    read -r stat 2>/dev/null < "/proc/$1/stat" || return 1
+    [[ $stat =~ \)\ ([A-Za-z]) ]] && [ "${BASH_REMATCH[1]}" != Z ]
+}
+# running PID: PID is a live link_delay (not another process that got its number)
+running() {
+    alive "$1" && grep -qa link_delay "/proc/$1/cmdline" 2>/dev/null
+}
+
+delay_off() { # HOST: removes HOST's delay (rules first, then the daemon releases what it holds)
+    local pidfile=$DIR/delay_$1.pid pid i
+    [ -f "$pidfile" ] || return 0
+    delay_rules "$1" -D 2>/dev/null
+    pid=$(cat "$pidfile")
+    running "$pid" && kill -TERM "$pid"
+    for i in $(seq 50); do running "$pid" || break; sleep 0.05; done
+    running "$pid" && { kill -9 "$pid"; echo "netns_cluster: link_delay of $1 (pid $pid) ignored SIGTERM; killed" >&2; }
+    rm -f "$pidfile"
+}
+
+delay_on() { # HOST TIME
+    local log=$DIR/delay_$1.log pid i reason
+    reason=$(delay_reason)
+    [ -z "$reason" ] || die "link: no delay here: $reason"
+    delay_off "$1"
+    ip netns exec "$PREFIX-sw" sysctl -qw net.bridge.bridge-nf-call-iptables=1 || die "link: br_netfilter off in the switch"
+    # the previous daemon's log says "bound" too: gone before the new one starts
+    rm -f "$log"
+    ip netns exec "$PREFIX-sw" "$LINK_DELAY" "${1#h}" "$2" < /dev/null > "$log" 2>&1 &
+    pid=$!
+    echo "$pid" > "$DIR/delay_$1.pid"
+    for i in $(seq 100); do
+        grep -q bound "$log" 2>/dev/null && break
+        alive "$pid" || break
+        sleep 0.05
+    done
+    grep -q bound "$log" 2>/dev/null || {
+        local state=exited; alive "$pid" && state="still starting after $i checks"
+        delay_off "$1"; die "link: link_delay did not start for $1 ($state): $(tr '\n' ' ' < "$log")"
+    }
+    delay_rules "$1" -A || { delay_off "$1"; die "link: cannot add the NFQUEUE rules for $1"; }
+}
+
+link() { # DIR HOST ACTION [RATE|TIME]
     load "$1"
     local ns; ns=$(ns_of "$2")
     case ${3:-} in
@@ -205,15 +307,10 @@ link() { # DIR HOST ACTION [RATE]
         ip netns exec "$ns" tc qdisc replace dev eth0 root tbf rate "$4" burst 1mb latency 100ms &&
             ip netns exec "$PREFIX-sw" tc qdisc replace dev "$2" root tbf rate "$4" burst 1mb latency 100ms ;;
     delay)
-        [ -n "${4:-}" ] || die "link: delay needs a time (tc's units: 10ms)"
-        local err
-        # netem on both ends of the host's veth: TIME on its sends and on what it receives
-        if ! err=$(ip netns exec "$ns" tc qdisc replace dev eth0 root netem delay "$4" 2>&1) ||
-            ! err=$(ip netns exec "$PREFIX-sw" tc qdisc replace dev "$2" root netem delay "$4" 2>&1); then
-            ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null
-            die "link: no netem delay here (the kernel's sch_netem qdisc): ${err//$'\n'/ }"
-        fi ;;
+        [ -n "${4:-}" ] || die "link: delay needs a time (0.2ms, 200us, 10ms; 0 removes the delay)"
+        if [[ ${4:-} =~ ^0+(\.0*)?(us|ms|s)?$ ]]; then delay_off "$2"; else delay_on "$2" "$4"; fi ;;
     unlimited)
+        delay_off "$2"
         ip netns exec "$ns" tc qdisc del dev eth0 root 2>/dev/null
         ip netns exec "$PREFIX-sw" tc qdisc del dev "$2" root 2>/dev/null; true ;;
     *) die "link: down, up, rate RATE, delay TIME or unlimited, not '${3:-}'" ;;
@@ -223,7 +320,13 @@ link() { # DIR HOST ACTION [RATE]
 cmd=${1:-}
 shift || true
 case $cmd in
-check) reason=$(check_reason); [ -z "$reason" ] || { echo "$reason"; exit 2; } ;;
+check)
+    case ${1:-} in
+    "") reason=$(check_reason) ;;
+    delay) reason=$(delay_reason) ;;
+    *) die "check [delay], not 'check $1'" ;;
+    esac
+    [ -z "$reason" ] || { echo "$reason"; exit 2; } ;;
 up) [ $# -ge 1 ] || die "up DIR [HOSTS]"; up "$@" ;;
 down) [ $# -eq 1 ] || die "down DIR"; down "$1" ;;
 run)
@@ -245,5 +348,5 @@ exec)
     exec ip netns exec "$ns" unshare --uts -- /bin/sh -c \
         'hostname "$1" && mount --bind "$2" "$3" && shift 3 && exec "$@"' \
         exec "$host" "$DIR/hosts/$host" "$DIR/local" "$@" ;;
-*) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = -h ] || exit 2 ;;
+*) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0" | sed 's/^# \{0,1\}//'; [ -z "$cmd" ] || [ "$cmd" = -h ] || exit 2 ;;
 esac

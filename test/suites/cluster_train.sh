@@ -16,7 +16,8 @@
 #     resume before the folder is copied there is refused naming the host,
 #     and after the copy it resumes (rank 0 now on h2) bit for bit;
 #   - ViT: 2 x 1 and 2 x 2 ranks log the 1-process losses within 1e-6
-#     relative and its test accuracy (mpi_vit.sh's criterion; -z 0 there); a
+#     relative and its test accuracy (mpi_vit.sh's criterion; -z 0 there),
+#     2 x 1 with -z 1 equals -z 0 bit for bit; a
 #     2-host checkpoint resumes on 1 host (same ranks) bit for bit and on
 #     2 x 2 ranks with the same global batch within the same tolerance.
 # Without namespaces (not root, no iproute2): SKIP.
@@ -147,6 +148,12 @@ if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
     vit v1 1 32
     vit v2x1 2x1 16 && vit_close v2x1 v1 "ViT 2 hosts x 1 rank x 16 vs 1 process x 32"
     vit v2x2 2x2 8 && vit_close v2x2 v1 "ViT 2 hosts x 2 ranks x 8 vs 1 process x 32"
+    # ZeRO-1 across the hosts: with 2 ranks each gradient is the sum of the
+    # same two numbers either way, and AdamW is elementwise, so bit for bit
+    if vit v2x1_z1 2x1 16 -z 1; then
+        same_run "$work/v2x1_z1" "$work/v2x1" 20 && ok "ViT 2 hosts x 1 rank: ZeRO-1 (-z 1) == all-reduce (-z 0), log and weights bit for bit" ||
+            fail "ViT 2 x 1 -z 1 differs from -z 0: $(max_loss_diff "$work/v2x1_z1" "$work/v2x1" 20)"
+    fi
     # the 2-host run's folder cut back to its step-10 checkpoint (shared storage;
     # the schedule depends on -x, so the cut copy resumes the same run) on
     # 1 host x 2 ranks, and on 2 x 2 ranks x 8

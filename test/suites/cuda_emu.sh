@@ -15,6 +15,8 @@
 #      all six and the masked one (SAN=1: cbwc_odd), ln_small with the
 #      equivalence and the curve; tc and cudnn refused by the fp32 build
 #   2. every dev/cuda kernel check (DEV_CUDA_CHECK_ONLY=1: small shapes, no timings)
+#   2b. the attention kinds' FLOPs and bytes as the emulator counts them, against
+#      docs/cuda.md's formulas (build/emu/attention_counts)
 #   3. train_gpt2cu / train_gpt2fp32cu: a few steps with -o, gradient
 #      accumulation, forward-only passes, two ranks as threads over the
 #      emulated NCCL, resume where train_gpt2.cu has it; -at cublas, flash, cudnn
@@ -304,6 +306,21 @@ for prog in "$E"/dev/cuda/*_fp32 "$E"/dev/cuda/*_bf16; do
         bad "dev/cuda $name"; grep -E 'FAIL|error' "$work/dev_$name.log" | head -10 | sed 's/^/     /'
     fi
 done
+
+# 2b. one (b, h) of each causal attention kind (tc, cublas, flash), forward and
+#     backward at head size 64: the tensor-core FLOPs (mma.m16n8k16 the emulator
+#     counted), the emulated cuBLAS's GEMM FLOPs and the global bytes the kernels
+#     issued must equal docs/cuda.md's formulas (dev/cuda/emu/attention_counts.cu).
+#     T = 256: the formulas are polynomials in T, and T = 1024 (d12's) takes ~10x
+#     longer; run it by hand: EMU_TRAFFIC=1 build/emu/attention_counts 1024
+if [ $san = 1 ]; then
+    echo "SKIP attention counts (SAN=1: no access hooks, nothing is counted)"
+elif EMU_TRAFFIC=1 "$E/attention_counts" 256 > "$work/attention_counts.log" 2>&1 &&
+     grep -qx OK "$work/attention_counts.log"; then
+    ok "attention counts, one (b, h) at T=256 hs=64: tensor-core and GEMM FLOPs, bytes read and written of tc, cublas, flash = the formulas ($(grep -c ' ok$' "$work/attention_counts.log") counts)"
+else
+    bad "attention counts"; grep -E 'FAIL|error|NOT' "$work/attention_counts.log" | head -10 | sed 's/^/     /'
+fi
 
 # 3. the trainer: -o, two ranks as threads, resume
 cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"

@@ -17,6 +17,7 @@
 #include "cublasLt.h"
 #include "cuda_bf16.h"
 #include "emu_internal.h"
+#include "emu_traffic.h"
 
 struct emu_cublas {
     cudaStream_t stream;
@@ -159,10 +160,38 @@ struct Epilogue {
     long long aux_ld = 0, aux_stride = 0;
 };
 
-// the reference GEMM over all batches; a, b: stored matrices; c read only when beta != 0
-void gemm(const Matrix &a, bool ta, const Matrix &b, bool tb, const Matrix &c, const Matrix &d,
-          long long m, long long n, long long k, double alpha, double beta, bool tf32,
-          const Epilogue &ep) {
+// the call in the traffic table (emu_traffic.h): 2 m n k FLOPs a batch, each
+// operand's elements read once (C where beta != 0, the bias and the GELU input
+// where the epilogue takes them), D (and an aux output or bias gradient) written once
+void count_gemm(const char *call, const Matrix &a, const Matrix &b, const Matrix &c,
+                const Matrix &d, long long m, long long n, long long k, double beta,
+                const Epilogue &ep) {
+    if (!emu::traffic_counted()) return;
+    const cublasLtEpilogue_t e = ep.kind;
+    const bool bias_in = e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+                         e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS;
+    const bool aux_out = e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    const bool aux_in = e == CUBLASLT_EPILOGUE_DGELU || e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    const bool bgrad = e == CUBLASLT_EPILOGUE_BGRADA || e == CUBLASLT_EPILOGUE_BGRADB ||
+                       e == CUBLASLT_EPILOGUE_DGELU_BGRAD;
+    const unsigned long long mn = (unsigned long long)(m * n), batch = (unsigned long long)d.batch;
+    unsigned long long r = (unsigned long long)(m * k) * type_bytes(a.type) +
+                           (unsigned long long)(k * n) * type_bytes(b.type);
+    unsigned long long w = mn * type_bytes(d.type);
+    if (beta != 0.0) r += mn * type_bytes(c.type);
+    if (bias_in) r += (unsigned long long)m * type_bytes(ep.bias_type);
+    if (aux_in) r += mn * type_bytes(ep.aux_type);
+    if (aux_out) w += mn * type_bytes(ep.aux_type);
+    if (bgrad) w += (unsigned long long)(e == CUBLASLT_EPILOGUE_BGRADB ? n : m) * type_bytes(ep.bias_type);
+    emu::traffic_add(call, batch * r, batch * w, 0, batch * 2ull * (unsigned long long)(m * n * k));
+}
+
+// the reference GEMM over all batches; a, b: stored matrices; c read only when
+// beta != 0; call: the entry point (the traffic table's name)
+void gemm(const char *call, const Matrix &a, bool ta, const Matrix &b, bool tb, const Matrix &c,
+          const Matrix &d, long long m, long long n, long long k, double alpha, double beta,
+          bool tf32, const Epilogue &ep) {
+    count_gemm(call, a, b, c, d, m, n, k, beta, ep);
     std::vector<double> A((size_t)(m * k)), B((size_t)(n * k)), acc((size_t)(m * n));
     for (int bi = 0; bi < d.batch; bi++) {
         const long long oa = bi * a.stride, ob = bi * b.stride;
@@ -317,7 +346,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     check_range(c, "gemm C", true);
     const bool tf32 = a_type == CUDA_R_32F && (compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                                                h->math == CUBLAS_TF32_TENSOR_OP_MATH);
-    gemm(a, tA, b, tB, c, c, m, n, k, al, be, tf32, Epilogue());
+    gemm("cublasGemmStridedBatchedEx", a, tA, b, tB, c, c, m, n, k, al, be, tf32, Epilogue());
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -587,6 +616,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
         check_range(x, "cublasLtMatmul GELU aux", true);
     }
     const bool tf32 = a.type == CUDA_R_32F && d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-    gemm(a, tA, b, tB, c, dm, m, n, k, alf, bet, tf32, ep);
+    gemm("cublasLtMatmul", a, tA, b, tB, c, dm, m, n, k, alf, bet, tf32, ep);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -124,6 +124,7 @@ void mma_m16n8k16_bf16(float d[4], const uint32_t a[4], const uint32_t b[2], con
     mine[1] = a[2] | (uint64_t)a[3] << 32;
     mine[2] = b[0] | (uint64_t)b[1] << 32;
     arrive(TAG_MMA, what);
+    if (lane == 0) race::mma_issued(); // one warp-wide mma (emu_traffic.h's count)
     // A (16x16) and B (16x8) whole from the lanes' registers; groupID = lane / 4,
     // threadID_in_group = lane % 4; element i is half i % 2 (low first) of register i / 2:
     //   a_i: row groupID (+8 for i = 2, 3, 6, 7), col 2 threadID_in_group + i % 2 (+8 for i >= 4)

@@ -85,7 +85,7 @@ struct State {
     Region region[MAX_REGIONS];
     Cell *shared_cells;
     size_t shared_used, shared_capacity;
-    unsigned long long read_bytes, written_bytes;
+    unsigned long long read_bytes, written_bytes, mmas;
     uintptr_t code_bias; // the program's load address: code offsets fit 32 bits
 };
 __thread State st;
@@ -462,7 +462,7 @@ void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shar
     st.launch = launches.fetch_add(1, std::memory_order_relaxed) + 1;
     st.regions = 0;
     st.shared_used = 0;
-    st.read_bytes = st.written_bytes = 0;
+    st.read_bytes = st.written_bytes = st.mmas = 0;
     st.dynamic_region = -1;
     if (st.check && bytes > 0) {
         st.dynamic_region = st.regions;
@@ -471,7 +471,7 @@ void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shar
 }
 
 void launch_ends() {
-    if (st.on) traffic_add(st.kernel, st.read_bytes, st.written_bytes);
+    if (st.on) traffic_add(st.kernel, st.read_bytes, st.written_bytes, st.mmas, 0);
     active = false;
 }
 
@@ -497,6 +497,8 @@ void shared_array(void *p, size_t bytes, const char *name) {
     }
     add_region((uintptr_t)p, bytes, name);
 }
+
+void mma_issued() { st.mmas++; }
 
 void dynamic_shared_named(const char *name) {
     if (st.dynamic_region >= 0) st.region[st.dynamic_region].name = name;

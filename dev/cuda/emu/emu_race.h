@@ -33,6 +33,9 @@ void warp_released(int warp);  // a __syncwarp, shuffle or vote released the war
 void block_released();         // a __syncthreads released the block
 void shared_array(void *p, size_t bytes, const char *name); // a static __shared__ array's range
 void dynamic_shared_named(const char *name); // the kernel's name for its extern __shared__ array
+// from emu_mma.cpp: the running warp issued one mma.m16n8k16 (counted with the
+// launch's bytes, emu_traffic.h)
+void mma_issued();
 
 // from the arena (emu_arena.cpp): device memory is [lo, lo + bytes)
 void global_memory_reserved(uintptr_t lo, size_t bytes);

@@ -1,10 +1,19 @@
-// CUDA emulation (a logic check, not a device run): each kernel's
-// global-memory traffic, counted by the access hooks (dev/cuda/emu/
-// emu_traffic.cpp): the bytes its loads, stores and atomics touched in
-// device memory, summed over its launches (no caches, no coalescing: what
-// the code asks for, not what a device would move). Counted whenever the
-// race detector runs or EMU_TRAFFIC=1 is set; EMU_TRAFFIC=1 also prints the
-// table at exit. Not counted in the SAN=1 build (no hooks).
+// CUDA emulation (a logic check, not a device run): what each kernel asked
+// of the device, counted by the emulator (dev/cuda/emu/emu_traffic.cpp):
+//   - global-memory traffic, by the access hooks: the bytes its loads,
+//     stores and atomics touched in device memory, summed over its launches
+//     (no caches, no coalescing: what the code asks for, not what a device
+//     would move);
+//   - tensor-core work: the warp-wide mma.m16n8k16 it issued (emu_mma.cpp;
+//     each is 2 x 16 x 8 x 16 = 4096 FLOPs);
+//   - the emulated cuBLAS / cuBLASLt calls (emu_blas.cpp) under their entry
+//     point's name: 2 m n k FLOPs a GEMM of each batch, and the bytes of its
+//     operands, each read once (C only where beta != 0) and D written once
+//     (a device's tiles read A and B more often; what reaches HBM depends on
+//     its caches).
+// Counted whenever the race detector runs or EMU_TRAFFIC=1 is set;
+// EMU_TRAFFIC=1 also prints the table at exit. Not counted in the SAN=1
+// build (no hooks).
 #ifndef FOLDNORM_EMU_TRAFFIC_H
 #define FOLDNORM_EMU_TRAFFIC_H
 
@@ -14,16 +23,22 @@ namespace emu {
 
 struct KernelTraffic {
     unsigned long long launches, bytes_read, bytes_written;
+    unsigned long long mma;        // warp-wide mma.m16n8k16 (bf16, fp32 accumulators)
+    unsigned long long gemm_flops; // the emulated cuBLAS's 2 m n k per GEMM
 };
+const unsigned long long MMA_M16N8K16_FLOPS = 2 * 16 * 8 * 16;
 
 bool traffic_counted(); // false: this build or run counts nothing
 // this process's launches of the kernel named as at its launch ("kernel<true>"), all ranks
 KernelTraffic kernel_traffic(const char *kernel);
-void print_traffic(FILE *f); // one line a kernel: launches, bytes read, bytes written
+KernelTraffic traffic_total(); // every kernel and library call of the table
+void traffic_reset();          // empties the table (a program that counts one pass)
+void print_traffic(FILE *f);   // one line a kernel: launches, bytes read, bytes written, mma, GEMM FLOPs
 
-// the emulator's side: EMU_TRAFFIC=1, and one launch's counts
+// the emulator's side: EMU_TRAFFIC=1, and one launch's (or library call's) counts
 bool traffic_requested();
-void traffic_add(const char *kernel, unsigned long long bytes_read, unsigned long long bytes_written);
+void traffic_add(const char *kernel, unsigned long long bytes_read, unsigned long long bytes_written,
+                 unsigned long long mma, unsigned long long gemm_flops);
 
 } // namespace emu
 

@@ -1,0 +1,204 @@
+"""Attention of one layer (B, T, C, NH) for each kind (llmc/cuda/attention_kind.cuh):
+tc (flash_attention_tc.cuh, tensor cores), flash (flash_attention.cuh, fp32
+FMAs), cublas (attention.cuh, batched cuBLAS + softmax), cudnn (cuDNN's fused
+kernels: not counted by the emulator, modelled as tc's unique bytes and FLOPs).
+The flash-style kernels' counts come from walking their grids block by block
+(tails, causal skips and all), one (b, h) at a time: every (b, h) is the same.
+"""
+
+from calls import Call
+from kernels import XB, F32, ceil_div, gemm
+
+
+def padded_head(hs):
+    """tc_padded_head: the mma tile width"""
+    for d in (16, 32, 64, 128):
+        if hs <= d:
+            return d
+    raise ValueError("head size %d > 128" % hs)
+
+
+def row_dot(B, T, NH, hs, what):
+    """flash_attention_row_dot_kernel: D = dy . y, a warp a row"""
+    rows = B * NH * T
+    return Call("flash_attention_row_dot_kernel", what, rows * 2 * XB * hs, rows * F32,
+                rows * (2 * XB * hs + F32), fma=rows * 2 * hs)
+
+
+def _flash_style_unique(B, T, C, NH, part):
+    """bytes once: forward q, k, v in, out and lse out; the backward's D = dy . y
+    (dy, out in, D out), dq (q, dy, k, v, lse, D in, dq out), dk/dv (the same
+    in, dk, dv out)"""
+    btc, rows = B * T * C, B * NH * T
+    return {"fwd": XB * 4 * btc + F32 * rows,
+            "dot": XB * 2 * btc + F32 * rows,
+            "dq": XB * 5 * btc + 2 * F32 * rows,
+            "dkdv": XB * 6 * btc + 2 * F32 * rows}[part]
+
+
+def _pairs(T, causal):
+    return T * (T + 1) // 2 if causal else T * T
+
+
+def tc(B, T, C, NH, causal, forward):
+    """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
+    64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
+    16-key chunks past its last row; one mma covers 16 x 8 x 16"""
+    hs = C // NH
+    D = padded_head(hs)
+    bh = B * NH
+    nb = ceil_div(T, 64)
+    row_b = XB * hs
+    pairs = _pairs(T, causal)
+    if forward:
+        r = w = mma = 0
+        for bx in range(nb):
+            q0 = 64 * bx
+            rows = min(64, T - q0)
+            r += rows * row_b
+            k_end = min(q0 + 64, T) if causal else T
+            for k0 in range(0, k_end, 64):
+                keys = min(64, T - k0)
+                r += 2 * keys * row_b
+                for warp in range(4):
+                    r0 = q0 + 16 * warp
+                    if r0 >= T or (causal and k0 > r0 + 15):
+                        continue
+                    seen = min(keys, r0 + 16 - k0) if causal else keys
+                    mma += ceil_div(seen, 16) * D // 4  # S (2 k16 n-tiles x D/16) + P V (k16 x D/8)
+            w += rows * (row_b + F32)
+        return [Call("flash_attention_tc_forward_kernel<D, CAUSAL>", "attention fwd", bh * r, bh * w,
+                     _flash_style_unique(B, T, C, NH, "fwd"), mma=bh * mma, fma=bh * 8 * pairs,
+                     sfu=bh * pairs)]
+    BK = 64 if D <= 64 else 32
+    rq = wq = mq = 0
+    rk = wk = mk = 0
+    for bx in range(nb):
+        first = 64 * bx
+        rows = min(64, T - first)
+        # dq: q and dy rows; lse and D loaded by the 4 lanes of each row's quad
+        rq += 2 * rows * row_b + rows * 4 * 2 * F32
+        k_end = min(first + 64, T) if causal else T
+        for k0 in range(0, k_end, BK):
+            keys = min(BK, T - k0)
+            rq += 2 * keys * row_b
+            for warp in range(4):
+                r0 = first + 16 * warp
+                if r0 >= T or (causal and k0 > r0 + 15):
+                    continue
+                seen = min(keys, r0 + 16 - k0) if causal else keys
+                mq += 3 * ceil_div(seen, 16) * D // 8  # S, dP, then dQ += dS K
+        wq += rows * row_b
+        # dk/dv: k and v rows; q, dy, lse, D of each query tile from the block's first key
+        rk += 2 * rows * row_b
+        for q0 in range(first if causal else 0, T, BK):
+            queries = min(BK, T - q0)
+            rk += 2 * queries * row_b + 2 * F32 * queries
+            for warp in range(4):
+                kr0 = first + 16 * warp
+                if kr0 >= T or (causal and q0 + BK - 1 < kr0):
+                    continue
+                mk += ceil_div(queries, 16) * D // 2  # S^T, dP^T, dV += P^T dO, dK += dS^T Q
+        wk += 2 * rows * row_b
+    rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
+    return [rd,
+            Call("flash_attention_tc_backward_dq_kernel<D, CAUSAL>", "attention bwd dq", bh * rq,
+                 bh * wq, _flash_style_unique(B, T, C, NH, "dq"), mma=bh * mq,
+                 fma=bh * 5 * pairs, sfu=bh * pairs),
+            Call("flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>", "attention bwd dk dv",
+                 bh * rk, bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), mma=bh * mk,
+                 fma=bh * 5 * pairs, sfu=bh * pairs)]
+
+
+def flash(B, T, C, NH, causal, forward):
+    """the fp32 FMA kernels: blocks of 16 rows (4 warps x 4), tiles of 32 keys or
+    queries through shared memory; dq reads lse and D from global memory for
+    every pair it sees. FMAs: 4 hs a pair forward, 6 hs in dq, 8 hs in dk/dv"""
+    hs = C // NH
+    bh = B * NH
+    nb = ceil_div(T, 16)
+    row_b = XB * hs
+    pairs = _pairs(T, causal)
+    if forward:
+        r = w = 0
+        for bx in range(nb):
+            q0 = 16 * bx
+            q_end = min(q0 + 16, T)
+            r += (q_end - q0) * row_b
+            for k0 in range(0, q_end if causal else T, 32):
+                r += 2 * min(32, T - k0) * row_b
+            w += (q_end - q0) * (row_b + F32)
+        return [Call("flash_attention_forward_kernel<CAUSAL>", "attention fwd", bh * r, bh * w,
+                     _flash_style_unique(B, T, C, NH, "fwd"), fma=bh * 4 * hs * pairs, sfu=bh * pairs)]
+    rq = wq = rk = wk = 0
+    for bx in range(nb):
+        first = 16 * bx
+        end = min(first + 16, T)
+        rows = end - first
+        rq += 2 * rows * row_b
+        for k0 in range(0, end if causal else T, 32):
+            rq += 2 * min(32, T - k0) * row_b
+        wq += rows * row_b
+        rk += 2 * rows * row_b
+        for q0 in range(first if causal else 0, T, 32):
+            queries = min(32, T - q0)
+            rk += 2 * queries * row_b + 2 * F32 * queries
+        wk += 2 * rows * row_b
+    rq += 2 * F32 * pairs  # lse[row] and D[row] loaded by every lane that sees its key
+    rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
+    return [rd,
+            Call("flash_attention_backward_dq_kernel<CAUSAL>", "attention bwd dq", bh * rq, bh * wq,
+                 _flash_style_unique(B, T, C, NH, "dq"), fma=bh * 6 * hs * pairs, sfu=bh * pairs),
+            Call("flash_attention_backward_dkdv_kernel<CAUSAL>", "attention bwd dk dv", bh * rk,
+                 bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), fma=bh * 8 * hs * pairs,
+                 sfu=bh * pairs)]
+
+
+def cublas(B, T, C, NH, causal, forward):
+    """split q, k, v; batched GEMMs (fp32 scores); a softmax warp a row reading
+    its seen scores three times (max, sum, write) forward, twice backward;
+    att (B, NH, T, T) bf16 kept; heads gathered back"""
+    hs = C // NH
+    bh = B * NH
+    btc = B * T * C
+    seen = bh * _pairs(T, causal)  # scores a row reads (causal: t + 1 in row t)
+    split = Call("attention_split_kernel", "attention split q k v", 3 * XB * btc, 3 * XB * btc,
+                 6 * XB * btc)
+    heads = Call("attention_heads_kernel", "attention heads", XB * btc, XB * btc, 2 * XB * btc)
+    bmm = "cublasGemmStridedBatchedEx"
+    if forward:
+        return [split,
+                gemm("attention q k^T", T, T, hs, d_bytes=F32, batch=bh, name=bmm),
+                Call("attention_softmax_forward_kernel", "attention softmax fwd", 3 * F32 * seen,
+                     XB * bh * T * T, F32 * seen + XB * bh * T * T, fma=4 * seen, sfu=2 * seen),
+                gemm("attention att v", hs, T, T, batch=bh, name=bmm),
+                heads]
+    return [split, heads,
+            gemm("attention dy v^T", T, T, hs, d_bytes=F32, batch=bh, name=bmm),
+            gemm("attention att^T dy", hs, T, T, batch=bh, name=bmm),
+            Call("attention_softmax_backward_kernel", "attention softmax bwd", 2 * (XB + F32) * seen,
+                 XB * bh * T * T, (XB + F32) * seen + XB * bh * T * T, fma=4 * seen),
+            gemm("attention dS k", hs, T, T, batch=bh, name=bmm),
+            gemm("attention dS^T q", hs, T, T, batch=bh, name=bmm),
+            Call("attention_merge_grads_kernel", "attention merge dq dk dv", 3 * XB * btc,
+                 3 * XB * btc, 6 * XB * btc)]
+
+
+def cudnn(B, T, C, NH, causal, forward):
+    """cuDNN's fused kernels (not in the emulator's table): the useful FLOPs of
+    the pairs on tensor cores, the flash-style unique bytes"""
+    hs = C // NH
+    pairs = B * NH * _pairs(T, causal)
+    flops = (4 if forward else 10) * hs * pairs
+    u = (_flash_style_unique(B, T, C, NH, "fwd") if forward else
+         sum(_flash_style_unique(B, T, C, NH, p) for p in ("dot", "dq", "dkdv")))
+    return [Call("cudnn", "attention %s (cuDNN)" % ("fwd" if forward else "bwd"), u, 0, u,
+                 mma=flops // 4096, sfu=pairs * (1 if forward else 2), launches=1 if forward else 2,
+                 counted=False)]
+
+
+KINDS = {"tc": tc, "flash": flash, "cublas": cublas, "cudnn": cudnn}
+
+
+def layer(kind, B, T, C, NH, causal, forward):
+    return KINDS[kind](B, T, C, NH, causal, forward)

@@ -1,0 +1,65 @@
+// The GPT-2 trainers' step loop (gpt2_train_loop.h).
+#include "gpt2_train_loop.h"
+
+#include <stdio.h>
+
+#include "core/run_dir.h"
+#include "core/schedule.h"
+#include "core/stop_signal.h"
+#include "core/utils.h"
+
+int gpt2_train_loop(const Gpt2TrainHooks *h, const Gpt2LoopConfig *cfg, Logger *logger) {
+    AdamWConfig adamw = {.learning_rate = cfg->learning_rate, .beta1 = 0.9f, .beta2 = 0.95f,
+                         .eps = 1e-8f, .weight_decay = cfg->weight_decay};
+    int stopped_by = 0; // the stop signal, agreed by all ranks
+    for (int step = cfg->first_step; step <= cfg->max_steps; step++) {
+        const int last = step == cfg->max_steps;
+        // a stop signal on any rank stops every rank after the same step
+        stopped_by = h->max_over_ranks(h->ctx, stop_signal_received());
+        // not at the step resumed from: its val loss was logged before that checkpoint
+        if (cfg->val_every > 0 && (step % cfg->val_every == 0 || last) &&
+            (step > cfg->first_step || cfg->resumed_from < 0)) {
+            const float val_loss = h->evaluate(h->ctx);
+            if (cfg->lead) {
+                printf("val loss %.6f\n", val_loss);
+            }
+            logger_log_val(logger, step, val_loss);
+        }
+        // not again at the step resumed from: its sample was drawn before that
+        // checkpoint was written, so the saved RNG already follows it
+        if (cfg->lead && cfg->sample_every > 0 && (step % cfg->sample_every == 0 || last) &&
+            step > cfg->first_step) {
+            h->sample(h->ctx);
+        }
+        const int periodic = cfg->checkpoint_every > 0 && step % cfg->checkpoint_every == 0;
+        if (cfg->output_dir != NULL && (last || (periodic && step > cfg->first_step) ||
+                                        (stopped_by != 0 && step != cfg->resumed_from))) {
+            h->checkpoint(h->ctx, step);
+        }
+        if (stopped_by != 0) {
+            if (cfg->lead) {
+                run_dir_report_stop(stopped_by, step, cfg->output_dir, cfg->argc, cfg->argv,
+                                    cfg->report_ranks);
+            }
+            // mpirun aborts the job at a rank's non-zero exit: none leaves before rank 0 wrote
+            h->max_over_ranks(h->ctx, 0);
+        }
+        if (last || stopped_by != 0) {
+            break;
+        }
+        h->forward_backward(h->ctx, step);
+        adamw.learning_rate = lr_cosine_with_warmup(step, cfg->max_steps, cfg->warmup_steps,
+                                                    cfg->learning_rate, cfg->final_lr_fraction);
+        float loss;
+        double grad_norm_exact;
+        const int updated = h->update(h->ctx, &adamw, cfg->grad_clip, &loss, &grad_norm_exact);
+        const float grad_norm = (float)grad_norm_exact;
+        if (!updated) {
+            fatal("step %d: non-finite loss (%f) or gradient norm (%f); the update was skipped, "
+                  "stopping", step + 1, loss, grad_norm);
+        }
+        h->step_done(h->ctx, step, loss, grad_norm, adamw.learning_rate);
+        logger_log_train(logger, step + 1, loss, adamw.learning_rate, grad_norm);
+    }
+    return stopped_by;
+}

@@ -1,0 +1,46 @@
+// Where a vision run starts, the same for train_vit.c and train_vit.cu: -o's
+// checks (the newest checkpoint; run.txt, read before any checkpoint) and the
+// model, train order and progress of a new or a resumed run. The trainers'
+// ranks take part through VitTrainRanks (the CPU's MPI Comm, the GPU's
+// MultiGpu).
+#ifndef FOLDNORM_VIT_TRAIN_START_H
+#define FOLDNORM_VIT_TRAIN_START_H
+
+#include "classifier.h"
+#include "vision_checkpoint.h"
+#include "vision_data.h"
+#include "vit_train_args.h"
+
+typedef struct {
+    int lead; // rank 0: checks and writes -o's run.txt
+    void *ctx;
+    void (*barrier)(void *ctx); // returns once every rank got there
+    // dies unless every rank found the same step in dir (what: "newest",
+    // "resumed"; run_dir_ranks.h); NULL: not checked
+    void (*check_same_step)(void *ctx, const char *dir, int step, const char *what);
+} VitTrainRanks;
+
+// Before the data loads: with -o, its newest checkpoint, which -y 1 needs
+// and -y 0 must not find (run_dir_check_start). The step to resume from, or
+// -1 for a new run.
+int vit_train_resume_step(const VitTrainArgs *args, const VitTrainRanks *ranks);
+
+// The run's model, train order (train->count indices) and progress, the
+// shuffling RNG's state included. Resuming (resume_step >= 0): the lead
+// first checks -o's run.txt, when there is one, against this run's settings
+// (vit_train_check_run_settings), so another -b x ranks or -e is named before
+// any checkpoint is read; then the newest checkpoint there that verifies (a
+// damaged newer one is named and skipped), whose model must fit the data.
+// Else a new model from args (vit_train_build_model), the identity order and
+// the RNG seeded from -sd. Returns the step resumed from, or -1.
+int vit_train_start(Classifier *model, VisionProgress *start, int *order,
+                    const VitTrainArgs *args, const VisionSplit *train, int global_batch,
+                    int resume_step, const VitTrainRanks *ranks);
+
+// -o's run.txt: what a resume must repeat (run_dir_check_settings), with
+// global_batch (-b x ranks), so a run resumes on other ranks with the same
+// global batch (the state holds whole moments). The lead alone calls it.
+void vit_train_check_run_settings(const VitTrainArgs *args, int train_count, int global_batch,
+                                  int resuming);
+
+#endif
