@@ -102,6 +102,8 @@ typedef struct {
     int sharded;              // ZeRO-1 over several ranks
     size_t shard_lo, shard_hi; // this rank's parameters in the update
     double t0, tc, t1, forward_s, backward_s; // the step's times
+    float loss;                               // the step's mean loss (over the ranks)
+    double grad_norm;                         // and the gradient's global norm
 } CpuTrainer;
 
 static float cpu_evaluate(void *ctx) {
@@ -133,7 +135,7 @@ static void cpu_checkpoint(void *ctx, int step) {
     }
 }
 
-static void cpu_forward_backward(void *ctx, int step, float *loss, double *grad_norm) {
+static void cpu_forward_backward(void *ctx, int step) {
     CpuTrainer *t = (CpuTrainer *)ctx;
     GPT2 *model = t->model;
     Comm *comm = t->comm;
@@ -195,18 +197,27 @@ static void cpu_forward_backward(void *ctx, int step, float *loss, double *grad_
     }
     double loss_mean = loss_sum / grad_accum;
     comm_mean_double(comm, &loss_mean);
-    *loss = (float)loss_mean;
-    *grad_norm = sqrt(grad_sq);
+    t->loss = (float)loss_mean;
+    t->grad_norm = sqrt(grad_sq);
 }
 
-static void cpu_update(void *ctx, const AdamWConfig *adamw, float grad_scale) {
+static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
+                      double *grad_norm) {
     CpuTrainer *t = (CpuTrainer *)ctx;
+    *loss = t->loss;
+    *grad_norm = t->grad_norm;
+    // as the GPU's clip_kernel (llmc/cuda/step_scalars.cuh) decides it
+    if (!isfinite(t->loss) || !isfinite(t->grad_norm)) {
+        return 0;
+    }
     t->tc = now_seconds();
-    gpt2_update_shard(t->model, adamw, grad_scale, t->shard_lo, t->shard_hi);
+    gpt2_update_shard(t->model, adamw, clip_grad_scale(t->grad_norm, grad_clip), t->shard_lo,
+                      t->shard_hi);
     if (t->sharded) {
         comm_allgather_shards(t->comm, t->model->params_memory, t->model->num_parameters);
     }
     t->t1 = now_seconds();
+    return 1;
 }
 
 static void cpu_step_done(void *ctx, int step, float loss, float grad_norm, float learning_rate) {

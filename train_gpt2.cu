@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cuda/gpt2_cuda.cuh"
+#include "cuda/gpt2_feed.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
 
@@ -105,23 +106,17 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     return a;
 }
 
-static int count_targets(const int *targets, int n) {
-    int counted = 0;
-    for (int i = 0; i < n; i++) counted += targets[i] >= 0;
-    return counted;
-}
-
 static float evaluate(GPT2Cuda *model, DataLoader *val, int max_batches) {
     dataloader_reset(val);
     size_t available = dataloader_batches_per_epoch(val);
     int n = (size_t)max_batches < available ? max_batches : (int)available;
-    double sum = 0.0;
+    gpt2cuda_loss_reset(model);
     for (int i = 0; i < n; i++) {
         dataloader_next_batch(val);
         gpt2cuda_forward(model, val->inputs, val->targets, val->B, val->T, 0.0f);
-        sum += model->mean_loss;
     }
-    return n > 0 ? (float)(sum / n) : NAN;
+    // the batches' mean losses, summed on the GPU: one wait
+    return n > 0 ? (float)(gpt2cuda_loss_sum(model) / n) : NAN;
 }
 
 // Forward passes only (the cost of inference; a folded model runs the rms
@@ -181,7 +176,7 @@ static void sample_and_print(GPT2Cuda *model, Rng *rng, const TrainArgs *args) {
 static void save_checkpoint(GradSync *gs, GPT2 *host, const TrainProgress *now, const char *dir,
                             int keep) {
     GPT2Cuda *model = gs->model;
-    gpt2cuda_params_to_host(model, host->params_memory);
+    grad_sync_params_to_host(gs, host->params_memory); // ZeRO-1 bf16: the fp32 slices gathered
     host->adamw_step = model->adamw_step;
     if (model->m_memory != NULL) {
         const size_t bytes = model->num_parameters * sizeof(float);
@@ -206,9 +201,10 @@ typedef struct {
     GradSync *sync;
     MultiGpu *mg;
     const TrainArgs *args;
-    DataLoader *train, *val;
-    Rng *rng; // sampling (the checkpoints' RNG)
-    int B, T, grad_accum, total_tokens, max_steps, first_step, lead;
+    DataLoader *val;
+    Gpt2Feed *feed; // the training micro-batches, prepared on a host thread (it owns the loader)
+    Rng *rng;       // sampling (the checkpoints' RNG)
+    int grad_accum, total_tokens, max_steps, first_step, lead;
     double flops_per_token, peak_flops; // MFU
     double t0;                          // the step's start
     double timed_seconds;               // the steps after a run's first
@@ -230,34 +226,34 @@ static void gpu_checkpoint(void *ctx, int step) {
     TrainProgress now;
     memset(&now, 0, sizeof(now));
     now.step = step;
-    now.shard_index = t->train->shard_cursor;
-    now.position = t->train->batch_cursor;
+    size_t position; // the loader's, before the next batch the thread prepared
+    gpt2_feed_position(t->feed, &now.epoch, &now.shard_index, &position);
+    now.position = position;
     now.rng_state = t->rng->state;
-    now.epoch = t->train->epoch;
     save_checkpoint(t->sync, t->host, &now, t->args->output_dir, t->args->checkpoint_keep);
 }
 
-static void gpu_forward_backward(void *ctx, int step, float *loss, double *grad_norm) {
+// queued: nothing here waits for the GPU but gpt2_feed_next's wait for the
+// copy out of the slot it refills (a micro-step back)
+static void gpu_forward_backward(void *ctx, int step) {
     (void)step; // the GPU model draws no dropout masks: the step is not needed
     GpuTrainer *t = (GpuTrainer *)ctx;
     GPT2Cuda *model = t->model;
-    DataLoader *train = t->train;
-    const int B = t->B, T = t->T, grad_accum = t->grad_accum;
+    const int grad_accum = t->grad_accum;
     CUDA_CHECK(cudaDeviceSynchronize());
     t->t0 = now_seconds();
-    gpt2cuda_zero_grad(model);
-    double loss_sum = 0.0;
+    gpt2cuda_zero_grad(model); // and the loss sum: the micro-steps add theirs on the GPU
     for (int micro = 0; micro < grad_accum; micro++) {
-        if (!t->args->overfit_single_batch) dataloader_next_batch(train);
-        const int counted = count_targets(train->targets, B * T);
+        cudaEvent_t copied; // recorded by the forward after copying the batch
+        const TokenBatch *batch = gpt2_feed_next(t->feed, &copied);
+        const int counted = batch->counted;
         // mean over the counted targets of this rank's micro-batches; the
         // reduction averages the ranks
         const float scale = counted > 0 ? 1.0f / (float)(counted * grad_accum) : 0.0f;
         const int final_micro = micro == grad_accum - 1;
         // the last backward hands each layer's gradients to the reduction as it finishes
         if (final_micro) grad_sync_attach(t->sync);
-        gpt2cuda_forward(model, train->inputs, train->targets, B, T, scale);
-        loss_sum += model->mean_loss;
+        gpt2cuda_forward_batch(model, batch, scale, copied);
         if (counted > 0) {
             gpt2cuda_backward(model, scale);
         } else if (final_micro) {
@@ -266,12 +262,17 @@ static void gpu_forward_backward(void *ctx, int step, float *loss, double *grad_
         grad_sync_detach(t->sync);
     }
     grad_sync_wait(t->sync);
-    *loss = multi_gpu_mean(t->mg, (float)(loss_sum / grad_accum));
-    *grad_norm = grad_sync_norm(t->sync);
 }
 
-static void gpu_update(void *ctx, const AdamWConfig *adamw, float grad_scale) {
-    grad_sync_update(((GpuTrainer *)ctx)->sync, adamw, grad_scale);
+// The loss, the norm and the clip scale computed on the GPU; AdamW reads the
+// scale there and skips the update when the loss or the norm is not finite;
+// then the step's one wait for the GPU.
+static int gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
+                      double *grad_norm) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    grad_sync_clip(t->sync, t->grad_accum, grad_clip);
+    grad_sync_update(t->sync, adamw);
+    return grad_sync_step_result(t->sync, loss, grad_norm);
 }
 
 static void gpu_step_done(void *ctx, int step, float loss, float grad_norm, float learning_rate) {
@@ -411,6 +412,10 @@ int main(int argc, char **argv) {
     const double peak_flops = (sizeof(floatX) == 2 ? 989e12 : 67e12) * mg.world;
 
     if (args.overfit_single_batch) dataloader_next_batch(&train);
+    // the micro-batches and their token buckets from here on prepared on a host
+    // thread, a micro-step ahead, in page-locked memory (it owns `train` now)
+    Gpt2Feed feed;
+    gpt2_feed_init(&feed, &train, args.overfit_single_batch, cfg->vocab_size);
     GpuTrainer trainer;
     memset(&trainer, 0, sizeof(trainer));
     trainer.model = &model;
@@ -418,11 +423,9 @@ int main(int argc, char **argv) {
     trainer.sync = &sync;
     trainer.mg = &mg;
     trainer.args = &args;
-    trainer.train = &train;
+    trainer.feed = &feed;
     trainer.val = have_val ? &val : NULL;
     trainer.rng = &rng;
-    trainer.B = B;
-    trainer.T = T;
     trainer.grad_accum = grad_accum;
     trainer.total_tokens = total_tokens;
     trainer.max_steps = max_steps;
@@ -470,6 +473,7 @@ int main(int argc, char **argv) {
                100.0 * tps * flops_per_token / peak_flops);
     }
     logger_free(&logger);
+    gpt2_feed_free(&feed); // joins the thread before the loader goes
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
     grad_sync_free(&sync);

@@ -208,11 +208,11 @@ static float gpu_forward_backward(void *ctx, int epoch, int batch) {
     batch_prefetch_take(t->prefetch, &images, &labels);
     queue_batches(t->prefetch, t->order, t->epoch, &t->next_batch, t->end_batch, B, t->mg,
                   &t->flips);
-    classifier_cuda_forward(t->model, images, labels, t->args->smoothing, B);
-    const float loss = multi_gpu_mean(t->mg, classifier_cuda_mean_loss(t->model));
+    // queued: the loss is averaged over the ranks and read with the norm (gpu_step_loss)
+    classifier_cuda_forward_queued(t->model, images, labels, t->args->smoothing, B);
     classifier_cuda_zero_grad(t->model);
     classifier_cuda_backward(t->model, 1.0f / (float)B);
-    return loss;
+    return NAN;
 }
 
 static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
@@ -220,6 +220,8 @@ static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
     vision_grad_sync_reduce(t->sync); // the mean gradient: every rank makes the same update
     return vision_grad_sync_update(t->sync, adamw, grad_clip);
 }
+
+static float gpu_step_loss(void *ctx) { return ((GpuTrainer *)ctx)->sync->loss; }
 
 static void gpu_evaluate(void *ctx, float *loss, float *accuracy) {
     GpuTrainer *t = (GpuTrainer *)ctx;
@@ -375,6 +377,7 @@ int main(int argc, char **argv) {
     hooks.epoch_begins = gpu_epoch_begins;
     hooks.forward_backward = gpu_forward_backward;
     hooks.update = gpu_update;
+    hooks.step_loss = gpu_step_loss;
     hooks.evaluate = gpu_evaluate;
     hooks.checkpoint = gpu_checkpoint;
     hooks.max_over_ranks = gpu_max_over_ranks;

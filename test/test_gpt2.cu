@@ -84,7 +84,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
     gpt2cuda_logits_to_host(&gpu, logits);
     ok &= check(&checks, "logits", relative_error_rows(logits, s->logits, BT, V, Vp, V), rel_tol);
-    ok &= check(&checks, "loss", fabs(gpu.mean_loss - s->loss) / fabs(s->loss), rel_tol);
+    ok &= check(&checks, "loss", fabs(gpt2cuda_mean_loss(&gpu) - s->loss) / fabs(s->loss), rel_tol);
     gpt2cuda_zero_grad(&gpu);
     gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
     float *grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
@@ -98,7 +98,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
             gpt2cuda_zero_grad(&gpu);
             const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
             gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, scale);
-            last = gpu.mean_loss; // before the backward, which resets it to -1
+            last = gpt2cuda_mean_loss(&gpu);
             gpt2cuda_backward(&gpu, scale);
             double d = fabs(last - s->losses[k]);
             worst = d > worst ? d : worst;
@@ -128,7 +128,7 @@ static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s
         gpt2cuda_zero_grad(&gpu);
         gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
         if (k == 0) gpt2cuda_logits_to_host(&gpu, r.logits);
-        r.losses[k] = gpu.mean_loss;
+        r.losses[k] = gpt2cuda_mean_loss(&gpu);
         gpt2cuda_backward(&gpu, scale);
         if (k == 0) gpt2cuda_grads_to_host(&gpu, r.grads);
     }
@@ -202,7 +202,7 @@ static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, 
         gpt2cuda_zero_grad(&gpu);
         const float scale = 1.0f / (float)BT;
         gpt2cuda_forward(&gpu, x, y, s->B, s->T, scale);
-        float gpu_loss = gpu.mean_loss;
+        float gpu_loss = gpt2cuda_mean_loss(&gpu);
         gpt2cuda_backward(&gpu, scale);
         gpt2cuda_update(&gpu, &s->adamw, s->grad_clip);
         double d = fabs((double)gpu_loss - cpu_loss);

@@ -9,6 +9,14 @@
 
 #include "cuda_common.cuh"
 
+// The clip AdamW reads from device memory when it is computed on the GPU
+// (llmc/cuda/step_scalars.cuh): the gradients' scale, and whether the update
+// runs at all (0 after a non-finite loss or norm: nothing is written).
+typedef struct {
+    float scale;
+    int apply;
+} AdamWClip;
+
 // the per-step constants of one tensor's update
 typedef struct {
     float beta1, beta2, eps;
@@ -16,6 +24,7 @@ typedef struct {
     float step_size;             // lr / (1 - beta1^t)
     float bias_correction2_sqrt; // sqrt(1 - beta2^t)
     float grad_scale;            // global-norm clipping
+    const AdamWClip *clip;       // device: read instead of grad_scale when not NULL
 } AdamWStep;
 
 static inline AdamWStep adamw_step_constants(float lr, float beta1, float beta2, float eps,
@@ -29,12 +38,18 @@ static inline AdamWStep adamw_step_constants(float lr, float beta1, float beta2,
     a.step_size = lr / (1.0f - powf(beta1, (float)t));
     a.bias_correction2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
     a.grad_scale = grad_scale;
+    a.clip = NULL;
     return a;
+}
+
+// the clip computed on the GPU called the update off
+__device__ inline bool adamw_skipped(const AdamWStep &a) {
+    return a.clip != NULL && !a.clip->apply;
 }
 
 // the update of one parameter; m and v updated in place
 __device__ inline float adamw_apply(float p, float g, float *m, float *v, const AdamWStep &a) {
-    g *= a.grad_scale;
+    g *= a.clip != NULL ? a.clip->scale : a.grad_scale;
     p *= a.decay;
     const float mi = a.beta1 * *m + (1.0f - a.beta1) * g;
     const float vi = a.beta2 * *v + (1.0f - a.beta2) * g * g;
@@ -46,7 +61,7 @@ __device__ inline float adamw_apply(float p, float g, float *m, float *v, const 
 __global__ void adamw_kernel(float *params, floatX *params_x, const float *grads, float *m,
                              float *v, size_t n, AdamWStep a) {
     const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || adamw_skipped(a)) return;
     const float updated = adamw_apply(params[i], grads[i], m + i, v + i, a);
     params[i] = updated;
     if (params_x != NULL) params_x[i] = from_float<floatX>(updated);
@@ -71,7 +86,7 @@ __global__ void adamw_slices_kernel(float *params, floatX *params_x, const float
                                     float *v, size_t chunk_n, size_t slice, size_t rank_offset,
                                     AdamWStep a) {
     const size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; // within the slice
-    if (k >= slice) return;
+    if (k >= slice || adamw_skipped(a)) return;
     const size_t chunk = blockIdx.y;
     const size_t j = chunk * slice + k, i = chunk * chunk_n + rank_offset + k;
     const float updated = adamw_apply(params[i], grads[j], m + j, v + j, a);

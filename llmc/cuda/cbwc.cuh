@@ -32,11 +32,12 @@ __global__ void cbwc_project_kernel(floatX *V, const float *W, float *W_out, flo
     const int rows = (OC + CBWC_ROW_SLICES - 1) / CBWC_ROW_SLICES;
     const int o0 = slice * rows, o1 = min(OC, o0 + rows);
     float sum = 0.0f;
+    const bool update = ADAMW && !adamw_skipped(a); // skipped: V of the unchanged W
     if (i < IC) {
         for (int o = o0; o < o1; o++) {
             const size_t j = layer + (size_t)o * IC + i;
             float w = W[j];
-            if (ADAMW) {
+            if (update) {
                 w = adamw_apply(w, grads[j], m + j, v + j, a);
                 W_out[j] = w;
                 if (W_x != NULL) W_x[j] = from_float<floatX>(w);

@@ -29,12 +29,28 @@ static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *hos
         swincuda_init(&m->swin, &host->swin, max_B, attention);
 }
 
+// waits for the logits and the mean loss (classifier_cuda_logits, _mean_loss)
 static inline void classifier_cuda_forward(ClassifierCuda *m, const float *images,
                                            const int *labels, float smoothing, int B) {
     if (m->family == FAMILY_VIT)
         vitcuda_forward(&m->vit, images, labels, smoothing, B);
     else
         swincuda_forward(&m->swin, images, labels, smoothing, B);
+}
+// queued only: the mean loss stays on the device (classifier_cuda_scalars)
+static inline void classifier_cuda_forward_queued(ClassifierCuda *m, const float *images,
+                                                  const int *labels, float smoothing, int B) {
+    if (m->family == FAMILY_VIT)
+        vitcuda_forward_queued(&m->vit, images, labels, smoothing, B);
+    else
+        swincuda_forward_queued(&m->swin, images, labels, smoothing, B);
+}
+// the step's scalars on the device (step_scalars.cuh) and their page-locked host copy
+static inline StepScalars *classifier_cuda_scalars(ClassifierCuda *m) {
+    return m->family == FAMILY_VIT ? m->vit.scalars : m->swin.scalars;
+}
+static inline StepScalars *classifier_cuda_scalars_host(ClassifierCuda *m) {
+    return m->family == FAMILY_VIT ? m->vit.scalars_host : m->swin.scalars_host;
 }
 
 static inline float classifier_cuda_mean_loss(const ClassifierCuda *m) {
@@ -73,10 +89,12 @@ static inline void classifier_cuda_backward(ClassifierCuda *m, float loss_scale)
     else
         swincuda_backward(&m->swin, loss_scale);
 }
-static inline float classifier_cuda_update(ClassifierCuda *m, const AdamWConfig *cfg,
-                                           float grad_clip) {
-    return m->family == FAMILY_VIT ? vitcuda_update(&m->vit, cfg, grad_clip)
-                                   : swincuda_update(&m->swin, cfg, grad_clip);
+// queues one AdamW step clipped by the scale in the scalars (step_clip)
+static inline void classifier_cuda_update_queued(ClassifierCuda *m, const AdamWConfig *cfg) {
+    if (m->family == FAMILY_VIT)
+        vitcuda_update_queued(&m->vit, cfg);
+    else
+        swincuda_update_queued(&m->swin, cfg);
 }
 // the fp32 master weights into the host classifier's parameters (file order)
 static inline void classifier_cuda_params_to_host(const ClassifierCuda *m, Classifier *host) {

@@ -52,22 +52,48 @@ __global__ void encoder_row_means_kernel(float *row_shift, const floatX *dout, i
     if (lane == 0) row_shift[row] = sum;
 }
 
-// dwte[token[u]] += sum over the rows of bucket u (llmc/kernels/token_buckets.h), in
-// increasing row order, of dout - shift: one thread per (bucket, column) owns
-// its output, so the sum has a fixed order and no atomics. grid (buckets,
-// ceil(C / blockDim.x)).
-__global__ void encoder_backward_wte_kernel(float *dwte, const floatX *dout, const float *row_shift,
-                                            const int *bucket_token, const int *bucket_start,
-                                            const int *bucket_rows, int C) {
-    const int u = blockIdx.x;
+// The wte gradient without atomics, over the rows grouped by token and cut
+// into pieces of at most TOKEN_PIECE_ROWS rows (llmc/kernels/token_buckets.h),
+// so that a frequent token's rows are summed by many blocks. The order, fixed:
+// a token's rows in increasing order, in pieces of TOKEN_PIECE_ROWS
+// consecutive rows each summed from 0; the pieces' sums added in order from
+// 0; that total added to the token's row of dwte once. A token of at most
+// TOKEN_PIECE_ROWS rows is one piece: the serial sum of its rows, added.
+// Thread (piece, column) sums the piece's rows of dout - shift; a whole
+// bucket's sum goes into dwte, a split bucket's piece into its partial slot.
+// grid (pieces, ceil(C / blockDim.x)).
+__global__ void encoder_backward_wte_pieces_kernel(float *dwte, float *partials, const floatX *dout,
+                                                   const float *row_shift, const int *piece_start,
+                                                   const int *piece_dest, const int *rows, int C) {
+    const int p = blockIdx.x;
     const int c = blockIdx.y * blockDim.x + threadIdx.x;
     if (c >= C) return;
     float sum = 0.0f;
-    for (int e = bucket_start[u]; e < bucket_start[u + 1]; e++) {
-        const int row = bucket_rows[e];
+    for (int e = piece_start[p]; e < piece_start[p + 1]; e++) {
+        const int row = rows[e];
         sum += to_float(dout[(size_t)row * C + c]) - row_shift[row];
     }
-    dwte[(size_t)bucket_token[u] * C + c] += sum;
+    const int dest = piece_dest[p];
+    if (dest >= 0) {
+        dwte[(size_t)dest * C + c] += sum;
+    } else {
+        partials[(size_t)(-1 - dest) * C + c] = sum;
+    }
+}
+
+// split bucket g: dwte[split_token[g]] += its pieces' partial sums, added in
+// piece order from 0. grid (split buckets, ceil(C / blockDim.x)).
+__global__ void encoder_backward_wte_split_kernel(float *dwte, const float *partials,
+                                                  const int *split_token, const int *split_first,
+                                                  int C) {
+    const int g = blockIdx.x;
+    const int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float total = 0.0f;
+    for (int s = split_first[g]; s < split_first[g + 1]; s++) {
+        total += partials[(size_t)s * C + c];
+    }
+    dwte[(size_t)split_token[g] * C + c] += total;
 }
 
 // dwpe[t] += sum over b of (dout[b, t] - shift), b in order: deterministic
@@ -92,11 +118,14 @@ static inline void encoder_forward_cuda(floatX *out, const int *tokens, const fl
     CUDA_CHECK_LAUNCH();
 }
 
-// The rows grouped by token on the host (token_buckets_build over the
-// inputs), on the device: num_buckets buckets, as TokenBuckets lays them out.
+// The rows grouped by token and cut into pieces on the host
+// (token_buckets_build, token_pieces_build over the inputs), on the device,
+// laid out as TokenBuckets' rows and TokenPieces; partials: scratch of
+// token_pieces_max_slots(B T) x C floats.
 typedef struct {
-    int num_buckets;
-    const int *token, *start, *rows;
+    int num_pieces, num_split;
+    const int *rows, *piece_start, *piece_dest, *split_token, *split_first;
+    float *partials;
 } DeviceTokenBuckets;
 
 // row_shift: B*T floats of scratch
@@ -107,10 +136,17 @@ static inline void encoder_backward_cuda(float *dwte, float *dwpe, float *row_sh
     encoder_row_means_kernel<<<ceil_div(BT, 4), 128, 0, stream>>>(row_shift, dout, BT, C,
                                                                   centred);
     CUDA_CHECK_LAUNCH();
-    if (buckets->num_buckets > 0) {
-        dim3 grid(buckets->num_buckets, ceil_div(C, 256));
-        encoder_backward_wte_kernel<<<grid, 256, 0, stream>>>(dwte, dout, row_shift, buckets->token,
-                                                              buckets->start, buckets->rows, C);
+    if (buckets->num_pieces > 0) {
+        dim3 grid(buckets->num_pieces, ceil_div(C, 256));
+        encoder_backward_wte_pieces_kernel<<<grid, 256, 0, stream>>>(
+            dwte, buckets->partials, dout, row_shift, buckets->piece_start, buckets->piece_dest,
+            buckets->rows, C);
+        CUDA_CHECK_LAUNCH();
+    }
+    if (buckets->num_split > 0) {
+        dim3 grid(buckets->num_split, ceil_div(C, 256));
+        encoder_backward_wte_split_kernel<<<grid, 256, 0, stream>>>(
+            dwte, buckets->partials, buckets->split_token, buckets->split_first, C);
         CUDA_CHECK_LAUNCH();
     }
     encoder_backward_wpe_kernel<<<ceil_div((long long)T * C, 256), 256, 0, stream>>>(

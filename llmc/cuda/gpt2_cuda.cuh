@@ -16,7 +16,7 @@
 extern "C" {
 #include "kernels/adamw.h"
 #include "gpt2/gpt2.h"
-#include "kernels/token_buckets.h"
+#include "gpt2/token_prefetch.h"
 #include "core/utils.h"
 }
 
@@ -30,7 +30,9 @@ extern "C" {
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
+#include "pinned.cuh"
 #include "reduce.cuh"
+#include "step_scalars.cuh"
 #include "zero_shard.cuh"
 
 // the 16 parameter tensors in llm.c's order (as ParameterTensors in gpt2.h)
@@ -71,6 +73,7 @@ typedef struct {
     floatX *dfch, *dfch_gelu;                 // (B, T, 4C)
     float *reduce;                            // norm and bias-gradient partials
     float *row_shift;                         // (B, T)
+    float *wte_partials;                      // the wte gradient's pieces (encoder.cuh)
     double *sumsq;                            // SUMSQ_BLOCKS
 } ScratchCuda;
 
@@ -86,6 +89,10 @@ typedef struct {
     // shard.shard_params each; grads_shard is grads_memory with one rank
     ShardLayout shard;
     float *grads_shard;
+    // ZeRO-1 with a floatX copy: the ranks gather that copy, so the fp32 master
+    // is current only in this rank's slices (and in the tensors cbwc projects
+    // V from); grad_sync_params_to_host gathers it whole
+    int master_partial;
     float *m_memory, *v_memory;
     ParamsOf<float> params, grads;
     ParamsOf<floatX> params_x;
@@ -99,16 +106,26 @@ typedef struct {
     ActivationsCuda acts;
     ScratchCuda scratch;
     AttentionLayers attention; // the kind chosen and what it keeps per layer (lse, or att)
-    int *inputs, *targets; // device (B, T)
-    float *losses_host;
+    int *inputs, *targets; // device (B, T), in batch_dev
     int logits_are_grads;  // the last forward already wrote dlogits
-    float mean_loss;       // -1: no forward with targets since the last backward
+    int backward_ready;    // a forward with targets since the last backward
+    int loss_ready;        // a forward with targets has queued its mean loss
     int loss_tokens;
+    // the mean loss of each forward with targets, and their sum since
+    // gpt2cuda_zero_grad / gpt2cuda_loss_reset (step_scalars.cuh); host: pinned
+    StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
-    // the rows of the last forward grouped by token (deterministic wte gradient)
-    TokenBuckets buckets;
-    int *bucket_token, *bucket_start, *bucket_rows; // device copies
+    // the last forward's batch on the device: one copy of its page-locked
+    // storage (llmc/gpt2/token_prefetch.h); inputs, targets (above) and the
+    // rows of each token (the deterministic wte gradient) point into it
+    int *batch_dev;
+    size_t batch_dev_ints;
+    DeviceTokenBuckets wte_rows;
+    // gpt2cuda_forward's batch of host tokens (page-locked) and the event after
+    // its copy, waited on before the next gpt2cuda_forward refills it
+    TokenBatch staged;
+    cudaEvent_t staged_copied;
     // called during the backward when a group of gradients is final: layer
     // L - 1 .. 0 (that layer's slices), L (lnfw, lnfb, first) and -1 (wte,
     // wpe, last); NULL: none (the data parallel reduction hooks in here)
@@ -195,17 +212,16 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     size_t bias_floats = (size_t)column_sum_chunks((int)BT) * 4 * C;
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->row_shift = cuda_alloc<float>(BT);
+    s->wte_partials = cuda_alloc<float>((size_t)token_pieces_max_slots((int)BT) * C);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
-    m->inputs = cuda_alloc<int>(BT);
-    m->targets = cuda_alloc<int>(BT);
-    m->losses_host = (float *)malloc_check(BT * sizeof(float), "gpt2cuda losses");
-    token_buckets_init(&m->buckets, c->vocab_size, (int)BT);
-    m->bucket_token = cuda_alloc<int>(BT);
-    m->bucket_start = cuda_alloc<int>(BT + 1);
-    m->bucket_rows = cuda_alloc<int>(BT);
+    step_scalars_alloc(&m->scalars, &m->scalars_host);
+    const TokenBatchAllocator pinned = {cuda_pinned_alloc, cuda_pinned_free};
+    token_batch_init(&m->staged, max_B, max_T, c->vocab_size, !inference, pinned);
+    CUDA_CHECK(cudaEventCreateWithFlags(&m->staged_copied, cudaEventDisableTiming));
+    m->batch_dev_ints = m->staged.storage_ints;
+    m->batch_dev = cuda_alloc<int>(m->batch_dev_ints);
     m->max_B = max_B;
     m->max_T = max_T;
-    m->mean_loss = -1.0f;
 }
 
 // ZeRO-1 over world ranks (before the first update): this rank keeps the
@@ -227,12 +243,19 @@ static inline void gpt2cuda_cbwc_refresh(GPT2Cuda *m) {
     m->centred_stale = 0;
 }
 
-// Forward over host tokens (B, T); targets may be NULL (no loss). With
-// targets and dlogits_scale > 0 the cross-entropy also writes dlogits =
+// Forward over a prepared batch (llmc/gpt2/token_prefetch.h: tokens, targets
+// or none, and, for a backward, their token buckets) in page-locked memory:
+// its copies are queued first, then `copied` is recorded (NULL: none), and
+// the batch must stay untouched until that event has passed. With targets
+// and dlogits_scale > 0 the cross-entropy also writes dlogits =
 // dlogits_scale * dloss_n/dlogits (the logits are then gone); the backward
-// then needs no scale of its own. Returns after the losses are on the host.
-static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *targets, int B,
-                                    int T, float dlogits_scale) {
+// then needs no scale of its own. Queues the work and returns without
+// waiting for the GPU: the mean loss over the counted targets stays on the
+// device (gpt2cuda_mean_loss reads it, gpt2cuda_loss_sum the sum since the
+// last reset).
+static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
+                                          float dlogits_scale, cudaEvent_t copied) {
+    const int B = batch->B, T = batch->T;
     if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
         fatal("gpt2cuda_forward: B=%d T=%d outside the allocated %d x %d", B, T, m->max_B,
               m->max_T);
@@ -246,17 +269,28 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     const MatmulContext *mm = &m->mm;
     m->B = B;
     m->T = T;
-    CUDA_CHECK(cudaMemcpyAsync(m->inputs, inputs, (size_t)BT * sizeof(int), cudaMemcpyHostToDevice,
-                               st));
+    if (batch->storage_ints > m->batch_dev_ints) {
+        fatal("gpt2cuda_forward: a batch of %zu ints, room for %zu", batch->storage_ints,
+              m->batch_dev_ints);
+    }
+    // the whole batch in one asynchronous copy: tokens, targets, buckets
+    CUDA_CHECK(cudaMemcpyAsync(m->batch_dev, batch->storage, batch->storage_ints * sizeof(int),
+                               cudaMemcpyHostToDevice, st));
+    if (copied != NULL) CUDA_CHECK(cudaEventRecord(copied, st));
+    m->inputs = m->batch_dev + (batch->inputs - batch->storage);
+    m->targets = m->batch_dev + (batch->targets - batch->storage);
     if (!m->inference) { // the rows of each token, for the wte gradient
-        token_buckets_build(&m->buckets, inputs, BT);
-        const int nb = m->buckets.num_buckets;
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_token, m->buckets.token, (size_t)nb * sizeof(int),
-                                   cudaMemcpyHostToDevice, st));
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_start, m->buckets.start,
-                                   (size_t)(nb + 1) * sizeof(int), cudaMemcpyHostToDevice, st));
-        CUDA_CHECK(cudaMemcpyAsync(m->bucket_rows, m->buckets.rows, (size_t)BT * sizeof(int),
-                                   cudaMemcpyHostToDevice, st));
+        if (!batch->has_buckets) fatal("gpt2cuda_forward: a training model needs token buckets");
+        const TokenPieces *tp = &batch->pieces;
+        DeviceTokenBuckets *w = &m->wte_rows;
+        w->num_pieces = tp->num_pieces;
+        w->num_split = tp->num_split;
+        w->rows = m->batch_dev + (batch->buckets.rows - batch->storage);
+        w->piece_start = m->batch_dev + (tp->piece_start - batch->storage);
+        w->piece_dest = m->batch_dev + (tp->piece_dest - batch->storage);
+        w->split_token = m->batch_dev + (tp->split_token - batch->storage);
+        w->split_first = m->batch_dev + (tp->split_first - batch->storage);
+        w->partials = m->scratch.wte_partials;
     }
     if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
@@ -301,35 +335,58 @@ static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *t
     // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     m->logits_are_grads = 0;
-    if (targets == NULL) {
-        m->mean_loss = -1.0f;
-        CUDA_CHECK(cudaStreamSynchronize(st));
-        return;
-    }
-    int counted = 0;
-    for (int i = 0; i < BT; i++) counted += targets[i] >= 0;
+    m->backward_ready = 0;
+    if (!batch->has_targets) return;
+    const int counted = batch->counted; // counted on the host
     m->loss_tokens = counted;
-    CUDA_CHECK(cudaMemcpyAsync(m->targets, targets, (size_t)BT * sizeof(int),
-                               cudaMemcpyHostToDevice, st));
     const int write_grad = dlogits_scale > 0.0f;
     crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, dlogits_scale, write_grad, st);
     m->logits_are_grads = write_grad;
-    CUDA_CHECK(cudaMemcpyAsync(m->losses_host, a.losses, (size_t)BT * sizeof(float),
-                               cudaMemcpyDeviceToHost, st));
-    CUDA_CHECK(cudaStreamSynchronize(st));
-    double sum = 0.0;
-    for (int i = 0; i < BT; i++) sum += m->losses_host[i];
-    m->mean_loss = counted > 0 ? (float)(sum / counted) : 0.0f;
+    step_loss_add(m->scalars, a.losses, BT, counted, st);
+    m->backward_ready = 1;
+    m->loss_ready = 1;
 }
 
+// Forward over host tokens (B, T) and targets (NULL: no loss), as
+// gpt2cuda_forward_batch: they are copied into the model's page-locked batch
+// first (after the copies of the previous call out of it), its buckets built
+// for a training model. Returns without waiting for this forward.
+static inline void gpt2cuda_forward(GPT2Cuda *m, const int *inputs, const int *targets, int B,
+                                    int T, float dlogits_scale) {
+    if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
+        fatal("gpt2cuda_forward: B=%d T=%d outside the allocated %d x %d", B, T, m->max_B,
+              m->max_T);
+    }
+    CUDA_CHECK(cudaEventSynchronize(m->staged_copied));
+    token_batch_fill(&m->staged, inputs, targets, B, T);
+    gpt2cuda_forward_batch(m, &m->staged, dlogits_scale, m->staged_copied);
+}
+
+// The last forward's mean loss over its counted targets (0 when none): waits for the GPU.
+static inline float gpt2cuda_mean_loss(GPT2Cuda *m) {
+    if (!m->loss_ready) fatal("gpt2cuda_mean_loss: no forward with targets yet");
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return m->scalars_host->loss;
+}
+
+// The sum of the mean losses of the forwards since the last reset (each
+// rounded to float, added in double): waits for the GPU.
+static inline double gpt2cuda_loss_sum(GPT2Cuda *m) {
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return m->scalars_host->loss_sum;
+}
+static inline void gpt2cuda_loss_reset(GPT2Cuda *m) { step_loss_reset(m->scalars, m->mm.stream); }
+
+// A new step: the gradients and the loss sum to zero.
 static inline void gpt2cuda_zero_grad(GPT2Cuda *m) {
     CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->num_parameters * sizeof(float), m->mm.stream));
+    gpt2cuda_loss_reset(m);
 }
 
 // Accumulates the parameter gradients of loss_scale * sum of per-token
 // losses (ignored when the forward already wrote dlogits with its scale).
 static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
-    if (m->mean_loss < 0.0f) fatal("gpt2cuda_backward: needs a forward pass with targets first");
+    if (!m->backward_ready) fatal("gpt2cuda_backward: needs a forward pass with targets first");
     if (m->inference) fatal("gpt2cuda_backward: the model was set up for inference only");
     const GPT2Config *cfg = &m->config;
     const int B = m->B, T = m->T, BT = B * T;
@@ -391,25 +448,26 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
         if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, l);
     }
-    const DeviceTokenBuckets buckets = {m->buckets.num_buckets, m->bucket_token, m->bucket_start,
-                                        m->bucket_rows};
-    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &buckets, B, T, C, centred, st);
+    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &m->wte_rows, B, T, C, centred,
+                          st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
-    m->mean_loss = -1.0f; // the logits now hold their gradient
+    m->backward_ready = 0; // the logits now hold their gradient
     m->logits_are_grads = 0;
 }
 
-// sum of squares of this rank's reduced gradients (all of them with one rank)
-static inline double gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
-    return sum_of_squares_cuda(m->grads_shard, m->shard.shard_params, m->scratch.sumsq,
-                               m->mm.stream);
+// queues scalars->sumsq = the sum of squares of this rank's reduced gradients
+// (all of them with one rank)
+static inline void gpt2cuda_grad_sum_of_squares(GPT2Cuda *m) {
+    sum_of_squares_device(&m->scalars->sumsq, 0, m->grads_shard, m->shard.shard_params,
+                          m->scratch.sumsq, m->mm.stream);
 }
 
-// One AdamW step of this rank's shard (everything with one rank), decay on the
-// matrices only, gradients times grad_scale (clipping by the global norm).
-// With several ranks the caller then all-gathers the parameters and calls
-// gpt2cuda_params_gathered.
-static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, float grad_scale) {
+// Queues one AdamW step of this rank's shard (everything with one rank), decay
+// on the matrices only, the gradients clipped by the scale the GPU computed
+// (scalars->clip, step_clip; no update at all when it says so); the floatX
+// copy of what it updates is written in the same pass. With several ranks the
+// caller then all-gathers the parameters (grad_sync_update).
+static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     const size_t S = m->shard.shard_params;
     cuda_moments_ensure(&m->m_memory, &m->v_memory, S);
     m->adamw_step += 1;
@@ -422,13 +480,14 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
         const int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
-        const AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
-                                                    cfg->eps, cfg->weight_decay, decay,
-                                                    m->adamw_step, grad_scale);
+        AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
+                                              cfg->eps, cfg->weight_decay, decay, m->adamw_step,
+                                              1.0f);
+        step.clip = &m->scalars->clip;
         const ShardTensor *t = &m->shard.tensors[i];
         float *p = m->params_memory + t->offset;
-        // with shards the floatX copy is refreshed whole after the gather
-        floatX *p_x = separate_x && !sharded ? m->params_x_memory + t->offset : NULL;
+        // with shards: this rank's slices of it, which the ranks then all-gather
+        floatX *p_x = separate_x ? m->params_x_memory + t->offset : NULL;
         float *g = m->grads_shard + t->shard_offset;
         float *mm = m->m_memory + t->shard_offset, *vv = m->v_memory + t->shard_offset;
         if (fuse_cbwc && (i == 6 || i == 12)) {
@@ -447,18 +506,18 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg, fl
     m->centred_stale = !fuse_cbwc;
 }
 
-// after the all-gather of the fp32 parameters: their floatX copy
-static inline void gpt2cuda_params_gathered(GPT2Cuda *m) { gpt2cuda_sync_params_x(m); }
-
-// One AdamW step on one rank with global-norm clipping (clip <= 0: none);
-// returns the gradient norm before clipping.
+// One AdamW step on one rank with global-norm clipping (clip <= 0: none), the
+// norm and scale computed on the GPU; returns the gradient norm before
+// clipping (waits for the GPU to read it).
 static inline float gpt2cuda_update(GPT2Cuda *m, const AdamWConfig *cfg, float grad_clip) {
     if (m->shard.world != 1) {
         fatal("gpt2cuda_update: one rank only (sharded: gpt2cuda_update_shard)");
     }
-    const double norm = sqrt(gpt2cuda_grad_sum_of_squares(m));
-    gpt2cuda_update_shard(m, cfg, clip_grad_scale(norm, grad_clip));
-    return (float)norm;
+    gpt2cuda_grad_sum_of_squares(m);
+    step_clip(m->scalars, grad_clip, 0, m->mm.stream);
+    gpt2cuda_update_shard(m, cfg);
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return (float)m->scalars_host->norm;
 }
 
 // AdamW moments from full host copies (a checkpoint): this rank's slices
@@ -486,6 +545,10 @@ static inline void gpt2cuda_moments_from_host(GPT2Cuda *m, const float *host_m, 
 // host copies: fp32 parameters and gradients (num_parameters each), logits
 // (B, T, Vp) as float
 static inline void gpt2cuda_params_to_host(const GPT2Cuda *m, float *out) {
+    if (m->master_partial) {
+        fatal("gpt2cuda_params_to_host: the fp32 master is sharded (grad_sync_params_to_host "
+              "gathers it)");
+    }
     CUDA_CHECK(cudaMemcpy(out, m->params_memory, m->num_parameters * sizeof(float),
                           cudaMemcpyDeviceToHost));
 }
@@ -510,16 +573,18 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
-        m->scratch.reduce, m->scratch.row_shift, m->scratch.sumsq,
-        m->inputs, m->targets, m->bucket_token, m->bucket_start, m->bucket_rows};
+        m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials, m->scratch.sumsq,
+        m->batch_dev};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
     cuda_params_x_free(m->params_x_memory, m->params_memory);
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     attention_layers_free(&m->attention);
-    token_buckets_free(&m->buckets);
-    free(m->losses_host);
+    CUDA_CHECK(cudaEventSynchronize(m->staged_copied));
+    token_batch_free(&m->staged, TokenBatchAllocator{cuda_pinned_alloc, cuda_pinned_free});
+    CUDA_CHECK(cudaEventDestroy(m->staged_copied));
+    step_scalars_free(m->scalars, m->scalars_host);
     matmul_context_destroy(&m->mm);
     memset(m, 0, sizeof(*m));
 }

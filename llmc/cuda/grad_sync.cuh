@@ -4,8 +4,10 @@
 // (zero_shard.cuh) on a stream of its own, while the compute stream goes on
 // with the layers below. ZeRO-1: reduce-scatter each chunk into the rank's
 // compact shard (the mean over the ranks), AdamW on the shard, all-gather
-// the parameters; else all-reduce each chunk in place, every rank updates
-// all. grad_sync_wait puts the compute stream behind the reductions.
+// the parameters in the compute precision (the floatX copy every forward
+// reads: bf16 in bf16 builds; the fp32 master stays per rank, gathered for a
+// checkpoint); else all-reduce each chunk in place, every rank updates all.
+// grad_sync_wait puts the compute stream behind the reductions.
 #ifndef FOLDNORM_GRAD_SYNC_CUH
 #define FOLDNORM_GRAD_SYNC_CUH
 
@@ -114,21 +116,61 @@ static inline void grad_sync_wait(GradSync *gs) {
     CUDA_CHECK(cudaStreamWaitEvent(gs->model->mm.stream, gs->comm_done, 0));
 }
 
-// Global gradient norm after the reductions: every rank's shard (or, not
-// sharded, all the gradients on every rank, counted once).
-static inline double grad_sync_norm(GradSync *gs) {
-    const double local = gpt2cuda_grad_sum_of_squares(gs->model);
-    return sqrt(gs->sharded ? multi_gpu_sum_double(gs->mg, local) : local);
+// Queues, after the reductions (grad_sync_wait), the step's scalars on the
+// GPU (step_scalars.cuh): the mean loss of the micro_steps forwards and its
+// mean over the ranks; the global gradient norm (the sum of squares of every
+// rank's shard summed over the ranks, or, not sharded, of all the gradients
+// on every rank, counted once); the clip scale AdamW reads, and whether the
+// update runs (the loss and the norm finite). Nothing waits for the GPU.
+static inline void grad_sync_clip(GradSync *gs, int micro_steps, float grad_clip) {
+    GPT2Cuda *m = gs->model;
+    StepScalars *s = m->scalars;
+    const cudaStream_t st = m->mm.stream;
+    step_loss_finish(s, micro_steps, st);
+    gpt2cuda_grad_sum_of_squares(m);
+#ifdef FOLDNORM_NCCL
+    if (gs->mg->world > 1) {
+        NCCL_CHECK(ncclGroupStart());
+        NCCL_CHECK(ncclAllReduce(&s->step_loss, &s->step_loss, 1, ncclFloat, ncclAvg,
+                                 gs->mg->comm, st));
+        if (gs->sharded) {
+            NCCL_CHECK(ncclAllReduce(&s->sumsq, &s->sumsq, 1, ncclDouble, ncclSum, gs->mg->comm,
+                                     st));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+    }
+#endif
+    step_clip(s, grad_clip, 1, st);
 }
 
-// Every rank's slices of every chunk, from the compact shard src (shard_params
-// values) or, src == NULL, in place in the flat vector dst, gathered into dst
-// (num_parameters values) on the compute stream.
-static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *src) {
+// The step's loss (the ranks' mean) and gradient norm on the host: the one
+// wait of a step, after its update is queued. Returns 0 when either was not
+// finite (the update was then skipped on the GPU: the parameters and moments
+// are those before the step).
+static inline int grad_sync_step_result(GradSync *gs, float *loss, double *grad_norm) {
+    GPT2Cuda *m = gs->model;
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    *loss = m->scalars_host->step_loss;
+    *grad_norm = m->scalars_host->norm;
+    return m->scalars_host->clip.apply;
+}
+
+#define GRAD_SYNC_ALL_TENSORS 0xFFFFu
+// cbwc's c_proj proxies and biases (attprojw, attprojb, fcprojw, fcprojb): V = P W is
+// projected from their fp32 master at the next forward
+#define GRAD_SYNC_CBWC_PROXIES ((1u << 6) | (1u << 7) | (1u << 12) | (1u << 13))
+
+// Every rank's slices of every chunk of the tensors in `tensors` (bit i:
+// tensor i), from the compact shard src (shard_params values) or, src ==
+// NULL, in place in the flat vector dst, gathered into dst (num_parameters
+// values) on the compute stream.
+static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *src,
+                                        unsigned tensors) {
 #ifdef FOLDNORM_NCCL
     GPT2Cuda *m = gs->model;
     NCCL_CHECK(ncclGroupStart());
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        if (!(tensors & (1u << i))) continue;
         const ShardTensor *t = &m->shard.tensors[i];
         for (int c = 0; c < t->chunks; c++) {
             const float *mine = src != NULL ? src + t->shard_offset + (size_t)c * t->slice
@@ -139,18 +181,59 @@ static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *s
     }
     NCCL_CHECK(ncclGroupEnd());
 #else
-    (void)gs, (void)dst, (void)src;
+    (void)gs, (void)dst, (void)src, (void)tensors;
 #endif
 }
 
-// One AdamW step after the reductions (grad_sync_wait first): the rank's
-// shard, then (ZeRO-1) the parameters gathered from all ranks.
-static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg, float grad_scale) {
-    gpt2cuda_update_shard(gs->model, cfg, grad_scale);
-    if (gs->sharded) {
-        grad_sync_all_gather(gs, gs->model->params_memory, NULL);
-        gpt2cuda_params_gathered(gs->model);
+// The floatX copy gathered in place (each rank's update wrote its slices), in
+// the compute precision: bf16 moves half the bytes of the fp32 master.
+static inline void grad_sync_all_gather_x(GradSync *gs) {
+#ifdef FOLDNORM_NCCL
+    GPT2Cuda *m = gs->model;
+    const ncclDataType_t type = sizeof(floatX) == 2 ? ncclBfloat16 : ncclFloat;
+    NCCL_CHECK(ncclGroupStart());
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        const ShardTensor *t = &m->shard.tensors[i];
+        for (int c = 0; c < t->chunks; c++) {
+            NCCL_CHECK(ncclAllGather(m->params_x_memory + shard_slice_offset(&m->shard, t, c),
+                                     m->params_x_memory + shard_chunk_offset(t, c), t->slice, type,
+                                     gs->mg->comm, m->mm.stream));
+        }
     }
+    NCCL_CHECK(ncclGroupEnd());
+#else
+    (void)gs;
+#endif
+}
+
+// One AdamW step after grad_sync_clip, clipped by the GPU's scale: the rank's
+// shard, then (ZeRO-1) the parameters gathered from all ranks: in fp32 builds
+// the fp32 master (the kernels' copy); in bf16 builds the bf16 copy the
+// forwards read, and the fp32 master stays sharded but for cbwc's proxies.
+static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg) {
+    GPT2Cuda *m = gs->model;
+    gpt2cuda_update_shard(m, cfg);
+    if (!gs->sharded) return;
+    if ((void *)m->params_x_memory == (void *)m->params_memory) {
+        grad_sync_all_gather(gs, m->params_memory, NULL, GRAD_SYNC_ALL_TENSORS);
+        return;
+    }
+    grad_sync_all_gather_x(gs);
+    if (m->mode == MODE_CBWC) {
+        grad_sync_all_gather(gs, m->params_memory, NULL, GRAD_SYNC_CBWC_PROXIES);
+    }
+    m->master_partial = 1;
+}
+
+// The fp32 master whole on the host (a checkpoint; every rank must call it when
+// sharded: the ranks' slices are gathered first).
+static inline void grad_sync_params_to_host(GradSync *gs, float *host) {
+    GPT2Cuda *m = gs->model;
+    if (m->master_partial) {
+        grad_sync_all_gather(gs, m->params_memory, NULL, GRAD_SYNC_ALL_TENSORS);
+        m->master_partial = 0;
+    }
+    gpt2cuda_params_to_host(m, host);
 }
 
 // The AdamW moments whole on the host (a checkpoint; every rank must call it
@@ -164,10 +247,10 @@ static inline void grad_sync_moments_to_host(GradSync *gs, float *host_m, float 
         return;
     }
     float *whole = cuda_alloc<float>(m->num_parameters);
-    grad_sync_all_gather(gs, whole, m->m_memory);
+    grad_sync_all_gather(gs, whole, m->m_memory, GRAD_SYNC_ALL_TENSORS);
     CUDA_CHECK(cudaMemcpyAsync(host_m, whole, bytes, cudaMemcpyDeviceToHost, m->mm.stream));
     CUDA_CHECK(cudaStreamSynchronize(m->mm.stream));
-    grad_sync_all_gather(gs, whole, m->v_memory);
+    grad_sync_all_gather(gs, whole, m->v_memory, GRAD_SYNC_ALL_TENSORS);
     CUDA_CHECK(cudaMemcpyAsync(host_v, whole, bytes, cudaMemcpyDeviceToHost, m->mm.stream));
     CUDA_CHECK(cudaStreamSynchronize(m->mm.stream));
     CUDA_CHECK(cudaFree(whole));

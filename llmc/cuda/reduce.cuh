@@ -89,17 +89,23 @@ __global__ void sum_of_squares_partials_kernel(double *partials, const float *x,
     if (threadIdx.x == 0) partials[blockIdx.x] = shared[0];
 }
 
-// sum of squares of n fp32 values; scratch: SUMSQ_BLOCKS doubles. Synchronizes.
-static inline double sum_of_squares_cuda(const float *x, size_t n, double *scratch,
-                                         cudaStream_t stream) {
-    sum_of_squares_partials_kernel<<<SUMSQ_BLOCKS, SUMSQ_THREADS, 0, stream>>>(scratch, x, n);
-    CUDA_CHECK_LAUNCH();
-    double partials[SUMSQ_BLOCKS];
-    CUDA_CHECK(cudaMemcpyAsync(partials, scratch, sizeof(partials), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+// *out = the partials summed in block order by one thread (fixed: the same
+// bits every run), added to *out when accumulate
+__global__ void sum_of_squares_total_kernel(double *out, const double *partials, int accumulate) {
+    if (threadIdx.x != 0 || blockIdx.x != 0) return;
     double sum = 0.0;
     for (int i = 0; i < SUMSQ_BLOCKS; i++) sum += partials[i];
-    return sum;
+    *out = accumulate ? *out + sum : sum;
+}
+
+// Queues *out (device) = the sum of squares of n fp32 values, or *out += it
+// when accumulate; scratch: SUMSQ_BLOCKS doubles. Nothing waits for the GPU.
+static inline void sum_of_squares_device(double *out, int accumulate, const float *x, size_t n,
+                                         double *scratch, cudaStream_t stream) {
+    sum_of_squares_partials_kernel<<<SUMSQ_BLOCKS, SUMSQ_THREADS, 0, stream>>>(scratch, x, n);
+    CUDA_CHECK_LAUNCH();
+    sum_of_squares_total_kernel<<<1, 32, 0, stream>>>(out, scratch, accumulate);
+    CUDA_CHECK_LAUNCH();
 }
 
 #endif

@@ -37,6 +37,7 @@ extern "C" {
 #include "norm.cuh"
 #include "patch_embed.cuh"
 #include "reduce.cuh"
+#include "step_scalars.cuh"
 #include "swin_patch_merge.cuh"
 #include "attention_kind.cuh"
 #include "swin_window_attention.cuh"
@@ -89,9 +90,12 @@ typedef struct {
     float *reduce;
     double *sumsq;
     int *labels;
-    float *losses_host, *logits_host;
+    float *logits_host; // of the last swincuda_forward
     floatX *logits_x_host;
-    float smoothing, mean_loss;
+    float smoothing, mean_loss; // mean_loss: of the last swincuda_forward with labels, else -1
+    int backward_ready;         // a forward with labels since the last backward
+    // the mean loss of the last forward with labels, the clip AdamW reads (step_scalars.cuh)
+    StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
 } SwinCuda;
@@ -322,7 +326,7 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     m->reduce = cuda_alloc<float>(reduce);
     m->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->labels = cuda_alloc<int>(B);
-    m->losses_host = (float *)malloc_check(B * sizeof(float), "swincuda losses");
+    step_scalars_alloc(&m->scalars, &m->scalars_host);
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "swincuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "swincuda logits copy");
 }
@@ -432,10 +436,11 @@ static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const f
     swincuda_add(k->out, k->resid2, m->branch, (size_t)BN * C, st);
 }
 
-// Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss).
-// Returns with the logits (and the losses) on the host.
-static inline void swincuda_forward(SwinCuda *m, const float *images, const int *labels,
-                                    float smoothing, int B) {
+// Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss):
+// queued, the mean loss kept on the device (scalars->loss), the logits in
+// m->logits; swincuda_forward waits for them.
+static inline void swincuda_forward_queued(SwinCuda *m, const float *images, const int *labels,
+                                           float smoothing, int B) {
     if (B > m->max_B || B <= 0)
         fatal("swincuda_forward: B=%d outside 1..%d", B, m->max_B);
     const SwinConfig *c = &m->config;
@@ -490,27 +495,28 @@ static inline void swincuda_forward(SwinCuda *m, const float *images, const int 
     swincuda_pool_kernel<<<ceil_div(B * CL, 128), 128, 0, st>>>(m->pooled, m->lnf, B, NL, CL);
     CUDA_CHECK_LAUNCH();
     matmul_forward_cuda(mm, m->logits, m->pooled, p + m->off.headw, p + m->off.headb, B, CL, K);
-    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, m->logits, (size_t)B * K * sizeof(floatX),
-                               cudaMemcpyDeviceToHost, st));
+    m->backward_ready = labels != NULL;
     if (labels != NULL) {
         CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int),
                                    cudaMemcpyHostToDevice, st));
         classifier_loss_cuda(m->losses, NULL, m->logits, m->labels, smoothing, 0.0f, B, K, st);
-        CUDA_CHECK(cudaMemcpyAsync(m->losses_host, m->losses, (size_t)B * sizeof(float),
-                                   cudaMemcpyDeviceToHost, st));
+        step_loss_reset(m->scalars, st); // loss_sum: this forward's mean loss alone
+        step_loss_add(m->scalars, m->losses, B, B, st);
+        m->smoothing = smoothing;
     }
-    CUDA_CHECK(cudaStreamSynchronize(st));
+}
+
+// swincuda_forward_queued, then the logits (and the mean loss) on the host: waits for the GPU.
+static inline void swincuda_forward(SwinCuda *m, const float *images, const int *labels,
+                                    float smoothing, int B) {
+    swincuda_forward_queued(m, images, labels, smoothing, B);
+    const int K = m->config.num_classes;
+    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, m->logits, (size_t)B * K * sizeof(floatX),
+                               cudaMemcpyDeviceToHost, m->mm.stream));
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
     for (size_t i = 0; i < (size_t)B * K; i++)
         m->logits_host[i] = to_float(m->logits_x_host[i]);
-    if (labels == NULL) {
-        m->mean_loss = -1.0f;
-        return;
-    }
-    double sum = 0.0;
-    for (int b = 0; b < B; b++)
-        sum += m->losses_host[b];
-    m->mean_loss = (float)(sum / B);
-    m->smoothing = smoothing;
+    m->mean_loss = labels != NULL ? m->scalars_host->loss : -1.0f;
 }
 
 static inline void swincuda_zero_grad(SwinCuda *m) {
@@ -562,7 +568,7 @@ static inline void swincuda_block_backward(SwinCuda *m, SwinBlockCuda *k, const 
 
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
-    if (m->mean_loss < 0.0f)
+    if (!m->backward_ready)
         fatal("swincuda_backward: needs a forward pass with labels first");
     const SwinConfig *c = &m->config;
     const floatX *p = m->params_x_memory;
@@ -621,33 +627,45 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
     const floatX *dpatch = swincuda_dy(m, m->dln, 1, BN0, E);
     patch_embed_backward_cuda(mm, g + m->off.patchw, g + m->off.patchb, m->reduce, dpatch,
                               m->patches, BN0, m->PD, E);
-    m->mean_loss = -1.0f;
+    m->backward_ready = 0;
 }
 
-static inline double swincuda_grad_norm(SwinCuda *m) {
-    return sqrt(sum_of_squares_cuda(m->grads_memory, m->dev_parameters, m->sumsq, m->mm.stream));
+// queues scalars->sumsq = the gradients' sum of squares
+static inline void swincuda_grad_sum_of_squares(SwinCuda *m) {
+    sum_of_squares_device(&m->scalars->sumsq, 0, m->grads_memory, m->dev_parameters, m->sumsq,
+                          m->mm.stream);
 }
 
-// One AdamW step (torch semantics, decay on the matrices only) with global
-// norm clipping (clip <= 0: none); returns the gradient norm before clipping.
-static inline float swincuda_update(SwinCuda *m, const AdamWConfig *cfg, float grad_clip) {
+// Queues one AdamW step (torch semantics, decay on the matrices only), the
+// gradients clipped by the scale the GPU computed (scalars->clip, step_clip;
+// no update at all when it says so).
+static inline void swincuda_update_queued(SwinCuda *m, const AdamWConfig *cfg) {
     const size_t P = m->dev_parameters;
-    const double norm = swincuda_grad_norm(m);
-    const float grad_scale = clip_grad_scale(norm, grad_clip);
     cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
     m->adamw_step += 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
     for (int i = 0; i < m->count; i++) {
-        const AdamWStep step =
+        AdamWStep step =
             adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2, cfg->eps,
-                                 cfg->weight_decay, m->decayed[i], m->adamw_step, grad_scale);
+                                 cfg->weight_decay, m->decayed[i], m->adamw_step, 1.0f);
+        step.clip = &m->scalars->clip;
         const size_t o = m->dev_offsets[i];
         adamw_update_cuda(m->params_memory + o, separate_x ? m->params_x_memory + o : NULL,
                           m->grads_memory + o, m->m_memory + o, m->v_memory + o, m->sizes[i], step,
                           m->mm.stream);
     }
     m->centred_stale = 1; // V is projected at the next forward
-    return (float)norm;
+}
+
+// One AdamW step with global norm clipping (clip <= 0: none), the norm and
+// scale computed on the GPU; returns the gradient norm before clipping
+// (waits for the GPU to read it).
+static inline float swincuda_update(SwinCuda *m, const AdamWConfig *cfg, float grad_clip) {
+    swincuda_grad_sum_of_squares(m);
+    step_clip(m->scalars, grad_clip, 0, m->mm.stream);
+    swincuda_update_queued(m, cfg);
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return (float)m->scalars_host->norm;
 }
 
 // host copies in file order: fp32 parameters, gradients (num_parameters each)
@@ -695,7 +713,7 @@ static inline void swincuda_free(SwinCuda *m) {
     free(m->dev_offsets);
     free(m->sizes);
     free(m->decayed);
-    free(m->losses_host);
+    step_scalars_free(m->scalars, m->scalars_host);
     free(m->logits_host);
     free(m->logits_x_host);
     matmul_context_destroy(&m->mm);

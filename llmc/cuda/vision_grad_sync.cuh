@@ -9,7 +9,9 @@
 // all-reduces the tail, updates the rank's slice and the tail (the tail on
 // every rank: the same gradients and moments give the same values), then
 // all-gathers the slices in place. The gradient norm for clipping is the sum
-// of the slices' squares over the ranks plus the tail's. cbwc's V = P W is
+// of the slices' squares over the ranks plus the tail's. The loss, the norm and
+// the clip scale stay on the device (step_scalars.cuh): the host waits once a
+// step, after the update is queued. cbwc's V = P W is
 // re-projected from the gathered weights at the next forward (the -z 0 path
 // fuses it into ViT's update; the same kernel, so the same V).
 #ifndef FOLDNORM_VISION_GRAD_SYNC_CUH
@@ -29,6 +31,7 @@ typedef struct {
     size_t first;             // rank * slice: this rank's slice in the vector
     float *m_shard, *v_shard; // ZeRO-1: the moments of the slice, then of the tail
     double *sumsq;            // SUMSQ_BLOCKS partials
+    float loss;               // the last step's loss (the mean over the ranks)
 } VisionGradSync;
 
 // zero_stage 1 with several ranks: ZeRO-1. A model resumed with moments
@@ -95,9 +98,10 @@ static inline void vision_grad_sync_reduce(VisionGradSync *gs) {
 }
 
 // AdamW on the part [lo, lo + count) of the device vector whose moments are
-// at m, v: each tensor's overlap with it, with that tensor's constants.
+// at m, v: each tensor's overlap with it, with that tensor's constants, the
+// clip read from the device.
 static inline void vision_grad_sync_update_part(VisionGradSync *gs, const AdamWConfig *cfg,
-                                                float grad_scale, int adamw_step, size_t lo,
+                                                const AdamWClip *clip, int adamw_step, size_t lo,
                                                 size_t count, float *m, float *v) {
     ClassifierCuda *model = gs->model;
     ClassifierCudaState st = classifier_cuda_state(model);
@@ -111,9 +115,10 @@ static inline void vision_grad_sync_update_part(VisionGradSync *gs, const AdamWC
         classifier_cuda_tensor(model, i, &offset, &size, &decayed);
         const size_t a = offset > lo ? offset : lo, b = offset + size < hi ? offset + size : hi;
         if (a >= b) continue;
-        const AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
-                                                    cfg->eps, cfg->weight_decay, decayed,
-                                                    adamw_step, grad_scale);
+        AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
+                                              cfg->eps, cfg->weight_decay, decayed, adamw_step,
+                                              1.0f);
+        step.clip = clip;
         // the floatX copy is refreshed whole after the all-gather
         adamw_update_cuda(st.params + a, NULL, grads + a, m + (a - lo), v + (a - lo), b - a, step,
                           stream);
@@ -121,32 +126,56 @@ static inline void vision_grad_sync_update_part(VisionGradSync *gs, const AdamWC
 }
 
 // One AdamW step after vision_grad_sync_reduce with global norm clipping
-// (grad_clip <= 0: none); returns the gradient norm before clipping.
+// (grad_clip <= 0: none), queued with its scalars: the loss of the step's
+// forward (the mean over the ranks), the norm and the clip scale, computed
+// on the GPU; AdamW skips the update when the loss or the norm is not
+// finite. Then the step's one wait: returns the gradient norm before
+// clipping, gs->loss the loss (either not finite: the update was skipped).
 static inline float vision_grad_sync_update(VisionGradSync *gs, const AdamWConfig *cfg,
                                             float grad_clip) {
-    if (!gs->sharded) return classifier_cuda_update(gs->model, cfg, grad_clip);
     size_t n = 0;
     float *grads = classifier_cuda_grads(gs->model, &n);
     const cudaStream_t stream = classifier_cuda_stream(gs->model);
-    const size_t tail_at = gs->slice * (size_t)gs->mg->world;
-    double sumsq = multi_gpu_sum_double(
-        gs->mg, sum_of_squares_cuda(grads + gs->first, gs->slice, gs->sumsq, stream));
-    if (gs->tail > 0) sumsq += sum_of_squares_cuda(grads + tail_at, gs->tail, gs->sumsq, stream);
-    const double norm = sqrt(sumsq);
-    const float grad_scale = clip_grad_scale(norm, grad_clip);
-    ClassifierCudaState st = classifier_cuda_state(gs->model);
-    *st.adamw_step += 1;
-    vision_grad_sync_update_part(gs, cfg, grad_scale, *st.adamw_step, gs->first, gs->slice,
-                                 gs->m_shard, gs->v_shard);
-    vision_grad_sync_update_part(gs, cfg, grad_scale, *st.adamw_step, tail_at, gs->tail,
-                                 gs->m_shard + gs->slice, gs->v_shard + gs->slice);
+    StepScalars *s = classifier_cuda_scalars(gs->model);
+    step_loss_finish(s, 1, stream); // one forward a step
 #ifdef FOLDNORM_NCCL
-    // in place: rank r's slice is already at params + r * slice
-    NCCL_CHECK(ncclAllGather(st.params + gs->first, st.params, gs->slice, ncclFloat, gs->mg->comm,
-                             stream));
+    if (gs->mg->world > 1) {
+        NCCL_CHECK(ncclAllReduce(&s->step_loss, &s->step_loss, 1, ncclFloat, ncclAvg,
+                                 gs->mg->comm, stream));
+    }
 #endif
-    classifier_cuda_params_changed(gs->model);
-    return (float)norm;
+    if (!gs->sharded) {
+        sum_of_squares_device(&s->sumsq, 0, grads, n, gs->sumsq, stream);
+        step_clip(s, grad_clip, 1, stream);
+        classifier_cuda_update_queued(gs->model, cfg);
+    } else {
+        const size_t tail_at = gs->slice * (size_t)gs->mg->world;
+        sum_of_squares_device(&s->sumsq, 0, grads + gs->first, gs->slice, gs->sumsq, stream);
+#ifdef FOLDNORM_NCCL
+        NCCL_CHECK(ncclAllReduce(&s->sumsq, &s->sumsq, 1, ncclDouble, ncclSum, gs->mg->comm,
+                                 stream));
+#endif
+        if (gs->tail > 0) {
+            sum_of_squares_device(&s->sumsq, 1, grads + tail_at, gs->tail, gs->sumsq, stream);
+        }
+        step_clip(s, grad_clip, 1, stream);
+        ClassifierCudaState st = classifier_cuda_state(gs->model);
+        *st.adamw_step += 1;
+        vision_grad_sync_update_part(gs, cfg, &s->clip, *st.adamw_step, gs->first, gs->slice,
+                                     gs->m_shard, gs->v_shard);
+        vision_grad_sync_update_part(gs, cfg, &s->clip, *st.adamw_step, tail_at, gs->tail,
+                                     gs->m_shard + gs->slice, gs->v_shard + gs->slice);
+#ifdef FOLDNORM_NCCL
+        // in place: rank r's slice is already at params + r * slice
+        NCCL_CHECK(ncclAllGather(st.params + gs->first, st.params, gs->slice, ncclFloat,
+                                 gs->mg->comm, stream));
+#endif
+        classifier_cuda_params_changed(gs->model);
+    }
+    StepScalars *host = classifier_cuda_scalars_host(gs->model);
+    step_scalars_to_host(host, s, stream); // the step's one wait
+    gs->loss = host->step_loss;
+    return (float)host->norm;
 }
 
 // The AdamW moments whole on the host in file order (a checkpoint; every

@@ -36,6 +36,7 @@ extern "C" {
 #include "norm.cuh"
 #include "patch_embed.cuh"
 #include "reduce.cuh"
+#include "step_scalars.cuh"
 #include "vit_tokens.cuh"
 
 // the 20 parameter tensors in the model file's order (VIT_PARAM_NAMES)
@@ -109,11 +110,13 @@ typedef struct {
     ViTScratchCuda scratch;
     AttentionLayers attention; // the kind chosen and what it keeps per layer (lse, or att)
     int *labels;         // device (B)
-    float *losses_host;  // (B)
-    float *logits_host;  // (B, K) of the last forward, fp32
+    float *logits_host;  // (B, K) of the last vitcuda_forward, fp32
     floatX *logits_x_host; // (B, K) staging for the copy
     float smoothing;     // of the last forward with labels
-    float mean_loss;     // -1: no forward with labels since the last backward
+    float mean_loss;     // of the last vitcuda_forward with labels, -1 without
+    int backward_ready;  // a forward with labels since the last backward
+    // the mean loss of the last forward with labels, the clip AdamW reads (step_scalars.cuh)
+    StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
 } ViTCuda;
@@ -214,7 +217,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->labels = cuda_alloc<int>(B);
-    m->losses_host = (float *)malloc_check(B * sizeof(float), "vitcuda losses");
+    step_scalars_alloc(&m->scalars, &m->scalars_host);
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "vitcuda logits copy");
     m->max_B = max_B;
@@ -235,10 +238,11 @@ static inline void vitcuda_cbwc_refresh(ViTCuda *m) {
     m->centred_stale = 0;
 }
 
-// Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss).
-// Returns with the logits (and the losses) on the host.
-static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *labels,
-                                   float smoothing, int B) {
+// Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss):
+// queued, nothing waits for the GPU; the mean loss stays on the device
+// (scalars->loss), the logits in acts.logits. vitcuda_forward waits for them.
+static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const int *labels,
+                                          float smoothing, int B) {
     if (B > m->max_B || B <= 0) fatal("vitcuda_forward: B=%d outside 1..%d", B, m->max_B);
     const ViTConfig *c = &m->config;
     const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
@@ -298,25 +302,27 @@ static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *l
     }
     vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
     matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
-    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, a.logits, (size_t)B * K * sizeof(floatX),
-                               cudaMemcpyDeviceToHost, st));
-    if (labels != NULL) {
-        CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int),
-                                   cudaMemcpyHostToDevice, st));
-        classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, smoothing, 0.0f, B, K, st);
-        CUDA_CHECK(cudaMemcpyAsync(m->losses_host, a.losses, (size_t)B * sizeof(float),
-                                   cudaMemcpyDeviceToHost, st));
-    }
-    CUDA_CHECK(cudaStreamSynchronize(st));
-    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(m->logits_x_host[i]);
-    if (labels == NULL) {
-        m->mean_loss = -1.0f;
-        return;
-    }
-    double sum = 0.0;
-    for (int b = 0; b < B; b++) sum += m->losses_host[b];
-    m->mean_loss = (float)(sum / B);
+    m->backward_ready = labels != NULL;
+    if (labels == NULL) return;
+    CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int), cudaMemcpyHostToDevice,
+                               st));
+    classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, smoothing, 0.0f, B, K, st);
+    step_loss_reset(m->scalars, st); // loss_sum: this forward's mean loss alone
+    step_loss_add(m->scalars, a.losses, B, B, st);
     m->smoothing = smoothing;
+}
+
+// vitcuda_forward_queued, then the logits (and the mean loss) on the host:
+// waits for the GPU (the tests, the evaluation's accuracy).
+static inline void vitcuda_forward(ViTCuda *m, const float *images, const int *labels,
+                                   float smoothing, int B) {
+    vitcuda_forward_queued(m, images, labels, smoothing, B);
+    const int K = m->config.num_classes;
+    CUDA_CHECK(cudaMemcpyAsync(m->logits_x_host, m->acts.logits, (size_t)B * K * sizeof(floatX),
+                               cudaMemcpyDeviceToHost, m->mm.stream));
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    for (size_t i = 0; i < (size_t)B * K; i++) m->logits_host[i] = to_float(m->logits_x_host[i]);
+    m->mean_loss = labels != NULL ? m->scalars_host->loss : -1.0f;
 }
 
 static inline void vitcuda_zero_grad(ViTCuda *m) {
@@ -325,7 +331,7 @@ static inline void vitcuda_zero_grad(ViTCuda *m) {
 
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
-    if (m->mean_loss < 0.0f) fatal("vitcuda_backward: needs a forward pass with labels first");
+    if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
     const ViTConfig *c = &m->config;
     const int B = m->B, T = vit_num_tokens(c), BT = B * T, Np = T - 1;
     const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
@@ -394,21 +400,21 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     }
     vit_tokens_backward_cuda(g.cls, g.pos, s.dpatch, dstream, B, T, C, st);
     patch_embed_backward_cuda(mm, g.patchw, g.patchb, s.reduce, s.dpatch, a.patches, B * Np, PD, C);
-    m->mean_loss = -1.0f;
+    m->backward_ready = 0;
 }
 
-static inline double vitcuda_grad_norm(ViTCuda *m) {
-    return sqrt(sum_of_squares_cuda(m->grads_memory, m->num_parameters, m->scratch.sumsq,
-                                    m->mm.stream));
+// queues scalars->sumsq = the gradients' sum of squares
+static inline void vitcuda_grad_sum_of_squares(ViTCuda *m) {
+    sum_of_squares_device(&m->scalars->sumsq, 0, m->grads_memory, m->num_parameters,
+                          m->scratch.sumsq, m->mm.stream);
 }
 
-// One AdamW step (torch semantics, decay on the matrices only) with global
-// norm clipping (clip <= 0: none); returns the gradient norm before clipping.
-// cbwc: the proxy weights of the stream writers are updated and projected in one pass.
-static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float grad_clip) {
+// Queues one AdamW step (torch semantics, decay on the matrices only), the
+// gradients clipped by the scale the GPU computed (scalars->clip, step_clip;
+// no update at all when it says so). cbwc: the proxy weights of the stream
+// writers are updated and projected in one pass.
+static inline void vitcuda_update_queued(ViTCuda *m, const AdamWConfig *cfg) {
     const size_t P = m->num_parameters;
-    const double norm = vitcuda_grad_norm(m);
-    const float grad_scale = clip_grad_scale(norm, grad_clip);
     cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
     m->adamw_step += 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
@@ -418,9 +424,10 @@ static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float gra
     const cudaStream_t st = m->mm.stream;
     size_t offset = 0;
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        const AdamWStep step =
-            adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2, cfg->eps,
-                                 cfg->weight_decay, vit_param_decayed(i), m->adamw_step, grad_scale);
+        AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2, cfg->eps,
+                                              cfg->weight_decay, vit_param_decayed(i),
+                                              m->adamw_step, 1.0f);
+        step.clip = &m->scalars->clip;
         float *p = m->params_memory + offset;
         floatX *p_x = separate_x ? m->params_x_memory + offset : NULL;
         float *g = m->grads_memory + offset, *mm = m->m_memory + offset, *vv = m->v_memory + offset;
@@ -443,7 +450,17 @@ static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float gra
     }
     // otherwise V is projected at the next forward (if the mode is, or becomes, cbwc)
     m->centred_stale = !cbwc;
-    return (float)norm;
+}
+
+// One AdamW step with global norm clipping (clip <= 0: none), the norm and
+// scale computed on the GPU; returns the gradient norm before clipping
+// (waits for the GPU to read it).
+static inline float vitcuda_update(ViTCuda *m, const AdamWConfig *cfg, float grad_clip) {
+    vitcuda_grad_sum_of_squares(m);
+    step_clip(m->scalars, grad_clip, 0, m->mm.stream);
+    vitcuda_update_queued(m, cfg);
+    step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);
+    return (float)m->scalars_host->norm;
 }
 
 // host copies: fp32 parameters, gradients, moments (num_parameters each)
@@ -473,7 +490,7 @@ static inline void vitcuda_free(ViTCuda *m) {
     }
     cuda_params_x_free(m->params_x_memory, m->params_memory);
     attention_layers_free(&m->attention);
-    free(m->losses_host);
+    step_scalars_free(m->scalars, m->scalars_host);
     free(m->logits_host);
     free(m->logits_x_host);
     matmul_context_destroy(&m->mm);

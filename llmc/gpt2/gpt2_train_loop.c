@@ -1,7 +1,6 @@
 // The GPT-2 trainers' step loop (gpt2_train_loop.h).
 #include "gpt2_train_loop.h"
 
-#include <math.h>
 #include <stdio.h>
 
 #include "core/run_dir.h"
@@ -48,17 +47,17 @@ int gpt2_train_loop(const Gpt2TrainHooks *h, const Gpt2LoopConfig *cfg, Logger *
         if (last || stopped_by != 0) {
             break;
         }
-        float loss;
-        double grad_norm_exact;
-        h->forward_backward(h->ctx, step, &loss, &grad_norm_exact);
-        const float grad_norm = (float)grad_norm_exact;
-        if (!isfinite(loss) || !isfinite(grad_norm)) {
-            fatal("step %d: non-finite loss (%f) or gradient norm (%f); stopping before the update",
-                  step + 1, loss, grad_norm);
-        }
+        h->forward_backward(h->ctx, step);
         adamw.learning_rate = lr_cosine_with_warmup(step, cfg->max_steps, cfg->warmup_steps,
                                                     cfg->learning_rate, cfg->final_lr_fraction);
-        h->update(h->ctx, &adamw, clip_grad_scale(grad_norm_exact, cfg->grad_clip));
+        float loss;
+        double grad_norm_exact;
+        const int updated = h->update(h->ctx, &adamw, cfg->grad_clip, &loss, &grad_norm_exact);
+        const float grad_norm = (float)grad_norm_exact;
+        if (!updated) {
+            fatal("step %d: non-finite loss (%f) or gradient norm (%f); the update was skipped, "
+                  "stopping", step + 1, loss, grad_norm);
+        }
         h->step_done(h->ctx, step, loss, grad_norm, adamw.learning_rate);
         logger_log_train(logger, step + 1, loss, adamw.learning_rate, grad_norm);
     }

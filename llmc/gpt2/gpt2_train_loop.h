@@ -3,10 +3,11 @@
 // after the last, the val loss (every -v steps and at the end), a sample
 // (every -s steps and at the end), a checkpoint (every -n steps, at the end
 // and at a stop signal) and the stop report; then the step: forward and
-// backward over the micro-batches, the non-finite loss or norm stop (before
-// the update), the LR schedule (warmup + cosine), the AdamW update and
-// main.log. A trainer fills the hooks with its model's calls; with several
-// ranks each trains on its slice of every batch and the hooks reduce.
+// backward over the micro-batches, the LR schedule (warmup + cosine), the
+// clip and the AdamW update (skipped after a non-finite loss or norm, which
+// stops the run) and main.log. A trainer fills the hooks with its model's
+// calls; with several ranks each trains on its slice of every batch and the
+// hooks reduce.
 #ifndef FOLDNORM_GPT2_TRAIN_LOOP_H
 #define FOLDNORM_GPT2_TRAIN_LOOP_H
 
@@ -22,12 +23,16 @@ typedef struct {
     // A checkpoint after `step`; every rank calls it, the lead writes.
     void (*checkpoint)(void *ctx, int step);
     // Step `step`'s micro-batches, forward and backward, and the gradients'
-    // reduction: the mean loss over the micro-batches and the ranks, and the
-    // gradient's global norm.
-    void (*forward_backward)(void *ctx, int step, float *loss, double *grad_norm);
-    // One AdamW step (adamw's learning rate is the step's) on the gradient
-    // scaled by grad_scale (the clip).
-    void (*update)(void *ctx, const AdamWConfig *adamw, float grad_scale);
+    // reduction (the GPU queues them: nothing waits for it).
+    void (*forward_backward)(void *ctx, int step);
+    // The step's mean loss over the micro-batches and the ranks, the
+    // gradient's global norm, and one AdamW step (adamw's learning rate is
+    // the step's) on the gradient clipped to grad_clip (clip_grad_scale),
+    // skipped when the loss or the norm is not finite (the GPU decides on the
+    // device and the host reads loss and norm once, after the update is
+    // queued). Returns whether the update ran.
+    int (*update)(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
+                  double *grad_norm);
     // After the update of step `step` (0-based): the trainer's step line.
     void (*step_done)(void *ctx, int step, float loss, float grad_norm, float learning_rate);
     // The largest value over the ranks (every rank calls it: a barrier too).

@@ -67,14 +67,21 @@ VisionLoopResult vision_train_loop(const VisionTrainHooks *h, const VisionLoopCo
         for (; batch < cfg->batches_per_epoch && step < cfg->total_steps; batch++) {
             synchronize(h);
             const double t0 = now_seconds();
-            const float loss = h->forward_backward(h->ctx, epoch, batch);
-            if (!isfinite(loss)) {
+            float loss = h->forward_backward(h->ctx, epoch, batch);
+            if (h->step_loss == NULL && !isfinite(loss)) {
                 fatal("step %d: the loss is not finite (%f); stopping before the update; try a "
                       "lower -l", step + 1, loss);
             }
             adamw.learning_rate = lr_cosine_with_warmup(step, cfg->total_steps, cfg->warmup_steps,
                                                         cfg->learning_rate, cfg->final_lr_fraction);
             const float grad_norm = h->update(h->ctx, &adamw, cfg->grad_clip);
+            if (h->step_loss != NULL) {
+                loss = h->step_loss(h->ctx);
+                if (!isfinite(loss) || !isfinite(grad_norm)) {
+                    fatal("step %d: the loss (%f) or the gradient norm (%f) is not finite; the "
+                          "update was skipped; try a lower -l", step + 1, loss, grad_norm);
+                }
+            }
             synchronize(h);
             const double dt = now_seconds() - t0;
             step_seconds[step - first_step] = dt;

@@ -20,11 +20,16 @@ typedef struct {
     // its shuffle when first_batch is 0): the GPU queues them for its prefetch.
     void (*epoch_begins)(void *ctx, int epoch, int first_batch, int end_batch); // may be NULL
     // This rank's slice of global batch (epoch, batch): forward, backward; the
-    // global batch's mean loss (the mean over the ranks).
+    // global batch's mean loss (the mean over the ranks), or, with step_loss
+    // set, anything (the loss is read after the update).
     float (*forward_backward)(void *ctx, int epoch, int batch);
     // The ranks' mean gradient, clipped to grad_clip, and one AdamW step;
     // returns the gradient norm before clipping.
     float (*update)(void *ctx, const AdamWConfig *adamw, float grad_clip);
+    // NULL, or the step's loss read after update (the GPU: with the norm, at
+    // the step's one wait); update must then have skipped the step itself when
+    // the loss or the norm was not finite, and the loop stops after it.
+    float (*step_loss)(void *ctx);
     // The test loss (no smoothing) and top-1 accuracy, the same on every rank.
     void (*evaluate)(void *ctx, float *loss, float *accuracy);
     // A checkpoint after `step` whose next batch is (epoch, next_batch); every

@@ -79,6 +79,10 @@ selftest block-size "exceeds the device's 1024 threads"
 selftest grid-y "exceeds the device's limits"
 selftest shared-size "bytes of dynamic shared memory"
 selftest memcpy-overrun "overrun the allocation"
+selftest pinned-reuse "was rewritten while a cudaMemcpyAsync from it could still be running"
+"$E/emu_selftest" pinned-ok > "$work/pinned.log" 2>&1 &&
+    ok "emulator: page-locked copies held to their waits (the host's side NaN until then)" ||
+    bad "emulator selftest pinned-ok: $(cat "$work/pinned.log")"
 selftest gemm-ld "leading dimension 4 < rows 8"
 selftest gemm-range "gemm B: 288 bytes"
 selftest lt-align "chosen for 256-byte alignment"

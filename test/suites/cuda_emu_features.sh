@@ -12,8 +12,11 @@
 #   5. CPU <-> GPU: each resumes from the other's checkpoint and ends close
 #   6. ZeRO-1 over 2 emulated ranks == all-reduce over 2 ranks, bit for bit
 #      (model and gathered AdamW moments), and a ZeRO-1 resume is bit-exact
+#   6b. a non-finite loss: the clip computed on the GPU skips the update, the
+#      trainer stops with exit 1 at that step and writes no checkpoint
 #   7. sampling prints -g token ids; bf16: the CPU curve within 3e-2, resume
-#      bit-exact, ZeRO-1 == all-reduce over 2 ranks; -at cudnn (the emulator's
+#      bit-exact, ZeRO-1 (the bf16 copy gathered) == all-reduce over 2 ranks
+#      and its resume bit-exact; -at cudnn (the emulator's
 #      cuDNN shim): the CPU curve within 3e-2 and resume bit-exact; and with
 #      no deterministic backward engine (EMU_CUDNN_NONDETERMINISTIC=1): the
 #      warning once a run, the CPU curve within 3e-2, resume no longer
@@ -110,6 +113,22 @@ EMU_RANKS=2 "$gpu" "${flags[@]}" -v 0 -z 1 -pf "$work/id_r" -o "$work/z1_resumed
 same_checkpoint "$work/z1" "$work/z1_resumed" 4 && ok "ZeRO-1 resume over 2 ranks bit-exact" ||
     bad "ZeRO-1 resume differs: $(tail -2 "$work/z1_resumed.out")"
 
+# 6b: weights so large that the logits overflow (as kill_resume.sh's CPU NaN guard)
+bin/train_gpt2 -e d2c64h4v256t64 -x 0 -v 0 -i "$work/src_train_*.bin" -o "$work/init" > /dev/null 2>&1
+${PYTHON:-/usr/bin/python3} - "$work/init/model_00000000.bin" "$work/huge.bin" <<'PYEOF'
+import sys, numpy as np
+raw = np.fromfile(sys.argv[1], dtype=np.uint8)
+params = raw[1024:].view(np.float32).copy() * np.float32(3e18)
+header = raw[:1024].copy()
+header[1016:1024] = 0  # no checksum: the weights changed
+open(sys.argv[2], "wb").write(header.tobytes() + params.tobytes())
+PYEOF
+"$gpu" -e "$work/huge.bin" -i "$work/src_train_*.bin" -v 0 -x 3 -n 1 -b 2 -t 16 -o "$work/nan" > "$work/nan.out" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q "step 1: non-finite .*the update was skipped" "$work/nan.out" && ! ls "$work/nan" | grep -q '^model_'; then
+    ok "non-finite loss: the update skipped on the GPU, exit 1 at step 1, no checkpoint"
+else bad "non-finite loss: exit $rc, $(tail -1 "$work/nan.out"), files: $(ls "$work/nan" 2>/dev/null | xargs)"; fi
+
 # 7
 bf16=$EMU/train_gpt2cu
 "$bf16" "${flags[@]}" -o "$work/bf16" > "$work/bf16.out" 2>&1 || bad "bf16 run: $(tail -2 "$work/bf16.out")"
@@ -175,6 +194,15 @@ for z in 1 0; do
 done
 same_checkpoint "$work/bf16_z1" "$work/bf16_z0" 4 && ok "bf16 ZeRO-1 == all-reduce over 2 ranks, bit for bit" ||
     bad "bf16 ZeRO-1 and all-reduce over 2 ranks differ"
+# bf16 ZeRO-1 gathers the bf16 copy (its fp32 master stays sharded until a checkpoint
+# gathers it): resumed at step 2, the step-4 files are the uninterrupted run's
+mkdir -p "$work/bf16_z1_resumed"
+cp "$work/bf16_z1/model_00000002.bin" "$work/bf16_z1/state_00000002.bin" "$work/bf16_z1_resumed/"
+rm -f "$work/id16_r"
+EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z 1 -pf "$work/id16_r" -o "$work/bf16_z1_resumed" -y 1 \
+    > "$work/bf16_z1_resumed.out" 2>&1
+same_checkpoint "$work/bf16_z1" "$work/bf16_z1_resumed" 4 && ok "bf16 ZeRO-1 resume over 2 ranks bit-exact" ||
+    bad "bf16 ZeRO-1 resume differs: $(tail -2 "$work/bf16_z1_resumed.out")"
 
 echo "cuda_emu_features: $fails failed"
 [ $fails -eq 0 ]

@@ -26,6 +26,13 @@ size_t dynamic_shared_bytes();
 void *dynamic_shared_buffer(); // its start (the kernel's own view: emu::dynamic_shared)
 // whether p lies on the running thread's own fiber stack (its local memory)
 bool on_own_stack(const void *p);
+// emu_pinned.cpp: a cudaMemcpyAsync between the device and the page-locked
+// host bytes at host (from_host: it read them; else it wrote them); the
+// copies queued so far on this thread (an event's mark); and a host wait that
+// covers stream's (every stream's) copies up to mark `upto`
+void pinned_copy_queued(void *host, size_t bytes, bool from_host, cudaStream_t stream);
+unsigned long long pinned_copies_queued();
+void pinned_wait(cudaStream_t stream, bool every_stream, unsigned long long upto, const char *by);
 } // namespace emu
 
 #endif

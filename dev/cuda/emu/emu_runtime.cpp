@@ -2,13 +2,16 @@
 // streams and events. cudaMalloc hands out 0xFF-filled host memory (NaN as
 // fp32 and bf16) and records its size, so copies, memsets and the library
 // calls can check every range against the allocation it must lie in.
-// Everything is synchronous; streams and events only have to exist.
+// Everything is synchronous; streams and events only have to exist, except
+// that copies to and from page-locked memory are held to the waits a device
+// needs (emu_pinned.cpp).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <climits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -22,6 +25,8 @@ struct emu_stream {
 struct emu_event {
     double seconds;
     int recorded;
+    cudaStream_t stream;     // where it was last recorded
+    unsigned long long mark; // the page-locked copies queued by then (emu_pinned.cpp)
 };
 
 namespace emu {
@@ -32,7 +37,7 @@ const size_t DEVICE_BYTES = (size_t)141 << 30;
 
 std::mutex memory_mutex;
 std::map<uintptr_t, size_t> device_allocations; // start -> bytes
-std::set<uintptr_t> host_allocations;
+std::map<uintptr_t, size_t> host_allocations; // cudaMallocHost: start -> bytes
 std::map<const void *, size_t> func_shared_limits;
 std::set<cudaStream_t> streams;
 std::set<cudaEvent_t> events;
@@ -58,6 +63,16 @@ std::pair<uintptr_t, size_t> find_allocation(const void *p) {
 bool is_device(const void *p) {
     std::lock_guard<std::mutex> lock(memory_mutex);
     return find_allocation(p).second > 0;
+}
+
+// whether [p, p + bytes) lies in one cudaMallocHost allocation
+bool is_pinned(const void *p, size_t bytes) {
+    std::lock_guard<std::mutex> lock(memory_mutex);
+    const uintptr_t a = (uintptr_t)p;
+    auto it = host_allocations.upper_bound(a);
+    if (it == host_allocations.begin()) return false;
+    --it;
+    return a >= it->first && a - it->first + bytes <= it->second;
 }
 
 } // namespace
@@ -133,6 +148,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
     if (p == nullptr) return cudaSuccess;
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFree"); // it waits for the device
     size_t bytes;
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
@@ -151,12 +167,13 @@ cudaError_t cudaMallocHost(void **p, size_t bytes) {
     *p = malloc(bytes > 0 ? bytes : 1);
     if (*p == nullptr) return cudaErrorMemoryAllocation;
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
-    emu::host_allocations.insert((uintptr_t)*p);
+    emu::host_allocations[(uintptr_t)*p] = bytes;
     return cudaSuccess;
 }
 
 cudaError_t cudaFreeHost(void *p) {
     if (p == nullptr) return cudaSuccess;
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFreeHost"); // it waits for the device
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
         if (emu::host_allocations.erase((uintptr_t)p) == 0) {
@@ -167,7 +184,8 @@ cudaError_t cudaFreeHost(void *p) {
     return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+// the checks and the copy of cudaMemcpy and cudaMemcpyAsync
+static cudaError_t copy_checked(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     if (bytes == 0) return cudaSuccess;
     const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
@@ -184,10 +202,23 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
     return cudaSuccess;
 }
 
+// on the legacy stream: after everything queued before it
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "a synchronous cudaMemcpy");
+    return copy_checked(dst, src, bytes, kind);
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
     emu::check_stream(stream, "cudaMemcpyAsync");
-    return cudaMemcpy(dst, src, bytes, kind);
+    cudaError_t err = copy_checked(dst, src, bytes, kind);
+    if (err != cudaSuccess || bytes == 0) return err;
+    if (!emu::is_device(src) && emu::is_pinned(src, bytes)) {
+        emu::pinned_copy_queued((void *)src, bytes, true, stream);
+    } else if (!emu::is_device(dst) && emu::is_pinned(dst, bytes)) {
+        emu::pinned_copy_queued(dst, bytes, false, stream);
+    }
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void *p, int value, size_t bytes) {
@@ -262,7 +293,10 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) 
     return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaDeviceSynchronize");
+    return cudaSuccess;
+}
 cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
 // launch errors abort at the launch (emu_fibers.cpp), so none is ever pending
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
@@ -313,6 +347,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     emu::check_stream(s, "cudaStreamSynchronize");
+    emu::pinned_wait(s, s == nullptr, ULLONG_MAX, "cudaStreamSynchronize");
     return cudaSuccess;
 }
 
@@ -332,7 +367,7 @@ cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e,
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
     (void)flags;
-    *e = new emu_event{0.0, 0};
+    *e = new emu_event{0.0, 0, nullptr, 0};
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
     emu::events.insert(*e);
     return cudaSuccess;
@@ -352,11 +387,17 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     emu::check_stream(s, "cudaEventRecord");
     e->seconds = emu::now_seconds();
     e->recorded = 1;
+    e->stream = s;
+    e->mark = emu::pinned_copies_queued();
     return cudaSuccess;
 }
 
+// an event on the legacy stream 0 comes after the work queued on every stream
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     check_event(e, "cudaEventSynchronize");
+    if (e->recorded) {
+        emu::pinned_wait(e->stream, e->stream == nullptr, e->mark, "cudaEventSynchronize");
+    }
     return cudaSuccess;
 }
 

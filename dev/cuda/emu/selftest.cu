@@ -5,7 +5,9 @@
 // negatives: a barrier, a warp exchange after __syncwarp, an ldmatrix after
 // a barrier, atomics of every block). `selftest racecheck` says whether this build checks races.
 // `selftest mma` runs the tensor-core layout checks (dev/cuda/mma_check.cuh),
-// which must pass, and fail under EMU_MMA_MUTATION. Built only under emulation.
+// which must pass, and fail under EMU_MMA_MUTATION. `selftest pinned-ok` must
+// pass (page-locked copies waited for by an event and a stream), `selftest
+// pinned-reuse` abort (the source rewritten before the wait). Built only under emulation.
 #include <stdio.h>
 #include <string.h>
 
@@ -204,6 +206,37 @@ int main(int argc, char **argv) {
         const int failed = mma_check_all(&rng);
         CUDA_CHECK(cudaFree(x));
         return failed == 0 ? 0 : 1;
+    }
+    if (strcmp(c, "pinned-reuse") == 0 || strcmp(c, "pinned-ok") == 0) {
+        // a batch in page-locked memory copied asynchronously, refilled after the
+        // event that follows its copy (ok) or before it (reuse: the copy may not
+        // have read it yet on a device); and a copy back into page-locked memory,
+        // NaN until the stream is waited for
+        float *h, *back;
+        cudaStream_t s;
+        cudaEvent_t copied;
+        CUDA_CHECK(cudaMallocHost(&h, 64 * sizeof(float)));
+        CUDA_CHECK(cudaMallocHost(&back, 64 * sizeof(float)));
+        CUDA_CHECK(cudaStreamCreate(&s));
+        CUDA_CHECK(cudaEventCreate(&copied));
+        for (int i = 0; i < 64; i++) h[i] = (float)i;
+        CUDA_CHECK(cudaMemcpyAsync(x, h, 64 * sizeof(float), cudaMemcpyHostToDevice, s));
+        CUDA_CHECK(cudaEventRecord(copied, s));
+        if (strcmp(c, "pinned-reuse") == 0) h[7] = -1.0f; // too early
+        CUDA_CHECK(cudaEventSynchronize(copied));
+        h[7] = -2.0f; // after the wait: fine
+        CUDA_CHECK(cudaMemcpyAsync(back, x, 64 * sizeof(float), cudaMemcpyDeviceToHost, s));
+        const int early_nan = isnan(back[5]);
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        const int ok = early_nan && back[5] == 5.0f && back[7] == 7.0f;
+        printf("page-locked copies: %s before the wait, %g after (expected 5)\n",
+               early_nan ? "NaN" : "a number", back[5]);
+        CUDA_CHECK(cudaEventDestroy(copied));
+        CUDA_CHECK(cudaStreamDestroy(s));
+        CUDA_CHECK(cudaFreeHost(h));
+        CUDA_CHECK(cudaFreeHost(back));
+        CUDA_CHECK(cudaFree(x));
+        return ok ? 0 : 1;
     }
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import attention
 from calls import Call, SMS
-from kernels import (F32, XB, adamw, cbwc_centre_bias, cbwc_project, centre_rows, column_sum,
-                     crossentropy, gelu_backward, gelu_forward, matmul_backward, matmul_forward,
-                     memset, norm_backward, norm_forward, params_to_x, sum_of_squares)
+from kernels import (F32, XB, adamw, cbwc_centre_bias, cbwc_project, ceil_div, centre_rows, clip,
+                     column_sum, crossentropy, gelu_backward, gelu_forward, loss_mean, loss_reset,
+                     matmul_backward, matmul_forward, memset, norm_backward, norm_forward,
+                     params_to_x, step_loss_finish, sum_of_squares)
 
 
 @dataclass
@@ -63,19 +64,45 @@ def encoder_forward(B, T, C, centred):
                 BT * (F32 + 2 * XB * C) + T * XB * C, fma=BT * C * (4 if centred else 1))
 
 
+TOKEN_PIECE_ROWS = 32  # llmc/kernels/token_buckets.h
+
+
+def token_pieces(buckets):
+    """what token_pieces_build makes of the buckets: (pieces, whole buckets, split
+    buckets, pieces of the split ones). buckets: each bucket's row count, or
+    their number (then each of at most TOKEN_PIECE_ROWS rows: one piece)"""
+    if isinstance(buckets, int):
+        return buckets, buckets, 0, 0
+    whole = sum(1 for n in buckets if n <= TOKEN_PIECE_ROWS)
+    split = len(buckets) - whole
+    split_pieces = sum(ceil_div(n, TOKEN_PIECE_ROWS) for n in buckets if n > TOKEN_PIECE_ROWS)
+    return whole + split_pieces, whole, split, split_pieces
+
+
 def encoder_backward(B, T, C, centred, buckets):
-    """row means (cbwc: each dout row read, lane 0 writes the mean), wte: a thread
-    a (bucket, column) sums its bucket's rows (row index, dout, shift a row),
-    wpe: a thread a (t, c) sums over b"""
+    """row means (cbwc: each dout row read, lane 0 writes the mean); wte: a thread
+    a (piece, column) sums its piece's rows (row index, dout, shift a row) into
+    the token's dwte row (a whole bucket) or a partial slot (a piece of a split
+    bucket), then a thread a (split bucket, column) adds its pieces' partials
+    in order into dwte; wpe: a thread a (t, c) sums over b"""
     BT = B * T
+    pieces, whole, split, split_pieces = token_pieces(buckets)
     calls = [Call("encoder_row_means_kernel", "embedding bwd row means",
                   BT * XB * C if centred else 0, BT * F32, BT * ((XB * C if centred else 0) + F32))]
-    if buckets > 0:
-        # per (bucket, column): start[u], start[u + 1], token[u], dwte read;
-        # per row of the bucket: rows[e], dout, shift
-        calls.append(Call("encoder_backward_wte_kernel", "embedding bwd wte",
-                          C * (4 * F32 * buckets + (2 * F32 + XB) * BT), C * F32 * buckets,
-                          BT * (XB * C + 2 * F32) + 2 * C * F32 * buckets + 3 * F32 * buckets))
+    if pieces > 0:
+        # per (piece, column): piece_start[p], piece_start[p + 1], piece_dest[p], and
+        # a whole bucket's dwte value; per row of the piece: rows[e], dout, shift
+        calls.append(Call("encoder_backward_wte_pieces_kernel", "embedding bwd wte",
+                          C * (3 * F32 * pieces + F32 * whole + (2 * F32 + XB) * BT),
+                          C * F32 * pieces,
+                          BT * (XB * C + 2 * F32) + 2 * C * F32 * whole + C * F32 * split_pieces +
+                          2 * F32 * pieces + F32))
+    if split > 0:
+        # per (split bucket, column): split_first[g], split_first[g + 1], each piece's
+        # partial, split_token[g] and the dwte value read; dwte written
+        calls.append(Call("encoder_backward_wte_split_kernel", "embedding bwd wte (split tokens)",
+                          C * (4 * F32 * split + F32 * split_pieces), C * F32 * split,
+                          C * F32 * (split_pieces + 2 * split) + 2 * F32 * split + F32))
     calls.append(Call("encoder_backward_wpe_kernel", "embedding bwd wpe", T * C * ((XB + F32) * B + F32),
                       T * C * F32, BT * XB * C + BT * F32 + 2 * T * C * F32))
     return calls
@@ -83,7 +110,8 @@ def encoder_backward(B, T, C, centred, buckets):
 
 # ---------------------------------------------------------------- a step
 def forward(s, B, T, mode, kind, targets=True, dlogits=True):
-    """gpt2cuda_forward: with targets the cross-entropy (writing dlogits)"""
+    """gpt2cuda_forward: with targets the cross-entropy (writing dlogits) and
+    its mean added to the loss sum on the device"""
     L, C, NH = s.L, s.C, s.NH
     BT = B * T
     layer = mode == "ln"
@@ -99,7 +127,7 @@ def forward(s, B, T, mode, kind, targets=True, dlogits=True):
         calls.append(norm_forward(BT, C, layer, True, "residual + ln1/lnf fwd"))
     calls += matmul_forward("matmul lm head", BT, C, s.Vp, bias=False)
     if targets:
-        calls.append(crossentropy(BT, s.V, s.Vp, dlogits))
+        calls += [crossentropy(BT, s.V, s.Vp, dlogits), loss_mean(BT)]
     return calls
 
 
@@ -144,10 +172,12 @@ def cbwc_refresh(s):
 
 
 def update(s, mode):
-    """the gradient norm (sum of squares; its 512 partials go to the host) and
-    gpt2cuda_update_shard with one rank: an AdamW launch a tensor, the two c_proj
-    weights fused with their projection in cbwc, then their biases centred"""
-    calls = [sum_of_squares(s.params)]
+    """grad_sync_clip with one rank: the step's loss, the gradient norm (sum of
+    squares into a device scalar) and the clip scale, all on the device; then
+    gpt2cuda_update_shard: an AdamW launch a tensor (reading that clip), the two
+    c_proj weights fused with their projection in cbwc, then their biases
+    centred"""
+    calls = [step_loss_finish()] + sum_of_squares(s.params) + [clip(check_loss=True)]
     for i, n in enumerate(s.tensor_sizes()):
         if mode == "cbwc" and i in (6, 12):
             calls.append(cbwc_project(s.L, s.C, s.C if i == 6 else 4 * s.C, True,
@@ -160,9 +190,10 @@ def update(s, mode):
 
 
 def train_step(s, B, T, mode, kind, buckets, sms=SMS):
-    """one step without gradient accumulation: zero_grad, forward with targets
-    (dlogits written), backward, grad norm, AdamW"""
-    return ([memset("zero grads", s.params * F32)] + forward(s, B, T, mode, kind) +
+    """one step without gradient accumulation: zero_grad (and the loss sum),
+    forward with targets (dlogits written), backward, loss, grad norm and clip,
+    AdamW. buckets: as token_pieces takes them"""
+    return ([memset("zero grads", s.params * F32), loss_reset()] + forward(s, B, T, mode, kind) +
             backward(s, B, T, mode, kind, buckets, sms) + update(s, mode))
 
 

@@ -113,30 +113,76 @@ def column_sum(N, OC, what):
 SUMSQ_BLOCKS = 512
 
 
-def sum_of_squares(n):
-    """sum_of_squares_partials_kernel: n fp32 values in, 512 double partials out;
-    the host then copies them back and synchronises (not a kernel)"""
-    return Call("sum_of_squares_partials_kernel", "grad norm", F32 * n, 8 * SUMSQ_BLOCKS,
-                F32 * n + 8 * SUMSQ_BLOCKS, fma=2 * n)
+def sum_of_squares(n, accumulate=False):
+    """sum_of_squares_device: n fp32 values in, 512 double partials out
+    (sum_of_squares_partials_kernel), then one thread adds them in block order
+    into the device scalar (sum_of_squares_total_kernel; with accumulate it
+    reads the scalar first and adds)"""
+    total_read = 8 * SUMSQ_BLOCKS + (8 if accumulate else 0)
+    return [Call("sum_of_squares_partials_kernel", "grad norm", F32 * n, 8 * SUMSQ_BLOCKS,
+                 F32 * n + 8 * SUMSQ_BLOCKS, fma=2 * n),
+            Call("sum_of_squares_total_kernel", "grad norm (partials)", total_read, 8,
+                 total_read + 8, fma=SUMSQ_BLOCKS)]
+
+
+# ---------------------------------------------------------------- the step's scalars (step_scalars.cuh)
+# StepScalars on the device: loss_sum, sumsq, norm (doubles), loss, step_loss
+# (floats), clip {scale (float), apply (int)}
+LOSS_MEAN_THREADS = 256
+
+
+def loss_reset():
+    """step_loss_reset: loss_sum = 0 (cudaMemsetAsync)"""
+    return memset("loss sum = 0", 8)
+
+
+def loss_mean(n):
+    """loss_mean_kernel, one block: the n per-row losses read once (thread t its
+    contiguous rows), loss_sum read; loss and loss_sum written by thread 0"""
+    return Call("loss_mean_kernel", "mean loss", F32 * n + 8, F32 + 8, F32 * n + 8 + F32 + 8,
+                fma=n + LOSS_MEAN_THREADS)
+
+
+def step_loss_finish():
+    """step_loss_finish_kernel: step_loss = loss_sum / micro-steps (thread 0)"""
+    return Call("step_loss_finish_kernel", "step loss", 8, F32, 8 + F32)
+
+
+def clip(check_loss=True):
+    """clip_kernel (thread 0): reads sumsq (and, checking the loss, step_loss: read
+    when the norm is finite, as in the runs), writes norm, clip.scale, clip.apply"""
+    r = 8 + (F32 if check_loss else 0)
+    return Call("clip_kernel", "clip scale", r, 8 + 2 * F32, r + 8 + 2 * F32)
 
 
 # ---------------------------------------------------------------- AdamW, CBWC
+# AdamW reads the clip the GPU computed (AdamWClip: scale, apply) from device
+# memory: every thread with an element loads apply (the skip test) and scale
+CLIP_READ = 2 * F32
+
+
 def adamw(n, what, sliced=True):
-    """adamw_slices_kernel / adamw_kernel: reads p, g, m, v; writes p, m, v and
-    the bf16 copy"""
+    """adamw_slices_kernel / adamw_kernel: reads p, g, m, v and the clip; writes
+    p, m, v and the bf16 copy"""
     name = "adamw_slices_kernel" if sliced else "adamw_kernel"
-    return Call(name, what, 4 * F32 * n, (3 * F32 + XB) * n, (7 * F32 + XB) * n, fma=12 * n,
-                sfu=n)
+    return Call(name, what, (4 * F32 + CLIP_READ) * n, (3 * F32 + XB) * n,
+                (7 * F32 + XB) * n + CLIP_READ, fma=12 * n, sfu=n)
+
+
+CBWC_COLUMNS, CBWC_THREADS = 32, 256  # a block: 32 columns x 8 row slices
 
 
 def cbwc_project(L, OC, IC, with_adamw, what):
     """cbwc_project_kernel: every weight read (with AdamW: updated, its g, m, v
-    read, W, m, v, W_x written), then read again for V = W - column mean, written
-    bf16. Unique: W read once (the second read from cache)"""
+    and the clip's scale read, W, m, v, W_x written; every thread of the grid,
+    (IC / 32, L) blocks of 256, loads the clip's apply first), then read again
+    for V = W - column mean, written bf16. Unique: W read once (the second read
+    from cache)"""
     n = L * OC * IC
     if with_adamw:
-        return Call("cbwc_project_kernel<true>", what, 5 * F32 * n, (3 * F32 + 2 * XB) * n,
-                    (7 * F32 + 2 * XB) * n, fma=14 * n, sfu=n)
+        threads = L * ceil_div(IC, CBWC_COLUMNS) * CBWC_THREADS
+        return Call("cbwc_project_kernel<true>", what, (5 * F32 + F32) * n + F32 * threads,
+                    (3 * F32 + 2 * XB) * n, (7 * F32 + 2 * XB) * n + CLIP_READ, fma=14 * n, sfu=n)
     return Call("cbwc_project_kernel<false>", what, 2 * F32 * n, XB * n, (F32 + XB) * n, fma=2 * n)
 
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 import attention
 from calls import Call, SMS
 from kernels import (F32, XB, adamw, cbwc_centre_bias, cbwc_project, centre_rows, ceil_div,
-                     classifier_loss, column_sum, gelu_backward, gelu_forward, gemm,
-                     matmul_backward, matmul_forward, memset, norm_backward, norm_forward,
-                     params_to_x, sum_of_squares)
+                     classifier_loss, clip, column_sum, gelu_backward, gelu_forward, gemm,
+                     loss_mean, loss_reset, matmul_backward, matmul_forward, memset,
+                     norm_backward, norm_forward, params_to_x, step_loss_finish, sum_of_squares)
 
 
 # ---------------------------------------------------------------- shared: the patch embedding
@@ -26,6 +26,18 @@ def patch_embed_backward(N, PD, C, what="patch embed"):
     """column sums of dout (the bias) and dW += dout^T patches (fp32, beta 1)"""
     return column_sum(N, C, "bias grad " + what) + [
         gemm("matmul %s bwd dW" % what, PD, C, N, d_bytes=F32, beta=True)]
+
+
+def labelled_loss(B, K):
+    """a forward with labels: the per-image losses, and their mean kept on the
+    device (the loss sum reset, then this forward's mean added)"""
+    return [classifier_loss(B, K, False), loss_reset(), loss_mean(B)]
+
+
+def step_scalars(P):
+    """vision_grad_sync_update with one rank, before AdamW: the step's loss, the
+    gradients' sum of squares over the device vector of P values, the clip"""
+    return [step_loss_finish()] + sum_of_squares(P) + [clip(check_loss=True)]
 
 
 # ---------------------------------------------------------------- ViT
@@ -75,7 +87,7 @@ def vit_forward(s, B, mode, kind, labels=True):
     calls.append(Call("vit_cls_rows_kernel", "cls rows", XB * B * C, XB * B * C, 2 * XB * B * C))
     calls += matmul_forward("matmul head", B, C, s.K)
     if labels:
-        calls.append(classifier_loss(B, s.K, False))
+        calls += labelled_loss(B, s.K)
     return calls
 
 
@@ -125,11 +137,12 @@ def vit_cbwc_refresh(s):
 
 
 def vit_update(s, mode):
-    """vitcuda_update: the norm, an adamw_kernel a tensor; cbwc fuses the patch,
-    attn proj and fc2 weights with their projection, then centres their biases"""
+    """the step's scalars (loss, norm, clip) and vitcuda_update_queued: an
+    adamw_kernel a tensor; cbwc fuses the patch, attn proj and fc2 weights with
+    their projection, then centres their biases"""
     C, L, H = s.C, s.L, s.C * s.R
     sizes = s.tensor_sizes()
-    calls = [sum_of_squares(sum(sizes))]
+    calls = step_scalars(sum(sizes))
     fused = {0: (1, C, s.PD), 8: (L, C, C), 14: (L, C, H)}
     for i, n in enumerate(sizes):
         if mode == "cbwc" and i in fused:
@@ -329,7 +342,7 @@ def swin_forward(s, B, mode, labels=True):
                       XB * B * NL * CL + XB * B * CL))
     calls += matmul_forward("matmul head", B, CL, s.K)
     if labels:
-        calls.append(classifier_loss(B, s.K, False))
+        calls += labelled_loss(B, s.K)
     return calls
 
 
@@ -389,9 +402,10 @@ def swin_backward(s, B, mode, sms=SMS):
 
 
 def swin_update(s):
-    """swincuda_update: the norm over the padded vector, an adamw_kernel a tensor"""
-    return [sum_of_squares(s.dev_parameters())] + [adamw(n, "adamw", sliced=False)
-                                                   for n, _ in s.tensors()]
+    """the step's scalars (the norm over the padded vector) and
+    swincuda_update_queued: an adamw_kernel a tensor"""
+    return step_scalars(s.dev_parameters()) + [adamw(n, "adamw", sliced=False)
+                                               for n, _ in s.tensors()]
 
 
 def swin_train_step(s, B, mode, sms=SMS):
