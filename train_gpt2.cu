@@ -1,6 +1,7 @@
 // GPT-2 training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc):
 // the CUDA counterpart of train_gpt2.c with the same flags (one table,
-// llmc/gpt2/gpt2_train_args.c; no -sft, -vd: samples print as token ids). bf16
+// llmc/gpt2/gpt2_train_args.c; -rd draws the CPU's dropout masks; no -vd:
+// samples print as token ids). bf16
 // mixed precision by default, fp32 throughout when built with -DFOLDNORM_FP32
 // (make train_gpt2fp32cu). The model and its kernels live in llmc/cuda/*.cuh;
 // model files, checkpoints (the same model_STEP.bin + state_STEP.bin as
@@ -55,9 +56,10 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
     CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 5];
-    int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS, flags), n = 0;
-    for (int i = 0; i < all; i++) { // no SFT shards and no tokenizer on the GPU (yet)
-        if (strcmp(flags[i].name, "-sft") != 0 && strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
+    int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT, flags),
+        n = 0;
+    for (int i = 0; i < all; i++) { // no tokenizer on the GPU (yet): no -vd
+        if (strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
     }
     const CliFlag gpu_flags[] = {
         {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
@@ -79,8 +81,10 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "(default: tc in bf16 builds, flash in fp32 builds)", "tc|cublas|flash|cudnn", 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
-    char about[160];
-    snprintf(about, sizeof(about), "GPT-2 training on an NVIDIA GPU, %s build (llm.c's flags).\n",
+    char about[256];
+    snprintf(about, sizeof(about),
+             "GPT-2 training on an NVIDIA GPU, %s build (llm.c's flags).\n"
+             "No -vd (train_gpt2 only): the tokenizer is not linked, samples print as token ids.\n",
              FLOATX_NAME);
     CliSpec spec;
     memset(&spec, 0, sizeof(spec));
@@ -236,7 +240,6 @@ static void gpu_checkpoint(void *ctx, int step) {
 // queued: nothing here waits for the GPU but gpt2_feed_next's wait for the
 // copy out of the slot it refills (a micro-step back)
 static void gpu_forward_backward(void *ctx, int step) {
-    (void)step; // the GPU model draws no dropout masks: the step is not needed
     GpuTrainer *t = (GpuTrainer *)ctx;
     GPT2Cuda *model = t->model;
     const int grad_accum = t->grad_accum;
@@ -253,6 +256,10 @@ static void gpu_forward_backward(void *ctx, int step) {
         const int final_micro = micro == grad_accum - 1;
         // the last backward hands each layer's gradients to the reduction as it finishes
         if (final_micro) grad_sync_attach(t->sync);
+        // one dropout draw per micro-batch and rank, as train_gpt2.c: the same masks
+        const uint64_t draw = ((uint64_t)step * (uint64_t)grad_accum + (uint64_t)micro) *
+                                  (uint64_t)t->mg->world + (uint64_t)t->mg->rank;
+        gpt2cuda_arm_dropout(model, draw);
         gpt2cuda_forward_batch(model, batch, scale, copied);
         if (counted > 0) {
             gpt2cuda_backward(model, scale);
@@ -344,6 +351,10 @@ int main(int argc, char **argv) {
     // each rank reads its own slice of every shard
     dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size, mg.rank, mg.world,
                     args.shuffle, args.seed);
+    if (args.sft && !train.is_sft) { // train_gpt2.c's refusal
+        fatal("-sft 1: %s holds plain token shards, not SFT shards (bin/alpaca_to_sft)",
+              args.train_pattern);
+    }
     const int have_val = args.val_every > 0;
     if (have_val) {
         dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, mg.rank, mg.world, 0, 0);
@@ -372,14 +383,17 @@ int main(int argc, char **argv) {
                                        have_val ? args.val_pattern : NULL, NULL};
     logger_log_run_record(&logger, argc, argv, record_data,
                           "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d "
-                          "total_batch=%d steps=%d lr=%g precision=%s attention=%s gpus=%d",
+                          "total_batch=%d steps=%d lr=%g precision=%s attention=%s gpus=%d "
+                          "resid_dropout=%g",
                           norm_mode_name(host.mode), args.seed, args.model, cfg->num_layers,
                           cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->max_seq_len, B, T,
                           total_tokens, max_steps, (double)args.learning_rate,
-                          FLOATX_NAME, attention_kind_name(gpu.attention), mg.world);
+                          FLOATX_NAME, attention_kind_name(gpu.attention), mg.world,
+                          (double)args.resid_dropout);
 
     GPT2Cuda model;
     gpt2cuda_init(&model, &host, B, T, 0, gpu.attention);
+    gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
     if (host.m_memory != NULL) {
@@ -400,6 +414,10 @@ int main(int argc, char **argv) {
                "%.2f\n",
                B, T, mg.world, sync.sharded ? "ZeRO-1" : "all-reduce", grad_accum, max_steps,
                args.learning_rate, args.weight_decay, args.grad_clip);
+        if (train.is_sft) printf("train: SFT shards, loss on response tokens only\n");
+        if (args.resid_dropout > 0.0f) {
+            printf("residual dropout %g, masks from -sd\n", (double)args.resid_dropout);
+        }
         if (resumed_from >= 0) {
             printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
         }

@@ -403,9 +403,11 @@ int main(int argc, char **argv) {
     const VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng,
                                                  &logger);
     if (r.stopped_by == 0 && lead) {
-        printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f\n",
+        // median_images_per_s as train_vit's (scripts/study.sh reads it), after the fields check.sh reads
+        printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f "
+               "median_images_per_s %.1f\n",
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
-               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s);
+               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);

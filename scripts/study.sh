@@ -35,10 +35,15 @@
 # (speed: norms.md, step.md, fold.md, the tables as the benchmarks print them,
 # and speed.png; nothing is averaged over seeds.)
 # Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT,
-# IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS.
+# IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS, VISION_FAMILIES (vision:
+# a subset of "vit swin swin_k1 swin_paper", the default all).
+# DEVICE=gpu: gpt-pretrain and sft train with bin/train_gpt2cu, vision and
+# imagenet with bin/train_vitcu (make cuda; the same flags, the same runs and
+# summaries; equivalence and speed are CPU studies); TRAIN_GPT2CU and
+# TRAIN_VITCU name other binaries (e.g. build/emu/train_gpt2fp32cu, emulated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -46,6 +51,29 @@ case $preset in quick|full) ;; *) echo "study.sh: preset must be quick or full, 
 out=${STUDY_OUT:-out/exp/$study}
 PY=${PYTHON:-/usr/bin/python3}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+# the trainers: the CPU's, or with DEVICE=gpu the GPU's (built here unless named)
+device=${DEVICE:-cpu}
+case $device in
+cpu) train_gpt2=bin/train_gpt2 train_vit=bin/train_vit ;;
+gpu)
+    case $study in equivalence|speed)
+        echo "study.sh: $study is a CPU study (bin/equivalence_steps, the benchmarks): run it without DEVICE=gpu" >&2
+        exit 1 ;;
+    esac
+    train_gpt2=${TRAIN_GPT2CU:-bin/train_gpt2cu} train_vit=${TRAIN_VITCU:-bin/train_vitcu}
+    gpu_targets=()
+    [ -n "${TRAIN_GPT2CU:-}" ] || gpu_targets+=(train_gpt2cu)
+    [ -n "${TRAIN_VITCU:-}" ] || gpu_targets+=(train_vitcu)
+    if [ ${#gpu_targets[@]} -gt 0 ]; then
+        make -s "${gpu_targets[@]}" > /dev/null ||
+            { echo "study.sh: DEVICE=gpu: make ${gpu_targets[*]} failed (needs nvcc: make cuda)" >&2; exit 1; }
+    fi
+    for b in "$train_gpt2" "$train_vit"; do
+        [ -x "$b" ] || { echo "study.sh: DEVICE=gpu: $b is not an executable" >&2; exit 1; }
+    done
+    ;;
+*) echo "study.sh: DEVICE must be cpu or gpu, got '$device'" >&2; exit 1 ;;
+esac
 make -s train_gpt2 train_vit images_to_shard gcide_to_alpaca alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
@@ -78,7 +106,7 @@ vision_runs() {
     for mode in $modes; do
         for s in $seeds; do
             name=${family}_${mode}_seed$s
-            run $name bin/train_vit "$@" -N $mode -sd $s
+            run $name "$train_vit" "$@" -N $mode -sd $s
             echo "$family,$mode,$s,$(final_value $name test_accuracy),$(final_value $name test_loss),$(final_value $name median_images_per_s)" \
                 >> "$out/summary.csv"
             runs+=("$out/$name")
@@ -104,7 +132,7 @@ gpt-pretrain)
     echo "mode,seed,final_train_loss,final_val_loss,median_tok_per_s" > "$out/summary.csv"
     for mode in ln rms cbwc; do
         for s in $seeds; do
-            run ${mode}_seed$s bin/train_gpt2 -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
+            run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
             log=$out/${mode}_seed$s/main.log
             echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok)" \
                 >> "$out/summary.csv"
@@ -124,7 +152,7 @@ vision)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
     echo "model,mode,seed,test_accuracy,test_loss,median_images_per_s" > "$out/summary.csv"
-    for family in vit swin swin_k1 swin_paper; do
+    for family in ${VISION_FAMILIES:-vit swin swin_k1 swin_paper}; do
         modes="ln rms cbwc"
         case $family in
             vit) fam=("${vit[@]}") ;; swin) fam=("${swin[@]}") ;; swin_k1) fam=("${swin[@]}" -K 1) ;;
@@ -219,13 +247,13 @@ sft)
     echo "mode,resid_dropout,seed,final_train_loss,final_test_response_loss,best_test_response_loss" \
         > "$out/summary.csv"
     for mode in ln rms cbwc; do
-        run pretrain_$mode bin/train_gpt2 -N $mode -e $model -i "data/kjv/kjv_train_*.bin" -v 0 \
+        run pretrain_$mode "$train_gpt2" -N $mode -e $model -i "data/kjv/kjv_train_*.bin" -v 0 \
             "${pre[@]}" -sd 1
         ckpt=$(ls "$out/pretrain_$mode"/model_*.bin | tail -1)
         for rd in 0 $dropout; do
             for s in $seeds; do
                 name=${mode}_rd${rd}_seed$s
-                run $name bin/train_gpt2 -N $mode -e "$ckpt" -sft 1 -i "$out/data/sft_train_train_*.bin" \
+                run $name "$train_gpt2" -N $mode -e "$ckpt" -sft 1 -i "$out/data/sft_train_train_*.bin" \
                     -j "$out/data/sft_test_train_*.bin" "${ft[@]}" -rd $rd -sd $s
                 log=$out/$name/main.log
                 best=$(grep -oE '^s:[0-9]+ tel:[^ ]+' "$log" | cut -d: -f3 | sort -g | head -1)
@@ -329,5 +357,6 @@ speed)
     echo "study.sh: unknown study '$study' (gpt-pretrain, vision, imagenet, sft, equivalence, speed)" >&2; exit 1 ;;
 esac
 rows=$(($(wc -l < "$out/summary.csv") - 1))
-echo "study $study ($preset) at commit $commit: $((SECONDS - t_start)) s, $rows $([ $study = speed ] && echo comparisons || echo runs)"
+echo "study $study ($preset$([ $device = gpu ] && echo ", DEVICE=gpu: $train_gpt2, $train_vit"))" \
+    "at commit $commit: $((SECONDS - t_start)) s, $rows $([ $study = speed ] && echo comparisons || echo runs)"
 column -s, -t < "$out/summary.csv"

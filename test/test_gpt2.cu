@@ -4,7 +4,11 @@
 //   2. --equivalence K: modes ln and cbwc from the same weights give the same
 //      logits, gradients and K step losses on the GPU; rms's gradients must not (control);
 //   3. --curve K: K AdamW steps on fresh random batches, the GPU model and the
-//      CPU model of llmc/gpt2/gpt2.c side by side: the loss curves must agree.
+//      CPU model of llmc/gpt2/gpt2.c side by side: the loss curves must agree;
+//   4. --dropout P: residual dropout (-rd P) on the GPU against the CPU model:
+//      the dropout kernel's output equals dropout_apply's bit for bit, and
+//      with the same seed and draws the train-mode loss and every gradient
+//      match the CPU's (so the masks are the same ones).
 // Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
 // curve: absolute loss differences): fp32 build 1e-4 (fp32 sums in other
 // orders, ~1e-6, plus cuBLAS's blocked sums); bf16 build per check from
@@ -22,6 +26,7 @@
 extern "C" {
 #include "interop/debug_state.h" // the reader test/test_gpt2.c uses (llmc/interop/debug_state.c)
 #include "core/rand.h"
+#include "kernels/dropout.h"
 }
 
 // bf16: 2.5-4x the largest error measured under emulation (in brackets:
@@ -217,14 +222,126 @@ static int check_curve(const GPT2 *host_in, const GPT2DebugState *s, int steps, 
     return ok;
 }
 
+// 4a. dropout_cuda vs dropout_apply on n values (of floatX, so the host sees
+// the device's inputs) in a stream past 2^32 (the 64-bit products wrap):
+// every output equal (fp32: the same single multiply by the same scale; bf16:
+// the host's fp32 result rounded to bf16 as the kernel rounds its own), and the
+// kept fraction within 5 sigma of 1 - p (the hash is not degenerate)
+static int check_dropout_mask(float p, unsigned long long seed) {
+    const size_t n = 3 * 4096 + 77; // several blocks and a partial one
+    const uint64_t stream = dropout_branch_stream(1000003, 12, 11, 1); // ~2.4e7, and a wide one:
+    const uint64_t streams[2] = {stream, 0xFFFFFFFFFFull};
+    floatX *x_host = (floatX *)malloc_check(n * sizeof(floatX), "dropout input");
+    floatX *y_host = (floatX *)malloc_check(n * sizeof(floatX), "dropout output");
+    float *x = (float *)malloc_check(n * sizeof(float), "dropout input");
+    float *expect = (float *)malloc_check(n * sizeof(float), "dropout expected");
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) {
+        x_host[i] = from_float<floatX>(2.0f * rng_uniform(&rng) - 1.0f);
+        x[i] = to_float(x_host[i]);
+    }
+    floatX *x_dev = cuda_alloc<floatX>(n), *y_dev = cuda_alloc<floatX>(n);
+    CUDA_CHECK(cudaMemcpy(x_dev, x_host, n * sizeof(floatX), cudaMemcpyHostToDevice));
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        dropout_cuda(y_dev, x_dev, n, p, seed, streams[k], 0);
+        CUDA_CHECK(cudaMemcpy(y_host, y_dev, n * sizeof(floatX), cudaMemcpyDeviceToHost));
+        dropout_apply(expect, x, n, p, seed, streams[k]);
+        size_t differ = 0, kept = 0;
+        for (size_t i = 0; i < n; i++) {
+            const float want = to_float(from_float<floatX>(expect[i]));
+            const float got = to_float(y_host[i]);
+            differ += memcmp(&want, &got, sizeof(float)) != 0; // bits: also the sign of a zero
+            kept += expect[i] != 0.0f || x[i] == 0.0f;
+        }
+        const double sigma = sqrt((double)n * p * (1.0 - p));
+        const double off = fabs((double)kept - (1.0 - p) * (double)n);
+        printf("  dropout kernel, stream %llu: %zu of %zu outputs differ from dropout_apply, "
+               "%zu kept (expected %.0f)  %s\n", (unsigned long long)streams[k], differ, n, kept,
+               (1.0 - p) * (double)n, differ == 0 && off <= 5.0 * sigma ? "ok" : "FAIL");
+        ok &= differ == 0 && off <= 5.0 * sigma;
+    }
+    CUDA_CHECK(cudaFree(x_dev));
+    CUDA_CHECK(cudaFree(y_dev));
+    free(x_host);
+    free(y_host);
+    free(x);
+    free(expect);
+    return ok;
+}
+
+// 4b. the model with residual dropout p, GPU vs llmc/gpt2/gpt2.c from the same
+// weights, seed and draws (0, and 7 for a second set of masks): the train-mode
+// loss and every gradient. fp32 tolerance 1e-5 (max|diff| / max|ref| per
+// tensor): both sides apply the same masks and scale, so what differs is only
+// the fp32 sum orders (cuBLAS vs llmc/kernels/matmul.c, the reductions), a
+// few ulps (~1e-7 relative) accumulated over the layers; a wrong mask element
+// moves a gradient by O(1/(1-p)) of one entry, 1e-3 or more relative at these
+// sizes, and a wrong stream changes every tensor by O(1). bf16: the reference
+// check's tolerances (bf16 activations). Then eval mode (gpt2cuda_forward)
+// must match the CPU's gpt2_forward (no dropout), and the dropout must have
+// moved the gradients (the check is not vacuous): by more than 100 x tol.
+static int check_dropout_model(const GPT2 *host_in, const GPT2DebugState *s, float p,
+                               unsigned long long seed, double tol) {
+    GPT2 cpu;
+    gpt2_init_random(&cpu, &host_in->config, host_in->mode, 0);
+    memcpy(cpu.params_memory, host_in->params_memory, host_in->num_parameters * sizeof(float));
+    gpt2_set_resid_dropout(&cpu, p, seed);
+    GPT2Cuda gpu;
+    gpt2cuda_init(&gpu, &cpu, s->B, s->T, 0, attention);
+    gpt2cuda_set_resid_dropout(&gpu, p, seed);
+    const size_t P = cpu.num_parameters;
+    float *grads = (float *)malloc_check(P * sizeof(float), "grads");
+    float *dropped = (float *)malloc_check(P * sizeof(float), "grads with dropout");
+    int ok = 1;
+    const uint64_t draws[2] = {0, 7};
+    for (int k = 0; k < 2; k++) {
+        printf("residual dropout %g, draw %llu, %s (seed %llu):\n", (double)p,
+               (unsigned long long)draws[k], norm_mode_name(cpu.mode), seed);
+        gpt2_zero_grad(&cpu);
+        gpt2_forward_train(&cpu, s->x, s->y, s->B, s->T, draws[k]);
+        const float train_loss = cpu.mean_loss;
+        gpt2_backward(&cpu, 1.0f / (float)cpu.loss_tokens);
+        memcpy(dropped, cpu.grads_memory, P * sizeof(float));
+        gpt2cuda_zero_grad(&gpu);
+        gpt2cuda_forward_train(&gpu, s->x, s->y, s->B, s->T, 0.0f, draws[k]);
+        const float gpu_train_loss = gpt2cuda_mean_loss(&gpu);
+        printf("  train-mode loss: cpu %.6f  gpu %.6f\n", train_loss, gpu_train_loss);
+        ok &= check(&checks, "loss", fabs(gpu_train_loss - train_loss) / fabs(train_loss), tol);
+        gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
+        gpt2cuda_grads_to_host(&gpu, grads);
+        ok &= check_grads(&checks, param_tensors(&cpu), grads, cpu.grads_memory, tol, "grad ");
+    }
+    gpt2_zero_grad(&cpu);
+    gpt2_forward(&cpu, s->x, s->y, s->B, s->T);
+    gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
+    const float gpu_eval_loss = gpt2cuda_mean_loss(&gpu);
+    printf("  eval-mode loss (no dropout): cpu %.6f  gpu %.6f\n", cpu.mean_loss, gpu_eval_loss);
+    ok &= check(&checks, "loss", fabs(gpu_eval_loss - cpu.mean_loss) / fabs(cpu.mean_loss), tol);
+    gpt2_backward(&cpu, 1.0f / (float)cpu.loss_tokens);
+    const double moved = relative_error(dropped, cpu.grads_memory, P);
+    printf("  dropout moved the gradients by %.2e (relative; must exceed %.0e)  %s\n", moved,
+           100 * tol, moved > 100 * tol ? "ok" : "FAIL");
+    ok &= moved > 100 * tol;
+    free(grads);
+    free(dropped);
+    gpt2cuda_free(&gpu);
+    gpt2_free(&cpu);
+    return ok;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: test_gpt2cu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
             "                   [--equivalence K] [--curve K] [--seed S] [-at tc|cublas|flash|cudnn]\n"
+            "                   [--dropout P]\n"
             "  Checks the GPU model against a debug state of dev/reference/gpt2.py.\n"
             "  -at              the attention kernels (default: tc in bf16, flash in fp32; cudnn: bf16 with cuDNN)\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
+            "  --dropout P      also: residual dropout P, the kernel vs dropout_apply (bit for bit),\n"
+            "                   the train-mode loss and gradients vs the CPU model (fp32: 1e-5)\n"
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
@@ -236,6 +353,7 @@ int main(int argc, char **argv) {
     double rel_tol = sizeof(floatX) == 4 ? 1e-4 : 2e-2;
     double loss_tol = rel_tol;
     int equivalence_steps = 0, curve_steps = 0;
+    float dropout = 0.0f;
     unsigned long long seed = 1;
     for (int i = 3; i < argc; i += 2) {
         if (i + 1 >= argc) usage();
@@ -247,6 +365,7 @@ int main(int argc, char **argv) {
         else if (strcmp(f, "--curve") == 0) curve_steps = (int)parse_count(f, v, 100000);
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
         else if (strcmp(f, "-at") == 0) attention = attention_kind_from_flag(v, false);
+        else if (strcmp(f, "--dropout") == 0) dropout = (float)atof(v);
         else usage();
     }
     GPT2 host;
@@ -272,6 +391,11 @@ int main(int argc, char **argv) {
     }
     // the curve: 5x the step tolerance (fresh batches each step, more steps)
     if (curve_steps > 0) ok &= check_curve(&host, &s, curve_steps, seed, 5 * loss_tol);
+    if (dropout != 0.0f) {
+        if (!(dropout > 0.0f && dropout < 1.0f)) fatal("--dropout %g: must be in (0, 1)", (double)dropout);
+        ok &= check_dropout_mask(dropout, seed);
+        ok &= check_dropout_model(&host, &s, dropout, seed, 1e-5);
+    }
     printf("%s\n", ok ? "OK" : "FAILED");
     gpt2_debug_state_free(&s);
     gpt2_free(&host);

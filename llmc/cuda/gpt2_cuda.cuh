@@ -24,6 +24,7 @@ extern "C" {
 #include "attention_layers.cuh"
 #include "cbwc.cuh"
 #include "crossentropy.cuh"
+#include "dropout.cuh"
 #include "cuda_common.cuh"
 #include "cuda_params.cuh"
 #include "encoder.cuh"
@@ -131,7 +132,23 @@ typedef struct {
     // wpe, last); NULL: none (the data parallel reduction hooks in here)
     void (*grads_ready)(void *ctx, int layer);
     void *grads_ready_ctx;
+    // residual dropout as llmc/gpt2/gpt2.c's (gpt2cuda_set_resid_dropout; 0: off),
+    // applied by gpt2cuda_forward_train only; the backward redraws its masks
+    float resid_dropout;
+    uint64_t dropout_seed;
+    int dropout_active;     // the last forward applied dropout, with draw dropout_draw
+    int dropout_next;       // set by gpt2cuda_forward_train for the forward it calls
+    uint64_t dropout_draw;
 } GPT2Cuda;
+
+// x = dropout(y) for residual branch `branch` (0 attention, 1 MLP) of layer l
+// in the last forward's draw: the CPU model's mask (dropout_branch_stream)
+static inline void gpt2cuda_branch_dropout(const GPT2Cuda *m, floatX *x, const floatX *y, int l,
+                                           int branch) {
+    dropout_cuda(x, y, (size_t)m->B * m->T * m->config.channels, m->resid_dropout,
+                 m->dropout_seed, dropout_branch_stream(m->dropout_draw, m->config.num_layers, l, branch),
+                 m->mm.stream);
+}
 
 static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
     cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
@@ -269,6 +286,8 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     const MatmulContext *mm = &m->mm;
     m->B = B;
     m->T = T;
+    m->dropout_active = m->dropout_next; // only a train forward drops out
+    m->dropout_next = 0;
     if (batch->storage_ints > m->batch_dev_ints) {
         fatal("gpt2cuda_forward: a batch of %zu ints, room for %zu", batch->storage_ints,
               m->batch_dev_ints);
@@ -313,6 +332,7 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
         attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
                                  NH);
         matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
+        if (m->dropout_active) gpt2cuda_branch_dropout(m, branch, branch, l, 0);
         residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
                               a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
                               st);
@@ -321,6 +341,7 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
         gelu_forward_cuda(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, 4 * btc, st);
         matmul_forward_cuda(mm, branch, a.fch_gelu + 4 * lbtc, fcprojw + 4 * l * lcc,
                             fcprojb + lc, BT, 4 * C, C);
+        if (m->dropout_active) gpt2cuda_branch_dropout(m, branch, branch, l, 1);
         // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
         if (l + 1 < L) {
             residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
@@ -377,6 +398,30 @@ static inline double gpt2cuda_loss_sum(GPT2Cuda *m) {
 }
 static inline void gpt2cuda_loss_reset(GPT2Cuda *m) { step_loss_reset(m->scalars, m->mm.stream); }
 
+// Residual dropout with probability p (0: off) and mask seed `seed`, as
+// gpt2_set_resid_dropout: the GPU model then draws the CPU model's masks.
+static inline void gpt2cuda_set_resid_dropout(GPT2Cuda *m, float p, uint64_t seed) {
+    if (!(p >= 0.0f && p < 1.0f)) fatal("residual dropout %g: must be in [0, 1)", (double)p);
+    m->resid_dropout = p;
+    m->dropout_seed = seed;
+}
+
+// The next forward (and only it) in train mode: the dropout masks of draw
+// `draw`, one draw per micro-batch and rank.
+static inline void gpt2cuda_arm_dropout(GPT2Cuda *m, uint64_t draw) {
+    m->dropout_next = m->resid_dropout > 0.0f;
+    m->dropout_draw = draw;
+}
+
+// gpt2cuda_forward in train mode, as gpt2_forward_train: the dropout masks of
+// draw `draw` (one draw per micro-batch and rank); the backward after it
+// goes through the same masks.
+static inline void gpt2cuda_forward_train(GPT2Cuda *m, const int *inputs, const int *targets,
+                                          int B, int T, float dlogits_scale, uint64_t draw) {
+    gpt2cuda_arm_dropout(m, draw);
+    gpt2cuda_forward(m, inputs, targets, B, T, dlogits_scale);
+}
+
 // A new step: the gradients and the loss sum to zero.
 static inline void gpt2cuda_zero_grad(GPT2Cuda *m) {
     CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->num_parameters * sizeof(float), m->mm.stream));
@@ -414,10 +459,14 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     for (int l = L - 1; l >= 0; l--) {
         const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch; cbwc: the c_proj sees P dy
+        // MLP branch: through the forward's dropout mask; cbwc: the c_proj sees P dy
         const floatX *dy = s.dresidual;
+        if (m->dropout_active) {
+            gpt2cuda_branch_dropout(m, s.branch, dy, l, 1);
+            dy = s.branch;
+        }
         if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
+            centre_rows_cuda(s.branch, dy, BT, C, st); // in place is safe: one warp per row
             dy = s.branch;
         }
         column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
@@ -432,8 +481,12 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
                       m->num_sms, st);
         // attention branch
         dy = s.dresidual;
+        if (m->dropout_active) {
+            gpt2cuda_branch_dropout(m, s.branch, dy, l, 0);
+            dy = s.branch;
+        }
         if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
+            centre_rows_cuda(s.branch, dy, BT, C, st);
             dy = s.branch;
         }
         column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);

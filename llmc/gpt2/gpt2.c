@@ -405,8 +405,7 @@ static void linear_backward(GPT2 *model, float *dinp, float *dW, float *dbias, c
 
 // Dropout mask stream of branch (0 attention, 1 MLP) of layer l in the last forward.
 static uint64_t dropout_stream(const GPT2 *model, int l, int branch) {
-    return (model->dropout_draw * (uint64_t)model->config.num_layers + (uint64_t)l) * 2 +
-           (uint64_t)branch;
+    return dropout_branch_stream(model->dropout_draw, model->config.num_layers, l, branch);
 }
 
 // out = residual + dropout(inp W^T + b); in cbwc the caller passes V and P b.

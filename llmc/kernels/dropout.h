@@ -15,4 +15,12 @@ float dropout_uniform(uint64_t seed, uint64_t stream, uint64_t i);
 // backward: the gradient goes through the same mask and scale. 0 <= p < 1.
 void dropout_apply(float *out, const float *in, size_t n, float p, uint64_t seed, uint64_t stream);
 
+// The mask stream of residual branch `branch` (0 attention, 1 MLP) of layer l
+// in dropout draw `draw` of a model with num_layers layers: every (draw, l,
+// branch) its own stream. llmc/gpt2/gpt2.c and the GPU's llmc/cuda/gpt2_cuda.cuh
+// both take their streams from here, so they draw the same masks.
+static inline uint64_t dropout_branch_stream(uint64_t draw, int num_layers, int l, int branch) {
+    return (draw * (uint64_t)num_layers + (uint64_t)l) * 2 + (uint64_t)branch;
+}
+
 #endif

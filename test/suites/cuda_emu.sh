@@ -9,7 +9,9 @@
 #   1. test_gpt2fp32cu / test_gpt2cu vs fresh PyTorch reference states: all
 #      three modes, two shapes; ln == cbwc with the rms control; the curve vs
 #      the CPU trainer; a state with SFT-masked targets; the threads of each
-#      block also run in reverse order. test_gpt2cu runs the tensor-core
+#      block also run in reverse order; --dropout 0.1 (ln, cbwc): the residual
+#      dropout kernel's mask bit-exact, the loss and gradients as the CPU
+#      model's with the same seed. test_gpt2cu runs the tensor-core
 #      attention (its default); the other kinds (-at cublas, flash) on two
 #      states in both builds, -at cudnn (the emulator's cuDNN shim) in bf16 on
 #      all six and the masked one (SAN=1: cbwc_odd), ln_small with the
@@ -216,6 +218,20 @@ if $PY dev/reference/gpt2.py --mode cbwc --seed $m --model "$work/mask.bin" --st
 else
     bad "reference with --mask"; tail -5 "$work/ref_mask.log"
 fi
+
+# residual dropout (-rd) on the GPU vs the CPU model: the kernel's output equals
+# dropout_apply's bit for bit; the train-mode loss and every gradient with the
+# same seed and draws within 1e-5 in fp32 (the bf16 table in bf16); ln and cbwc
+for tag in ln_small cbwc_small; do
+    r=0; [ $tag = ln_small ] && r=1 # the dropout kernel race-checked (race_coverage)
+    for b in test_gpt2fp32cu test_gpt2cu; do
+        if EMU_RACECHECK=$r "$E/$b" "$work/$tag.bin" "$work/${tag}_state.bin" --dropout 0.1 --seed $s > "$work/$b.$tag.dropout.log" 2>&1; then
+            ok "$b $tag --dropout 0.1: mask bit-exact, train-mode loss and gradients as the CPU's"
+        else
+            bad "$b $tag --dropout 0.1"; grep -E 'FAIL|error' "$work/$b.$tag.dropout.log" | head -10 | sed 's/^/     /'
+        fi
+    done
+done
 
 # threads run last to first (a missing barrier where a thread reads what a
 # later thread writes shows only in this order; in thread order, the other way)

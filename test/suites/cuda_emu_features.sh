@@ -21,6 +21,7 @@
 #      no deterministic backward engine (EMU_CUDNN_NONDETERMINISTIC=1): the
 #      warning once a run, the CPU curve within 3e-2, resume no longer
 #      bit-exact but its losses within the tolerance derived below
+#   8. -sft 1 on plain token shards: train_gpt2's refusal, word for word
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -203,6 +204,14 @@ EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z 1 -pf "$work/id16_r" -o "$work/bf16_z1
     > "$work/bf16_z1_resumed.out" 2>&1
 same_checkpoint "$work/bf16_z1" "$work/bf16_z1_resumed" 4 && ok "bf16 ZeRO-1 resume over 2 ranks bit-exact" ||
     bad "bf16 ZeRO-1 resume differs: $(tail -2 "$work/bf16_z1_resumed.out")"
+
+# 8. -sft 1 on plain token shards: refused with train_gpt2's message (SFT shards
+#    themselves, with -rd, run in study_quick's DEVICE=gpu sft study)
+msg() { "$@" -sft 1 -x 1 2>&1 | grep -m1 '^error: -sft 1:'; }
+want=$(msg bin/train_gpt2 "${flags[@]}")
+got=$(msg "$gpu" "${flags[@]}")
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "-sft 1 on plain shards refused as train_gpt2 does: ${got#error: }" ||
+    bad "-sft 1 on plain shards: '$got', train_gpt2: '$want'"
 
 echo "cuda_emu_features: $fails failed"
 [ $fails -eq 0 ]

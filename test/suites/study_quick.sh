@@ -11,6 +11,11 @@
 # study has every comparison (norms per shape with the copy, the step per
 # mode, folded inference per B and T) with positive times and its ratios
 # equal to the times' quotient.
+# DEVICE=gpu dry run (emulated: a logic check, not a device run): sft quick
+# (pretrain, then fine-tune with and without -rd) and vision quick (ViT, one
+# seed; Swin emulated takes ~20 s a step) on the emulated fp32 trainers (build/emu, make emu) complete with full
+# summaries, and the sft rows equal the CPU study's (the same masks: -rd
+# draws the CPU's; fp32 sums in other orders: 2e-7 relative measured, 1e-5 allowed).
 # sanitized: skip scripts/study.sh's runner and summaries; the trainers it drives run under the sanitizers in the reference, resume and vision suites
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,6 +32,39 @@ for study in gpt-pretrain vision imagenet sft equivalence speed; do
         bad "$study quick:"; tail -10 "$work/$study.log"; continue
     fi
 done
+# the GPU path (SKIP without the emulated trainers)
+if [ -x build/emu/train_gpt2fp32cu ] && [ -x build/emu/train_vitfp32cu ]; then
+    mkdir -p "$work/gpu" # one level down: the CPU studies' checks below glob $work/*/curves*.png
+    for study in sft vision; do
+        t0=$SECONDS
+        if DEVICE=gpu STUDY_SEEDS=1 VISION_FAMILIES=vit TRAIN_GPT2CU=build/emu/train_gpt2fp32cu TRAIN_VITCU=build/emu/train_vitfp32cu \
+                EMU_RACECHECK=0 OMP_NUM_THREADS=1 STUDY_OUT="$work/gpu/$study" scripts/study.sh $study quick \
+                > "$work/gpu/$study.log" 2>&1 && grep -q "^study $study (quick, DEVICE=gpu" "$work/gpu/$study.log"; then
+            ok "DEVICE=gpu $study quick, emulated ($((SECONDS - t0)) s): $(grep '^study ' "$work/gpu/$study.log" | sed 's/.* at commit/at commit/')"
+        else
+            bad "DEVICE=gpu $study quick (emulated):"; tail -10 "$work/gpu/$study.log"
+        fi
+    done
+    $PY - "$work" <<'PYEOF' && ok "DEVICE=gpu summaries: rows, numbers, sft == the CPU's within 1e-5, vit ln == cbwc" || bad "DEVICE=gpu summaries"
+import csv, os, sys
+w = sys.argv[1]
+rows = lambda d: list(csv.DictReader(open(os.path.join(w, d, "summary.csv"))))
+gsft, gvis, csft = rows("gpu/sft"), rows("gpu/vision"), rows("sft")
+assert (len(gsft), len(gvis)) == (6, 3), (len(gsft), len(gvis))
+for r in gsft + gvis:
+    for k, v in r.items():
+        if k not in ("mode", "model"):
+            float(v)
+for g in gsft:  # emulated fp32 GPU vs CPU, the same seed and dropout masks
+    c = [x for x in csft if (x["mode"], x["resid_dropout"], x["seed"]) == (g["mode"], g["resid_dropout"], g["seed"])][0]
+    for key in ("final_train_loss", "final_test_response_loss"):
+        assert abs(float(g[key]) - float(c[key])) < 1e-5 * float(c[key]), (key, g, c)
+ln, cb = [float(r["test_loss"]) for m in ("ln", "cbwc") for r in gvis if r["mode"] == m]
+assert abs(ln - cb) < 2e-3 * abs(ln), ("vit ln vs cbwc on the GPU", ln, cb)  # the CPU check's bound
+PYEOF
+else
+    echo "SKIP DEVICE=gpu dry run: build/emu/train_gpt2fp32cu, train_vitfp32cu not built (make emu)"
+fi
 $PY - "$work" <<'PYEOF' && ok "summaries: rows, numbers, ln == cbwc where exact, PNGs" || bad "summaries"
 import csv, glob, os, sys
 w = sys.argv[1]
