@@ -40,15 +40,6 @@ template <typename T> struct ParamsOf {
     T *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb, *lnfw, *lnfb;
 };
 
-template <typename T>
-static inline void point_params(ParamsOf<T> *p, const size_t *sizes, T *memory) {
-    T **fields = (T **)p;
-    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
-}
-
 typedef struct {
     floatX *encoded;                     // (B, T, C)
     floatX *ln1;                         // (L, B, T, C)
@@ -143,14 +134,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     m->num_sms = cuda_device_sm_count();
     matmul_context_create(&m->mm);
 
-    const size_t P = m->num_parameters;
-    m->params_memory = cuda_alloc_copy(host->params_memory, P);
-    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
-    gpt2cuda_sync_params_x(m);
-    m->grads_memory = cuda_alloc_zeroed(P);
-    point_params(&m->params, m->param_sizes, m->params_memory);
-    point_params(&m->grads, m->param_sizes, m->grads_memory);
-    point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    cuda_model_params_init(m, host->params_memory, GPT2_NUM_PARAM_TENSORS);
     shard_layout_init(&m->shard, m->param_sizes, c->num_layers, 0, 1);
     m->grads_shard = m->grads_memory;
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels;
@@ -164,18 +148,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     const size_t Vp = (size_t)c->padded_vocab_size;
     ActivationsCuda *a = &m->acts;
     a->encoded = cuda_alloc<floatX>(BT * C);
-    a->ln1 = cuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = cuda_alloc<float>(L * BT);
-    a->ln1_rstd = cuda_alloc<float>(L * BT);
-    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->residual2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = cuda_alloc<float>(L * BT);
-    a->ln2_rstd = cuda_alloc<float>(L * BT);
-    a->fch = cuda_alloc<floatX>(L * BT * 4 * C);
-    a->fch_gelu = cuda_alloc<floatX>(L * BT * 4 * C);
-    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    transformer_blocks_alloc_acts(a, L, BT, C, 4 * C);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);
@@ -183,13 +156,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     a->losses = cuda_alloc<float>(BT);
 
     ScratchCuda *s = &m->scratch;
-    s->dresidual = cuda_alloc<floatX>(BT * C);
-    s->branch = cuda_alloc<floatX>(BT * C);
-    s->dln = cuda_alloc<floatX>(BT * C);
-    s->datty = cuda_alloc<floatX>(BT * C);
-    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
-    s->dfch = cuda_alloc<floatX>(BT * 4 * C);
-    s->dfch_gelu = cuda_alloc<floatX>(BT * 4 * C);
+    transformer_blocks_alloc_scratch(s, BT, C, 4 * C);
     attention_layers_init(&m->attention, attention, true, (int)L, max_B, max_T, (int)C, (int)NH,
                           inference);
     size_t norm_floats = norm_backward_scratch_floats((int)BT, (int)C, m->num_sms);

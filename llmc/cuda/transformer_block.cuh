@@ -1,5 +1,5 @@
 // The pre-LN transformer blocks GPT-2 (gpt2_cuda.cuh) and ViT (vit_cuda.cuh)
-// share, written once: forward and backward. Layer l of L,
+// share, written once: their activations, forward and backward. Layer l of L,
 // on the stream x (B T rows of width C; x of layer 0: acts.encoded):
 //   ln1       = norm1(x)
 //   qkv       = ln1 Wqkv + bqkv;  atty = attention(qkv)
@@ -28,6 +28,37 @@ extern "C" {
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
 #include "reduce.cuh"
+
+// the blocks' activations for BT rows, stacked over L layers (a: the model's
+// activations struct); in this order, which fixes the device addresses
+template <typename Acts>
+static inline void transformer_blocks_alloc_acts(Acts *a, size_t L, size_t BT, size_t C,
+                                                 size_t H) {
+    a->ln1 = cuda_alloc<floatX>(L * BT * C);
+    a->ln1_mean = cuda_alloc<float>(L * BT);
+    a->ln1_rstd = cuda_alloc<float>(L * BT);
+    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
+    a->atty = cuda_alloc<floatX>(L * BT * C);
+    a->residual2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2_mean = cuda_alloc<float>(L * BT);
+    a->ln2_rstd = cuda_alloc<float>(L * BT);
+    a->fch = cuda_alloc<floatX>(L * BT * H);
+    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
+    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+}
+
+// the backward's scratch for one layer of BT rows (s: the model's scratch struct)
+template <typename Scratch>
+static inline void transformer_blocks_alloc_scratch(Scratch *s, size_t BT, size_t C, size_t H) {
+    s->dresidual = cuda_alloc<floatX>(BT * C);
+    s->branch = cuda_alloc<floatX>(BT * C);
+    s->dln = cuda_alloc<floatX>(BT * C);
+    s->datty = cuda_alloc<floatX>(BT * C);
+    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
+    s->dfch = cuda_alloc<floatX>(BT * H);
+    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+}
 
 // From acts.encoded (B, T, C) through the L blocks to acts.lnf, the final
 // norm of the last residual3; scratch.branch carries each c_proj's output.

@@ -49,15 +49,6 @@ template <typename T> struct ViTParamsOf {
 
 enum { VITCUDA_PATCHW = 0, VITCUDA_ATTPROJW = 8, VITCUDA_FCPROJW = 14 };
 
-template <typename T>
-static inline void vitcuda_point_params(ViTParamsOf<T> *p, const size_t *sizes, T *memory) {
-    T **fields = (T **)p;
-    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
-}
-
 typedef struct {
     float *images;               // (B, Cin, S, S) fp32 from the host
     floatX *patches;             // (B Np, PD)
@@ -146,13 +137,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     matmul_context_create(&m->mm);
 
     const size_t P = m->num_parameters;
-    m->params_memory = cuda_alloc_copy(host->params_memory, P);
-    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
-    vitcuda_sync_params_x(m);
-    m->grads_memory = cuda_alloc_zeroed(P);
-    vitcuda_point_params(&m->params, m->param_sizes, m->params_memory);
-    vitcuda_point_params(&m->grads, m->param_sizes, m->grads_memory);
-    vitcuda_point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    cuda_model_params_init(m, host->params_memory, VIT_NUM_PARAM_TENSORS);
     if (host->m_memory != NULL) { // a resumed host model: its moments come along
         m->m_memory = cuda_alloc_copy(host->m_memory, P);
         m->v_memory = cuda_alloc_copy(host->v_memory, P);
@@ -177,18 +162,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     a->patches = cuda_alloc<floatX>(B * Np * PD);
     a->patch_out = cuda_alloc<floatX>(B * Np * C);
     a->encoded = cuda_alloc<floatX>(BT * C);
-    a->ln1 = cuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = cuda_alloc<float>(L * BT);
-    a->ln1_rstd = cuda_alloc<float>(L * BT);
-    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->residual2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = cuda_alloc<float>(L * BT);
-    a->ln2_rstd = cuda_alloc<float>(L * BT);
-    a->fch = cuda_alloc<floatX>(L * BT * H);
-    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
-    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    transformer_blocks_alloc_acts(a, L, BT, C, H);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);
@@ -198,13 +172,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     a->losses = cuda_alloc<float>(B);
 
     ViTScratchCuda *s = &m->scratch;
-    s->dresidual = cuda_alloc<floatX>(BT * C);
-    s->branch = cuda_alloc<floatX>(BT * C);
-    s->dln = cuda_alloc<floatX>(BT * C);
-    s->datty = cuda_alloc<floatX>(BT * C);
-    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
-    s->dfch = cuda_alloc<floatX>(BT * H);
-    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+    transformer_blocks_alloc_scratch(s, BT, C, H);
     s->dlnf_cls = cuda_alloc<floatX>(B * C);
     s->dpatch = cuda_alloc<floatX>(B * Np * C);
     attention_layers_init(&m->attention, attention, false, (int)L, max_B, (int)T, (int)C, (int)NH,
