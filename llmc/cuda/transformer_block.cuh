@@ -111,6 +111,23 @@ static inline void transformer_blocks_forward(M *m, int B, int T, int H) {
     }
 }
 
+// The backward of a c_proj y = x W^T + b (x: N rows of width IC, y: width C)
+// whose output is added to the stream: dy = dstream, or in cbwc P dy (its
+// rows centred, written to branch). db and dW accumulate (reduce: the column
+// sums' partials); dx is written.
+static inline void stream_writer_backward(const MatmulContext *mm, floatX *dx, float *dw,
+                                          float *db, const floatX *x, const floatX *w,
+                                          const floatX *dstream, floatX *branch, float *reduce,
+                                          int centred, int N, int IC, int C) {
+    const floatX *dy = dstream;
+    if (centred) {
+        centre_rows_cuda(branch, dstream, N, C, mm->stream);
+        dy = branch;
+    }
+    column_sum_accumulate(db, reduce, dy, N, C, mm->stream);
+    matmul_backward_cuda(mm, dx, dw, dy, x, w, N, IC, C);
+}
+
 // From scratch.dln = dloss/dlnf (B, T, C) back through the final norm and the
 // L blocks to scratch.dresidual = dloss/dencoded, accumulating the parameter
 // gradients. layer_done (may be NULL) is called when a group of gradients is
@@ -140,15 +157,10 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
         const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         const size_t lbth = (size_t)l * BT * H;
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch; cbwc: the c_proj sees P dy
-        const floatX *dy = s.dresidual;
-        if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.dfch_gelu, g.fcprojw + l * lch, dy, a.fch_gelu + lbth,
-                             p.fcprojw + l * lch, BT, H, C);
+        // MLP branch
+        stream_writer_backward(mm, s.dfch_gelu, g.fcprojw + l * lch, g.fcprojb + lc,
+                               a.fch_gelu + lbth, p.fcprojw + l * lch, s.dresidual, s.branch,
+                               s.reduce, centred, BT, H, C);
         gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
         column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
         matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lbtc, p.fcw + l * lch,
@@ -157,14 +169,9 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
                       a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
                       m->num_sms, st);
         // attention branch
-        dy = s.dresidual;
-        if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.datty, g.attprojw + l * lcc, dy, a.atty + lbtc,
-                             p.attprojw + l * lcc, BT, C, C);
+        stream_writer_backward(mm, s.datty, g.attprojw + l * lcc, g.attprojb + lc, a.atty + lbtc,
+                               p.attprojw + l * lcc, s.dresidual, s.branch, s.reduce, centred, BT,
+                               C, C);
         attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
                                   a.qkv + 3 * lbtc, B, T, C, NH);
         column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
