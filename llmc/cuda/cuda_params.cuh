@@ -58,6 +58,34 @@ static inline void cuda_params_sync_x(floatX *params_x, const float *params, siz
     CUDA_CHECK_LAUNCH();
 }
 
+// Points the n tensor pointers of a parameter struct (nothing but T * fields,
+// in the layout's order: ParamsOf, ViTParamsOf) at consecutive slices of
+// memory, sizes[i] elements each.
+template <typename Params, typename T>
+static inline void cuda_point_params(Params *p, int n, const size_t *sizes, T *memory) {
+    T **fields = (T **)p;
+    for (int i = 0; i < n; i++) {
+        fields[i] = memory;
+        memory += sizes[i];
+    }
+}
+
+// The parameter store of a model M (GPT2Cuda, ViTCuda: the same field names),
+// its param_sizes and num_parameters set: the device copy of the host's fp32
+// parameters, their floatX copy, zeroed gradients, and the params, grads and
+// params_x structs (num_tensors pointers each) pointed into them.
+template <typename M>
+static inline void cuda_model_params_init(M *m, const float *host_params, int num_tensors) {
+    const size_t P = m->num_parameters;
+    m->params_memory = cuda_alloc_copy(host_params, P);
+    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
+    cuda_params_sync_x(m->params_x_memory, m->params_memory, P, m->mm.stream);
+    m->grads_memory = cuda_alloc_zeroed(P);
+    cuda_point_params(&m->params, num_tensors, m->param_sizes, m->params_memory);
+    cuda_point_params(&m->grads, num_tensors, m->param_sizes, m->grads_memory);
+    cuda_point_params(&m->params_x, num_tensors, m->param_sizes, m->params_x_memory);
+}
+
 // AdamW's m and v (n each), zeroed, unless they exist already (a resumed model)
 static inline void cuda_moments_ensure(float **m, float **v, size_t n) {
     if (*m != NULL) return;

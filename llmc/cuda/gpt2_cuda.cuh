@@ -34,6 +34,7 @@ extern "C" {
 #include "pinned.cuh"
 #include "reduce.cuh"
 #include "step_scalars.cuh"
+#include "transformer_block.cuh"
 #include "zero_shard.cuh"
 
 // the 16 parameter tensors in llm.c's order (as ParameterTensors in gpt2.h)
@@ -41,15 +42,6 @@ template <typename T> struct ParamsOf {
     T *wte, *wpe, *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
     T *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb, *lnfw, *lnfb;
 };
-
-template <typename T>
-static inline void point_params(ParamsOf<T> *p, const size_t *sizes, T *memory) {
-    T **fields = (T **)p;
-    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
-}
 
 typedef struct {
     floatX *encoded;                     // (B, T, C)
@@ -150,6 +142,17 @@ static inline void gpt2cuda_branch_dropout(const GPT2Cuda *m, floatX *x, const f
                  m->mm.stream);
 }
 
+// transformer_block.cuh's branch mask: the residual dropout of a train forward
+// (and of the backward after it); none otherwise
+struct GPT2BranchDropout {
+    const GPT2Cuda *m;
+    bool operator()(floatX *out, const floatX *in, int l, int branch) const {
+        if (!m->dropout_active) return false;
+        gpt2cuda_branch_dropout(m, out, in, l, branch);
+        return true;
+    }
+};
+
 static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
     cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
 }
@@ -176,14 +179,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     m->num_sms = cuda_device_sm_count();
     matmul_context_create(&m->mm);
 
-    const size_t P = m->num_parameters;
-    m->params_memory = cuda_alloc_copy(host->params_memory, P);
-    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
-    gpt2cuda_sync_params_x(m);
-    m->grads_memory = cuda_alloc_zeroed(P);
-    point_params(&m->params, m->param_sizes, m->params_memory);
-    point_params(&m->grads, m->param_sizes, m->grads_memory);
-    point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    cuda_model_params_init(m, host->params_memory, GPT2_NUM_PARAM_TENSORS);
     shard_layout_init(&m->shard, m->param_sizes, c->num_layers, 0, 1);
     m->grads_shard = m->grads_memory;
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels;
@@ -197,18 +193,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     const size_t Vp = (size_t)c->padded_vocab_size;
     ActivationsCuda *a = &m->acts;
     a->encoded = cuda_alloc<floatX>(BT * C);
-    a->ln1 = cuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = cuda_alloc<float>(L * BT);
-    a->ln1_rstd = cuda_alloc<float>(L * BT);
-    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->residual2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = cuda_alloc<float>(L * BT);
-    a->ln2_rstd = cuda_alloc<float>(L * BT);
-    a->fch = cuda_alloc<floatX>(L * BT * 4 * C);
-    a->fch_gelu = cuda_alloc<floatX>(L * BT * 4 * C);
-    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    transformer_blocks_alloc_acts(a, L, BT, C, 4 * C);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);
@@ -216,13 +201,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     a->losses = cuda_alloc<float>(BT);
 
     ScratchCuda *s = &m->scratch;
-    s->dresidual = cuda_alloc<floatX>(BT * C);
-    s->branch = cuda_alloc<floatX>(BT * C);
-    s->dln = cuda_alloc<floatX>(BT * C);
-    s->datty = cuda_alloc<floatX>(BT * C);
-    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
-    s->dfch = cuda_alloc<floatX>(BT * 4 * C);
-    s->dfch_gelu = cuda_alloc<floatX>(BT * 4 * C);
+    transformer_blocks_alloc_scratch(s, BT, C, 4 * C);
     attention_layers_init(&m->attention, attention, true, (int)L, max_B, max_T, (int)C, (int)NH,
                           inference);
     size_t norm_floats = norm_backward_scratch_floats((int)BT, (int)C, m->num_sms);
@@ -278,9 +257,8 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
               m->max_T);
     }
     const GPT2Config *cfg = &m->config;
-    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int C = cfg->channels;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
-    const bool layer = m->mode == MODE_LN;
     const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
@@ -314,45 +292,9 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
     ParamsOf<floatX> p = m->params_x;
     ActivationsCuda a = m->acts;
-    floatX *branch = m->scratch.branch;
-    const floatX *attprojw = centred ? m->centred_attprojw : p.attprojw;
-    const floatX *attprojb = centred ? m->centred_attprojb : p.attprojb;
-    const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
-    const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
-    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C;
 
     encoder_forward_cuda(a.encoded, m->inputs, p.wte, p.wpe, B, T, C, centred, st);
-    residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
-                          p.ln1b, BT, C, st);
-    for (int l = 0; l < L; l++) {
-        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
-                            p.qkvb + 3 * lc, BT, C, 3 * C);
-        attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
-                                 NH);
-        matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
-        if (m->dropout_active) gpt2cuda_branch_dropout(m, branch, branch, l, 0);
-        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
-                              a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
-                              st);
-        matmul_forward_cuda(mm, a.fch + 4 * lbtc, a.ln2 + lbtc, p.fcw + 4 * l * lcc,
-                            p.fcb + 4 * lc, BT, C, 4 * C);
-        gelu_forward_cuda(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, 4 * btc, st);
-        matmul_forward_cuda(mm, branch, a.fch_gelu + 4 * lbtc, fcprojw + 4 * l * lcc,
-                            fcprojb + lc, BT, 4 * C, C);
-        if (m->dropout_active) gpt2cuda_branch_dropout(m, branch, branch, l, 1);
-        // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
-        if (l + 1 < L) {
-            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
-                                  a.ln1_mean + lbt + BT, a.ln1_rstd + lbt + BT,
-                                  a.residual2 + lbtc, branch, p.ln1w + lc + C, p.ln1b + lc + C,
-                                  BT, C, st);
-        } else {
-            residual_norm_forward(layer, a.residual3 + lbtc, a.lnf, a.lnf_mean, a.lnf_rstd,
-                                  a.residual2 + lbtc, branch, p.lnfw, p.lnfb, BT, C, st);
-        }
-    }
+    transformer_blocks_forward(m, B, T, 4 * C, GPT2BranchDropout{m});
     // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
     m->logits_are_grads = 0;
@@ -435,13 +377,11 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     if (m->inference) fatal("gpt2cuda_backward: the model was set up for inference only");
     const GPT2Config *cfg = &m->config;
     const int B = m->B, T = m->T, BT = B * T;
-    const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
+    const int C = cfg->channels;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
-    const bool layer = m->mode == MODE_LN;
     const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
-    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C;
     ParamsOf<floatX> p = m->params_x;
     ParamsOf<float> g = m->grads;
     ActivationsCuda a = m->acts;
@@ -451,56 +391,8 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
         crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, loss_scale, 1, st);
     }
     matmul_backward_cuda(mm, s.dln, g.wte, a.logits, a.lnf, p.wte, BT, C, Vp);
-    CUDA_CHECK(cudaMemsetAsync(s.dresidual, 0, btc * sizeof(floatX), st));
-    const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
-    norm_backward(layer, s.dresidual, g.lnfw, g.lnfb, s.reduce, s.dln, last, p.lnfw, a.lnf_mean,
-                  a.lnf_rstd, BT, C, m->num_sms, st);
-    if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, L);
-    for (int l = L - 1; l >= 0; l--) {
-        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch: through the forward's dropout mask; cbwc: the c_proj sees P dy
-        const floatX *dy = s.dresidual;
-        if (m->dropout_active) {
-            gpt2cuda_branch_dropout(m, s.branch, dy, l, 1);
-            dy = s.branch;
-        }
-        if (centred) {
-            centre_rows_cuda(s.branch, dy, BT, C, st); // in place is safe: one warp per row
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.dfch_gelu, g.fcprojw + 4 * l * lcc, dy, a.fch_gelu + 4 * lbtc,
-                             p.fcprojw + 4 * l * lcc, BT, 4 * C, C);
-        gelu_backward_cuda(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc, st);
-        column_sum_accumulate(g.fcb + 4 * lc, s.reduce, s.dfch, BT, 4 * C, st);
-        matmul_backward_cuda(mm, s.dln, g.fcw + 4 * l * lcc, s.dfch, a.ln2 + lbtc,
-                             p.fcw + 4 * l * lcc, BT, C, 4 * C);
-        norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
-                      a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
-                      m->num_sms, st);
-        // attention branch
-        dy = s.dresidual;
-        if (m->dropout_active) {
-            gpt2cuda_branch_dropout(m, s.branch, dy, l, 0);
-            dy = s.branch;
-        }
-        if (centred) {
-            centre_rows_cuda(s.branch, dy, BT, C, st);
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.datty, g.attprojw + l * lcc, dy, a.atty + lbtc,
-                             p.attprojw + l * lcc, BT, C, C);
-        attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
-                                  a.qkv + 3 * lbtc, B, T, C, NH);
-        column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
-        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
-                             p.qkvw + 3 * l * lcc, BT, C, 3 * C);
-        norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
-                      p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
-        if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, l);
-    }
+    transformer_blocks_backward(m, B, T, 4 * C, m->grads_ready, m->grads_ready_ctx,
+                                GPT2BranchDropout{m});
     encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &m->wte_rows, B, T, C, centred,
                           st);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);

@@ -37,6 +37,7 @@ extern "C" {
 #include "patch_embed.cuh"
 #include "reduce.cuh"
 #include "step_scalars.cuh"
+#include "transformer_block.cuh"
 #include "vit_tokens.cuh"
 
 // the 20 parameter tensors in the model file's order (VIT_PARAM_NAMES)
@@ -48,15 +49,6 @@ template <typename T> struct ViTParamsOf {
 };
 
 enum { VITCUDA_PATCHW = 0, VITCUDA_ATTPROJW = 8, VITCUDA_FCPROJW = 14 };
-
-template <typename T>
-static inline void vitcuda_point_params(ViTParamsOf<T> *p, const size_t *sizes, T *memory) {
-    T **fields = (T **)p;
-    for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        fields[i] = memory;
-        memory += sizes[i];
-    }
-}
 
 typedef struct {
     float *images;               // (B, Cin, S, S) fp32 from the host
@@ -148,13 +140,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     matmul_context_create(&m->mm);
 
     const size_t P = m->num_parameters;
-    m->params_memory = cuda_alloc_copy(host->params_memory, P);
-    m->params_x_memory = cuda_params_x_alloc(m->params_memory, P);
-    vitcuda_sync_params_x(m);
-    m->grads_memory = cuda_alloc_zeroed(P);
-    vitcuda_point_params(&m->params, m->param_sizes, m->params_memory);
-    vitcuda_point_params(&m->grads, m->param_sizes, m->grads_memory);
-    vitcuda_point_params(&m->params_x, m->param_sizes, m->params_x_memory);
+    cuda_model_params_init(m, host->params_memory, VIT_NUM_PARAM_TENSORS);
     if (host->m_memory != NULL) { // a resumed host model: its moments come along
         m->m_memory = cuda_alloc_copy(host->m_memory, P);
         m->v_memory = cuda_alloc_copy(host->v_memory, P);
@@ -179,18 +165,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     a->patches = cuda_alloc<floatX>(B * Np * PD);
     a->patch_out = cuda_alloc<floatX>(B * Np * C);
     a->encoded = cuda_alloc<floatX>(BT * C);
-    a->ln1 = cuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = cuda_alloc<float>(L * BT);
-    a->ln1_rstd = cuda_alloc<float>(L * BT);
-    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->residual2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = cuda_alloc<float>(L * BT);
-    a->ln2_rstd = cuda_alloc<float>(L * BT);
-    a->fch = cuda_alloc<floatX>(L * BT * H);
-    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
-    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+    transformer_blocks_alloc_acts(a, L, BT, C, H);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);
@@ -200,13 +175,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     a->losses = cuda_alloc<float>(B);
 
     ViTScratchCuda *s = &m->scratch;
-    s->dresidual = cuda_alloc<floatX>(BT * C);
-    s->branch = cuda_alloc<floatX>(BT * C);
-    s->dln = cuda_alloc<floatX>(BT * C);
-    s->datty = cuda_alloc<floatX>(BT * C);
-    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
-    s->dfch = cuda_alloc<floatX>(BT * H);
-    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+    transformer_blocks_alloc_scratch(s, BT, C, H);
     s->dlnf_cls = cuda_alloc<floatX>(B * C);
     s->dpatch = cuda_alloc<floatX>(B * Np * C);
     attention_layers_init(&m->attention, attention, false, (int)L, max_B, (int)T, (int)C, (int)NH,
@@ -245,10 +214,9 @@ static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const
                                           float smoothing, int B) {
     if (B > m->max_B || B <= 0) fatal("vitcuda_forward: B=%d outside 1..%d", B, m->max_B);
     const ViTConfig *c = &m->config;
-    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
-    const int T = vit_num_tokens(c), K = c->num_classes, BT = B * T;
+    const int C = c->channels, H = C * c->mlp_ratio;
+    const int T = vit_num_tokens(c), K = c->num_classes;
     const int S = c->image_size, Cin = c->image_channels;
-    const bool layer = m->mode == MODE_LN;
     const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
@@ -256,50 +224,15 @@ static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const
     if (centred && m->centred_stale) vitcuda_cbwc_refresh(m);
     ViTParamsOf<floatX> p = m->params_x;
     ViTActivationsCuda a = m->acts;
-    floatX *branch = m->scratch.branch;
     const floatX *patchw = centred ? m->centred_patchw : p.patchw;
     const floatX *patchb = centred ? m->centred_patchb : p.patchb;
-    const floatX *attprojw = centred ? m->centred_attprojw : p.attprojw;
-    const floatX *attprojb = centred ? m->centred_attprojb : p.attprojb;
-    const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
-    const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
-    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
 
     CUDA_CHECK(cudaMemcpyAsync(a.images, images, (size_t)B * Cin * S * S * sizeof(float),
                                cudaMemcpyHostToDevice, st));
     patch_embed_forward_cuda(mm, a.patch_out, a.patches, a.images, patchw, patchb, B, Cin, S,
                              c->patch_size, C);
     vit_tokens_forward_cuda(a.encoded, a.patch_out, p.cls, p.pos, B, T, C, centred, st);
-    residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
-                          p.ln1b, BT, C, st);
-    for (int l = 0; l < L; l++) {
-        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        const size_t lbth = (size_t)l * BT * H;
-        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
-                            p.qkvb + 3 * lc, BT, C, 3 * C);
-        attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
-                                 NH);
-        matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
-        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
-                              a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
-                              st);
-        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lbtc, p.fcw + l * lch, p.fcb + (size_t)l * H,
-                            BT, C, H);
-        gelu_forward_cuda(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H, st);
-        matmul_forward_cuda(mm, branch, a.fch_gelu + lbth, fcprojw + l * lch, fcprojb + lc, BT, H,
-                            C);
-        // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
-        if (l + 1 < L) {
-            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
-                                  a.ln1_mean + lbt + BT, a.ln1_rstd + lbt + BT,
-                                  a.residual2 + lbtc, branch, p.ln1w + lc + C, p.ln1b + lc + C,
-                                  BT, C, st);
-        } else {
-            residual_norm_forward(layer, a.residual3 + lbtc, a.lnf, a.lnf_mean, a.lnf_rstd,
-                                  a.residual2 + lbtc, branch, p.lnfw, p.lnfb, BT, C, st);
-        }
-    }
+    transformer_blocks_forward(m, B, T, H);
     vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
     matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
     m->backward_ready = labels != NULL;
@@ -334,13 +267,11 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
     const ViTConfig *c = &m->config;
     const int B = m->B, T = vit_num_tokens(c), BT = B * T, Np = T - 1;
-    const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
+    const int C = c->channels, H = C * c->mlp_ratio;
     const int K = c->num_classes, PD = vitcuda_patch_dim(c);
-    const bool layer = m->mode == MODE_LN;
     const int centred = m->mode == MODE_CBWC;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
-    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
     ViTParamsOf<floatX> p = m->params_x;
     ViTParamsOf<float> g = m->grads;
     ViTActivationsCuda a = m->acts;
@@ -351,47 +282,7 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     column_sum_accumulate(g.headb, s.reduce, a.dlogits, B, K, st);
     matmul_backward_cuda(mm, s.dlnf_cls, g.headw, a.dlogits, a.lnf_cls, p.headw, B, C, K);
     vit_cls_rows_backward_cuda(s.dln, s.dlnf_cls, B, T, C, st);
-    CUDA_CHECK(cudaMemsetAsync(s.dresidual, 0, btc * sizeof(floatX), st));
-    const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
-    norm_backward(layer, s.dresidual, g.lnfw, g.lnfb, s.reduce, s.dln, last, p.lnfw, a.lnf_mean,
-                  a.lnf_rstd, BT, C, m->num_sms, st);
-    for (int l = L - 1; l >= 0; l--) {
-        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        const size_t lbth = (size_t)l * BT * H;
-        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch; cbwc: fc2 sees P dy
-        const floatX *dy = s.dresidual;
-        if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.fcprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.dfch_gelu, g.fcprojw + l * lch, dy, a.fch_gelu + lbth,
-                             p.fcprojw + l * lch, BT, H, C);
-        gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
-        column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
-        matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lbtc, p.fcw + l * lch,
-                             BT, C, H);
-        norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
-                      a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
-                      m->num_sms, st);
-        // attention branch
-        dy = s.dresidual;
-        if (centred) {
-            centre_rows_cuda(s.branch, s.dresidual, BT, C, st);
-            dy = s.branch;
-        }
-        column_sum_accumulate(g.attprojb + lc, s.reduce, dy, BT, C, st);
-        matmul_backward_cuda(mm, s.datty, g.attprojw + l * lcc, dy, a.atty + lbtc,
-                             p.attprojw + l * lcc, BT, C, C);
-        attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
-                                  a.qkv + 3 * lbtc, B, T, C, NH);
-        column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
-        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
-                             p.qkvw + 3 * l * lcc, BT, C, 3 * C);
-        norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
-                      p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
-    }
+    transformer_blocks_backward(m, B, T, H, NULL, NULL);
     // tokens: cls, pos and the patch embedding all write the stream: cbwc centres d first
     const floatX *dstream = s.dresidual;
     if (centred) {

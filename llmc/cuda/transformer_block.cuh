@@ -1,0 +1,200 @@
+// The pre-LN transformer blocks GPT-2 (gpt2_cuda.cuh) and ViT (vit_cuda.cuh)
+// share, written once: their activations, forward and backward. Layer l of L,
+// on the stream x (B T rows of width C; x of layer 0: acts.encoded):
+//   ln1       = norm1(x)
+//   qkv       = ln1 Wqkv + bqkv;  atty = attention(qkv)
+//   residual2 = x + atty Wattproj + battproj;  ln2 = norm2(residual2)
+//   fch       = ln2 Wfc + bfc (width H);  fch_gelu = GELU(fch)
+//   residual3 = residual2 + fch_gelu Wfcproj + bfcproj  (x of layer l + 1)
+// Each residual add is fused with the norm after it (ln2, the next ln1, or
+// the final norm lnf after the last layer). cbwc: the two c_proj read V = P W
+// and P b (the model's centred_*), and their output gradient is centred
+// (P dy) before their backward (docs/math.md).
+// M is GPT2Cuda or ViTCuda, which name alike what the blocks read: config
+// (num_layers, channels, num_heads), mode, params_x, grads, acts, scratch,
+// centred_attprojw/b, centred_fcprojw/b, attention, mm and num_sms. H is the
+// MLP's hidden width: 4C in GPT-2, mlp_ratio C in ViT. A branch mask (GPT-2's
+// residual dropout) may act on each c_proj output before its residual add,
+// and on its gradient in the backward.
+#ifndef FOLDNORM_TRANSFORMER_BLOCK_CUH
+#define FOLDNORM_TRANSFORMER_BLOCK_CUH
+
+extern "C" {
+#include "core/norm_mode.h"
+}
+
+#include "attention_layers.cuh"
+#include "cbwc.cuh"
+#include "cuda_params.cuh"
+#include "gelu.cuh"
+#include "matmul_cublaslt.cuh"
+#include "norm.cuh"
+#include "reduce.cuh"
+
+// The default branch mask: none. A mask is called as mask(out, in, l, branch)
+// (branch 0: attention's c_proj, 1: the MLP's) and returns whether it wrote
+// out = mask(in) (B T C values; out may be in).
+struct NoBranchMask {
+    bool operator()(floatX *, const floatX *, int, int) const { return false; }
+};
+
+// the blocks' activations for BT rows, stacked over L layers (a: the model's
+// activations struct); in this order, which fixes the device addresses
+template <typename Acts>
+static inline void transformer_blocks_alloc_acts(Acts *a, size_t L, size_t BT, size_t C,
+                                                 size_t H) {
+    a->ln1 = cuda_alloc<floatX>(L * BT * C);
+    a->ln1_mean = cuda_alloc<float>(L * BT);
+    a->ln1_rstd = cuda_alloc<float>(L * BT);
+    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
+    a->atty = cuda_alloc<floatX>(L * BT * C);
+    a->residual2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2 = cuda_alloc<floatX>(L * BT * C);
+    a->ln2_mean = cuda_alloc<float>(L * BT);
+    a->ln2_rstd = cuda_alloc<float>(L * BT);
+    a->fch = cuda_alloc<floatX>(L * BT * H);
+    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
+    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+}
+
+// the backward's scratch for one layer of BT rows (s: the model's scratch struct)
+template <typename Scratch>
+static inline void transformer_blocks_alloc_scratch(Scratch *s, size_t BT, size_t C, size_t H) {
+    s->dresidual = cuda_alloc<floatX>(BT * C);
+    s->branch = cuda_alloc<floatX>(BT * C);
+    s->dln = cuda_alloc<floatX>(BT * C);
+    s->datty = cuda_alloc<floatX>(BT * C);
+    s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
+    s->dfch = cuda_alloc<floatX>(BT * H);
+    s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+}
+
+// From acts.encoded (B, T, C) through the L blocks to acts.lnf, the final
+// norm of the last residual3; scratch.branch carries each c_proj's output.
+template <typename M, typename Mask = NoBranchMask>
+static inline void transformer_blocks_forward(M *m, int B, int T, int H, Mask mask = Mask()) {
+    const int L = m->config.num_layers, C = m->config.channels, NH = m->config.num_heads;
+    const int BT = B * T;
+    const bool layer = m->mode == MODE_LN;
+    const int centred = m->mode == MODE_CBWC;
+    const cudaStream_t st = m->mm.stream;
+    const MatmulContext *mm = &m->mm;
+    const auto &p = m->params_x;
+    const auto &a = m->acts;
+    floatX *branch = m->scratch.branch;
+    const floatX *attprojw = centred ? m->centred_attprojw : p.attprojw;
+    const floatX *attprojb = centred ? m->centred_attprojb : p.attprojb;
+    const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
+    const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
+    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
+
+    residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
+                          p.ln1b, BT, C, st);
+    for (int l = 0; l < L; l++) {
+        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const size_t lbth = (size_t)l * BT * H;
+        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
+                            p.qkvb + 3 * lc, BT, C, 3 * C);
+        attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
+                                 NH);
+        matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
+        mask(branch, branch, l, 0);
+        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
+                              a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
+                              st);
+        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lbtc, p.fcw + l * lch, p.fcb + (size_t)l * H,
+                            BT, C, H);
+        gelu_forward_cuda(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H, st);
+        matmul_forward_cuda(mm, branch, a.fch_gelu + lbth, fcprojw + l * lch, fcprojb + lc, BT, H,
+                            C);
+        mask(branch, branch, l, 1);
+        // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
+        if (l + 1 < L) {
+            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
+                                  a.ln1_mean + lbt + BT, a.ln1_rstd + lbt + BT,
+                                  a.residual2 + lbtc, branch, p.ln1w + lc + C, p.ln1b + lc + C,
+                                  BT, C, st);
+        } else {
+            residual_norm_forward(layer, a.residual3 + lbtc, a.lnf, a.lnf_mean, a.lnf_rstd,
+                                  a.residual2 + lbtc, branch, p.lnfw, p.lnfb, BT, C, st);
+        }
+    }
+}
+
+// The backward of a c_proj y = x W^T + b (x: N rows of width IC, y: width C)
+// whose output is added to the stream: dy = dstream, or in cbwc P dy (its
+// rows centred, written to branch). db and dW accumulate (reduce: the column
+// sums' partials); dx is written.
+static inline void stream_writer_backward(const MatmulContext *mm, floatX *dx, float *dw,
+                                          float *db, const floatX *x, const floatX *w,
+                                          const floatX *dstream, floatX *branch, float *reduce,
+                                          int centred, int N, int IC, int C) {
+    const floatX *dy = dstream;
+    if (centred) {
+        centre_rows_cuda(branch, dstream, N, C, mm->stream);
+        dy = branch;
+    }
+    column_sum_accumulate(db, reduce, dy, N, C, mm->stream);
+    matmul_backward_cuda(mm, dx, dw, dy, x, w, N, IC, C);
+}
+
+// From scratch.dln = dloss/dlnf (B, T, C) back through the final norm and the
+// L blocks to scratch.dresidual = dloss/dencoded, accumulating the parameter
+// gradients. layer_done (may be NULL) is called when a group of gradients is
+// final: with L after lnfw and lnfb, then with l after layer l's slices.
+template <typename M, typename Mask = NoBranchMask>
+static inline void transformer_blocks_backward(M *m, int B, int T, int H,
+                                               void (*layer_done)(void *ctx, int layer),
+                                               void *ctx, Mask mask = Mask()) {
+    const int L = m->config.num_layers, C = m->config.channels, NH = m->config.num_heads;
+    const int BT = B * T;
+    const bool layer = m->mode == MODE_LN;
+    const int centred = m->mode == MODE_CBWC;
+    const cudaStream_t st = m->mm.stream;
+    const MatmulContext *mm = &m->mm;
+    const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
+    const auto &p = m->params_x;
+    const auto &g = m->grads;
+    const auto &a = m->acts;
+    const auto &s = m->scratch;
+
+    CUDA_CHECK(cudaMemsetAsync(s.dresidual, 0, btc * sizeof(floatX), st));
+    const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
+    norm_backward(layer, s.dresidual, g.lnfw, g.lnfb, s.reduce, s.dln, last, p.lnfw, a.lnf_mean,
+                  a.lnf_rstd, BT, C, m->num_sms, st);
+    if (layer_done != NULL) layer_done(ctx, L);
+    for (int l = L - 1; l >= 0; l--) {
+        const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
+        const size_t lbth = (size_t)l * BT * H;
+        const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // MLP branch: its gradient through the forward's mask (then centred in
+        // place in cbwc: one warp per row, so that is safe)
+        const floatX *dstream = mask(s.branch, s.dresidual, l, 1) ? s.branch : s.dresidual;
+        stream_writer_backward(mm, s.dfch_gelu, g.fcprojw + l * lch, g.fcprojb + lc,
+                               a.fch_gelu + lbth, p.fcprojw + l * lch, dstream, s.branch,
+                               s.reduce, centred, BT, H, C);
+        gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
+        column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
+        matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lbtc, p.fcw + l * lch,
+                             BT, C, H);
+        norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
+                      a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
+                      m->num_sms, st);
+        // attention branch
+        dstream = mask(s.branch, s.dresidual, l, 0) ? s.branch : s.dresidual;
+        stream_writer_backward(mm, s.datty, g.attprojw + l * lcc, g.attprojb + lc, a.atty + lbtc,
+                               p.attprojw + l * lcc, dstream, s.branch, s.reduce, centred, BT,
+                               C, C);
+        attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
+                                  a.qkv + 3 * lbtc, B, T, C, NH);
+        column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
+        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
+                             p.qkvw + 3 * l * lcc, BT, C, 3 * C);
+        norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
+                      p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
+        if (layer_done != NULL) layer_done(ctx, l);
+    }
+}
+
+#endif
