@@ -97,18 +97,21 @@ fi
 
 # a second signal: exit at once with 128 + signal, no checkpoint completed
 # (no state file; an interrupted write leaves only a *.tmp, which the next
-# start removes). A step of this model takes ~0.2 s and the signals are 20 ms
-# apart, so the second comes during the step (or, rarely, during the
-# checkpoint write that follows it); if a stalled machine let the whole
-# checkpoint finish first, that try proves nothing and is repeated (3 tries)
-bflags=(-e d2c128h2v256t128 -i "$work/src_train_*.bin" -b 8 -t 128 -x 100 -v 0)
+# start removes). The signals are 5 ms apart (not 0: two pending SIGTERMs
+# merge into one) and a step of this model takes 0.2-0.25 s on a quiet
+# 2-core machine (B=8 took 55-60 ms, so a first signal in a step's last
+# 20 ms, which the earlier 20 ms gap needed, came in 1 try of 3: CI saw 3 of 3
+# at seed 40624966), so the second comes during the step (or, rarely, during
+# the checkpoint write that follows it); if the whole checkpoint still
+# finished first, that try proves nothing and is repeated (3 tries)
+bflags=(-e d2c128h2v256t128 -i "$work/src_train_*.bin" -b 32 -t 128 -x 100 -v 0)
 verdict="no try reached the second signal"
 for try in 1 2 3; do
     rm -rf "$work/twice"
     bin/train_gpt2 "${bflags[@]}" -o "$work/twice" > "$work/twice.out" 2>&1 &
     pid=$!
     wait_for_line "$work/twice/main.log" '^s:2 trl' $pid || { wait $pid; verdict="run ended early: $(tail -2 "$work/twice.out")"; break; }
-    kill -TERM $pid; sleep 0.02; t0=$(date +%s%N); kill -TERM $pid
+    kill -TERM $pid; sleep 0.005; t0=$(date +%s%N); kill -TERM $pid
     wait $pid; rc=$?
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     grep -q '^stopped by' "$work/twice.out" && ! grep -q 'second stop signal' "$work/twice.out" && continue
