@@ -129,7 +129,8 @@ static void cpu_checkpoint(void *ctx, int step) {
     if (t->comm->rank == 0) {
         TrainProgress now = {.step = step, .shard_index = t->train->shard_cursor,
                              .position = t->train->batch_cursor, .rng_state = t->rng->state,
-                             .epoch = t->train->epoch};
+                             .epoch = t->train->epoch,
+                             .batch_samples = t->B * t->comm->world_size};
         checkpoint_save(model, &now, t->args->output_dir);
         checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
     }
@@ -320,7 +321,10 @@ int main(int argc, char **argv) {
         run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
     }
     if (resumed_from >= 0) {
-        dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
+        // the cursor of this run's ranks x B (a checkpoint may come from another split
+        // of the same global batch: -d, checked in run.txt)
+        dataloader_seek(&train, progress.epoch, progress.shard_index,
+                        (size_t)train_progress_cursor(&progress, B * comm.world_size));
     }
     Logger logger;
     logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);

@@ -234,6 +234,7 @@ static void gpu_checkpoint(void *ctx, int step) {
     gpt2_feed_position(t->feed, &now.epoch, &now.shard_index, &position);
     now.position = position;
     now.rng_state = t->rng->state;
+    now.batch_samples = t->args->batch_size * t->mg->world;
     save_checkpoint(t->sync, t->host, &now, t->args->output_dir, t->args->checkpoint_keep);
 }
 
@@ -375,7 +376,9 @@ int main(int argc, char **argv) {
         run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
     }
     if (resumed_from >= 0) {
-        dataloader_seek(&train, progress.epoch, progress.shard_index, (size_t)progress.position);
+        // the cursor of this run's ranks x B (as train_gpt2.c)
+        dataloader_seek(&train, progress.epoch, progress.shard_index,
+                        (size_t)train_progress_cursor(&progress, B * mg.world));
     }
     Logger logger;
     logger_init(&logger, lead ? args.output_dir : NULL, lead ? resumed_from : -1);

@@ -34,6 +34,7 @@ static void write_state(FILE *f, const char *path, const void *ctx_ptr) {
     memcpy(&h[9], &n, sizeof(uint64_t));                        // slots 9-10
     h[11] = m->m_memory != NULL;
     h[12] = ctx->progress->epoch;
+    h[13] = ctx->progress->batch_samples;
     fwrite_check(h, sizeof(int32_t), 256, f, path);
     if (m->m_memory != NULL) {
         fwrite_check(m->m_memory, sizeof(float), m->num_parameters, f, path);
@@ -71,10 +72,12 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
                            "%d vs %d)",
                            (unsigned long long)n, model->num_parameters, h[2], step);
     }
-    if (h[3] < 0 || h[4] < 0 || h[12] < 0 || (has_moments != 0 && has_moments != 1)) {
+    if (h[3] < 0 || h[4] < 0 || h[12] < 0 || h[13] < 0 ||
+        (has_moments != 0 && has_moments != 1)) {
         return input_error(err, err_bytes,
-                           "bad header: AdamW step %d, shard %d, epoch %d, moments flag %d", h[3],
-                           h[4], h[12], has_moments);
+                           "bad header: AdamW step %d, shard %d, epoch %d, batch samples %d, "
+                           "moments flag %d",
+                           h[3], h[4], h[12], h[13], has_moments);
     }
     size_t moment_bytes = 0;
     if (has_moments && size_mul(2 * sizeof(float), model->num_parameters, &moment_bytes) != 0) {
@@ -93,6 +96,7 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
     memcpy(&progress->position, &h[5], sizeof(uint64_t));
     memcpy(&progress->rng_state, &h[7], sizeof(uint64_t));
     progress->epoch = h[12];
+    progress->batch_samples = h[13];
     model->adamw_step = h[3];
     if (has_moments) {
         size_t bytes = moment_bytes / 2;
@@ -181,4 +185,20 @@ static int gpt2_try_load(void *ctx, const char *dir, int step, char *err, size_t
 int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir) {
     Gpt2LoadTarget target = {model, progress};
     return checkpoint_resume_with(dir, gpt2_try_load, &target);
+}
+
+uint64_t train_progress_cursor(const TrainProgress *progress, int batch_samples) {
+    const uint64_t saved = (uint64_t)progress->batch_samples;
+    if (saved == 0 || saved == (uint64_t)batch_samples) {
+        return progress->position; // the same layout (or an older file: assumed the same)
+    }
+    const uint64_t samples = progress->position * saved; // into the shard's sample order
+    if (samples % (uint64_t)batch_samples != 0) {
+        fatal("cannot resume: the checkpoint of step %d was saved %llu samples into its shard by "
+              "a run of ranks x B = %llu, which is not a whole number of batches of this run's "
+              "ranks x B = %d",
+              progress->step, (unsigned long long)samples, (unsigned long long)saved,
+              batch_samples);
+    }
+    return samples / (uint64_t)batch_samples;
 }

@@ -22,6 +22,8 @@ typedef struct {
     uint64_t rng_state;
     int epoch;            // train loader epoch (slot 12; shard_index is its shard cursor,
                           // position its batch cursor: see dataloader.h)
+    int batch_samples;    // ranks x B of the run that saved it: the samples one step of
+                          // the batch cursor spans (slot 13; 0 in older files: unknown)
 } TrainProgress;
 
 void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const char *dir);
@@ -39,5 +41,12 @@ void checkpoint_load(GPT2 *model, TrainProgress *progress, const char *dir, int 
 // not is named with its reason on stderr, and a fallback is announced. -1 if
 // dir holds no checkpoint; dies if it holds some and none verifies.
 int checkpoint_resume(GPT2 *model, TrainProgress *progress, const char *dir);
+// The batch cursor of progress for a run of batch_samples = ranks x B: the
+// saved one rescaled when the saving run split the same global batch into
+// other ranks x B (the cursor counts per-rank batches; rank r's batch k is
+// the shard's batch k * ranks + r, so a step's samples are the same either
+// way). Dies naming both layouts when the cursor does not map to a whole
+// batch of the new one.
+uint64_t train_progress_cursor(const TrainProgress *progress, int batch_samples);
 
 #endif

@@ -129,11 +129,13 @@ static void fill_order_size(size_t *order, size_t n, int shuffle, uint64_t seed)
     }
 }
 
-// Batches rank gets from a shard of n tokens: its share of the B-sample batches.
+// Batches rank gets from a shard of n tokens: its share of the B-sample
+// batches, the same for every rank (the last batches % world are left out),
+// so the ranks move to the next shard together and a step reads the shard's
+// samples [k world B, (k + 1) world B) whatever the split of world x B.
 static size_t rank_batches(const DataLoader *loader, size_t n) {
     size_t batches = (n - 1) / (size_t)loader->T / (size_t)loader->B;
-    size_t r = (size_t)loader->rank, w = (size_t)loader->world;
-    return batches / w + (r < batches % w ? 1 : 0);
+    return batches / (size_t)loader->world;
 }
 
 static void load_current_shard(DataLoader *loader) {

@@ -157,13 +157,14 @@ void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *a) {
 
 void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
                        RunSetting settings[GPT2_RUN_SETTINGS]) {
-    static const char *const flags[GPT2_RUN_SETTINGS] = {"-e", "-b", "-t", "-d", "ranks"};
+    // the global batch (-d: tokens a step), not its split into ranks x -b x
+    // micro-steps: a resume may split it otherwise (train_progress_cursor)
+    (void)ranks;
+    static const char *const flags[GPT2_RUN_SETTINGS] = {"-e", "-t", "-d"};
     for (int i = 0; i < GPT2_RUN_SETTINGS; i++) {
         settings[i].flag = flags[i];
     }
     snprintf(settings[0].value, sizeof(settings[0].value), "%s", args->model);
-    snprintf(settings[1].value, sizeof(settings[1].value), "%d", args->batch_size);
-    snprintf(settings[2].value, sizeof(settings[2].value), "%d", args->seq_len);
-    snprintf(settings[3].value, sizeof(settings[3].value), "%d", total_tokens);
-    snprintf(settings[4].value, sizeof(settings[4].value), "%d", ranks);
+    snprintf(settings[1].value, sizeof(settings[1].value), "%d", args->seq_len);
+    snprintf(settings[2].value, sizeof(settings[2].value), "%d", total_tokens);
 }

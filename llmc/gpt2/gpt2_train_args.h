@@ -65,9 +65,10 @@ int gpt2_train_flags(Gpt2TrainArgs *args, int groups, CliFlag *flags);
 // The checks that involve more than one flag, after cli_parse.
 void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *args);
 
-// The settings a resume must repeat (DIR/run.txt, llmc/core/run_dir.h): -e, -b,
-// -t, -d (total_tokens, the total batch in tokens) and the rank count.
-#define GPT2_RUN_SETTINGS 5
+// The settings a resume must repeat (DIR/run.txt, llmc/core/run_dir.h): -e,
+// -t and -d (total_tokens, the global batch in tokens); its split into ranks
+// x -b x micro-steps may differ (ranks is not recorded: unused).
+#define GPT2_RUN_SETTINGS 3
 void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
                        RunSetting settings[GPT2_RUN_SETTINGS]);
 

@@ -100,6 +100,30 @@ if gpt resume_1 2x1 2 -x 10 -n 5 && gpt resume_12 1x2 2 -n 5 -y 1 -o "$work/resu
     identical resume_1 h2x1_z1 "GPT-2 2 x 1 checkpoint of step 10 resumed on 1 host x 2 ranks"
 fi
 
+# and on other splits of the same global batch (4 sequences, -d 128): 2 x 2
+# ranks x -b 1, 1 process x -b 4, and 1 process x -b 2 x 2 micro-steps,
+# where the loader cursor (per-rank batches) is rescaled from 10 to 20; the
+# losses those of the uninterrupted run of that global batch to rounding
+# (other sum orders). Without the rescale the last one would read other data.
+if [ -d "$work/resume_1" ]; then
+    for split in 2x2:1 1:4 1:2; do
+        layout=${split%:*} b=${split#*:}
+        ref=$([ $layout = 2x2 ] && echo h2x2_z1 || echo np1)
+        name=resume_s${layout}b$b
+        cp -a "$work/resume_1" "$work/$name.dir"
+        rm -f "$work/$name.dir"/{model,state}_000000{15,20}.bin
+        if gpt $name "$layout" $b -d 128 -n 5 -y 1 -o "$work/$name.dir" &&
+            grep -q "resum.* step 10" "$work/$name.out"; then
+            worst=$(max_loss_diff "$work/$ref" "$work/$name.dir" 20)
+            if [ "$worst" != missing ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'; then
+                ok "GPT-2 2 x 1 x -b 2 checkpoint of step 10 resumed as $layout x -b $b: max loss difference $worst against an uninterrupted run of the global batch"
+            else
+                fail "GPT-2 2 x 1 checkpoint resumed as $layout x -b $b: max loss difference $worst (tol 1e-5)"
+            fi
+        fi
+    done
+fi
+
 # host-local output: every host has its own $CLUSTER/local (docs/reliability.md)
 local_dir=$CLUSTER/local/run
 if gpt local 2x1 2 -x 10 -n 5 -o "$local_dir"; then

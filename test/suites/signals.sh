@@ -139,7 +139,8 @@ expect_error "reused -o without -y" "holds the checkpoints of an earlier run.*-y
     bin/train_gpt2 "${gflags[@]}" -o "$full"
 expect_error "-y 1 without a checkpoint" "no checkpoint.*$work/empty" \
     bin/train_gpt2 "${gflags[@]}" -o "$work/empty" -y 1
-expect_error "resume with another -b" "-b 2: this run in .* was started with -b 4" \
+# (-b 2 without -d halves the global batch, which run.txt records as -d)
+expect_error "resume with another -b" "-d 128: this run in .* was started with -d 256" \
     bin/train_gpt2 "${gflags[@]}" -b 2 -o "$full" -y 1
 expect_error "resume with another -t" "-t 32: this run .* was started with -t 64" \
     bin/train_gpt2 "${gflags[@]}" -t 32 -o "$full" -y 1
