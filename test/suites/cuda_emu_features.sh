@@ -97,22 +97,33 @@ for d in cpu_to_gpu gpu_to_cpu; do
 done
 
 # 6
-for z in 1 0; do
-    rm -f "$work/id$z"
-    EMU_RANKS=2 "$gpu" "${flags[@]}" -v 0 -z $z -pf "$work/id$z" -o "$work/z$z" > "$work/z$z.out" 2>&1 ||
-        bad "2 ranks -z $z: $(tail -2 "$work/z$z.out")"
-done
-grep -q 'ZeRO-1' "$work/z1.out" || bad "-z 1 over 2 ranks did not report ZeRO-1"
-if same_checkpoint "$work/z1" "$work/z0" 2 && same_checkpoint "$work/z1" "$work/z0" 4; then
-    ok "ZeRO-1 == all-reduce over 2 ranks: models and AdamW moments bit-identical"
-else bad "ZeRO-1 and all-reduce over 2 ranks differ"; fi
-mkdir -p "$work/z1_resumed"
-cp "$work/z1/model_00000002.bin" "$work/z1/state_00000002.bin" "$work/z1_resumed/"
-rm -f "$work/id_r"
-EMU_RANKS=2 "$gpu" "${flags[@]}" -v 0 -z 1 -pf "$work/id_r" -o "$work/z1_resumed" -y 1 \
-    > "$work/z1_resumed.out" 2>&1
-same_checkpoint "$work/z1" "$work/z1_resumed" 4 && ok "ZeRO-1 resume over 2 ranks bit-exact" ||
-    bad "ZeRO-1 resume differs: $(tail -2 "$work/z1_resumed.out")"
+# zero1_pair PROGRAM NAME RACECHECK: PROGRAM over 2 emulated ranks with -z 1 and
+# -z 0 into $work/NAME_z1, NAME_z0 (the -z 1 run race-checked when RACECHECK
+# is 1): the models and AdamW moments of steps 2 and 4 bit-identical, and
+# the -z 1 run resumed at step 2 ends in its own step-4 files
+zero1_pair() {
+    local prog=$1 name=$2 racecheck=$3 z r
+    for z in 1 0; do
+        rm -f "$work/id_${name}_$z"
+        r=0; [ $z = 1 ] && r=$racecheck
+        EMU_RACECHECK=$r EMU_RANKS=2 "$prog" "${flags[@]}" -v 0 -z $z -pf "$work/id_${name}_$z" \
+            -o "$work/${name}_z$z" > "$work/${name}_z$z.out" 2>&1 ||
+            bad "$name: 2 ranks -z $z: $(tail -2 "$work/${name}_z$z.out")"
+    done
+    grep -q 'ZeRO-1' "$work/${name}_z1.out" || bad "$name: -z 1 over 2 ranks did not report ZeRO-1"
+    if same_checkpoint "$work/${name}_z1" "$work/${name}_z0" 2 &&
+        same_checkpoint "$work/${name}_z1" "$work/${name}_z0" 4; then
+        ok "$name: ZeRO-1 == all-reduce over 2 ranks: models and AdamW moments bit-identical"
+    else bad "$name: ZeRO-1 and all-reduce over 2 ranks differ"; fi
+    mkdir -p "$work/${name}_z1_resumed"
+    cp "$work/${name}_z1/model_00000002.bin" "$work/${name}_z1/state_00000002.bin" "$work/${name}_z1_resumed/"
+    rm -f "$work/id_${name}_r"
+    EMU_RACECHECK=0 EMU_RANKS=2 "$prog" "${flags[@]}" -v 0 -z 1 -pf "$work/id_${name}_r" \
+        -o "$work/${name}_z1_resumed" -y 1 > "$work/${name}_z1_resumed.out" 2>&1
+    same_checkpoint "$work/${name}_z1" "$work/${name}_z1_resumed" 4 && ok "$name: ZeRO-1 resume over 2 ranks bit-exact" ||
+        bad "$name: ZeRO-1 resume differs: $(tail -2 "$work/${name}_z1_resumed.out")"
+}
+zero1_pair "$gpu" fp32 0
 
 # 6b: weights so large that the logits overflow (as kill_resume.sh's CPU NaN guard)
 bin/train_gpt2 -e d2c64h4v256t64 -x 0 -v 0 -i "$work/src_train_*.bin" -o "$work/init" > /dev/null 2>&1
@@ -187,23 +198,9 @@ if paste <(losses "$work/nondet.out" | tail -2) <(losses "$work/nondet_resumed.o
 else
     bad "-at cudnn, nondeterministic engine, resume: losses $(losses "$work/nondet.out" | tail -2 | xargs) vs $(losses "$work/nondet_resumed.out" | xargs) (tol $NONDET_TOL), step-4 files $(same_checkpoint "$work/nondet" "$work/nondet_resumed" 4 && echo identical || echo differ)"
 fi
-for z in 1 0; do
-    rm -f "$work/id16_$z"
-    r=0; [ $z = 1 ] && r=1
-    EMU_RACECHECK=$r EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z $z -pf "$work/id16_$z" -o "$work/bf16_z$z" \
-        > "$work/bf16_z$z.out" 2>&1 || bad "bf16 2 ranks -z $z: $(tail -2 "$work/bf16_z$z.out")"
-done
-same_checkpoint "$work/bf16_z1" "$work/bf16_z0" 4 && ok "bf16 ZeRO-1 == all-reduce over 2 ranks, bit for bit" ||
-    bad "bf16 ZeRO-1 and all-reduce over 2 ranks differ"
-# bf16 ZeRO-1 gathers the bf16 copy (its fp32 master stays sharded until a checkpoint
-# gathers it): resumed at step 2, the step-4 files are the uninterrupted run's
-mkdir -p "$work/bf16_z1_resumed"
-cp "$work/bf16_z1/model_00000002.bin" "$work/bf16_z1/state_00000002.bin" "$work/bf16_z1_resumed/"
-rm -f "$work/id16_r"
-EMU_RANKS=2 "$bf16" "${flags[@]}" -v 0 -z 1 -pf "$work/id16_r" -o "$work/bf16_z1_resumed" -y 1 \
-    > "$work/bf16_z1_resumed.out" 2>&1
-same_checkpoint "$work/bf16_z1" "$work/bf16_z1_resumed" 4 && ok "bf16 ZeRO-1 resume over 2 ranks bit-exact" ||
-    bad "bf16 ZeRO-1 resume differs: $(tail -2 "$work/bf16_z1_resumed.out")"
+# bf16 ZeRO-1 gathers the bf16 copy (its fp32 master stays sharded until a
+# checkpoint gathers it)
+zero1_pair "$bf16" bf16 1
 
 # 8. -sft 1 on plain token shards: refused with train_gpt2's message (SFT shards
 #    themselves, with -rd, run in study_quick's DEVICE=gpu sft study)
