@@ -317,7 +317,7 @@ int main(int argc, char **argv) {
         run_dir_ranks_announce(&comm, args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
         RunSetting settings[GPT2_RUN_SETTINGS];
-        gpt2_run_settings(&args, total_tokens, comm.world_size, settings);
+        gpt2_run_settings(&args, total_tokens, settings);
         run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
     }
     if (resumed_from >= 0) {

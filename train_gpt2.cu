@@ -372,7 +372,7 @@ int main(int argc, char **argv) {
         make_directories(args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
         RunSetting settings[GPT2_RUN_SETTINGS];
-        gpt2_run_settings(&args, total_tokens, mg.world, settings);
+        gpt2_run_settings(&args, total_tokens, settings);
         run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
     }
     if (resumed_from >= 0) {

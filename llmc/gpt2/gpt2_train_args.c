@@ -155,11 +155,10 @@ void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *a) {
     }
 }
 
-void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
+void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens,
                        RunSetting settings[GPT2_RUN_SETTINGS]) {
     // the global batch (-d: tokens a step), not its split into ranks x -b x
     // micro-steps: a resume may split it otherwise (train_progress_cursor)
-    (void)ranks;
     static const char *const flags[GPT2_RUN_SETTINGS] = {"-e", "-t", "-d"};
     for (int i = 0; i < GPT2_RUN_SETTINGS; i++) {
         settings[i].flag = flags[i];

@@ -67,9 +67,9 @@ void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *args);
 
 // The settings a resume must repeat (DIR/run.txt, llmc/core/run_dir.h): -e,
 // -t and -d (total_tokens, the global batch in tokens); its split into ranks
-// x -b x micro-steps may differ (ranks is not recorded: unused).
+// x -b x micro-steps may differ.
 #define GPT2_RUN_SETTINGS 3
-void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens, int ranks,
+void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens,
                        RunSetting settings[GPT2_RUN_SETTINGS]);
 
 #endif
