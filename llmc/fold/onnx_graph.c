@@ -671,6 +671,13 @@ static Shape generic_shape(const Ctx *c, const Onnx__NodeProto *n) {
     return out;
 }
 
+static int in_value(const Ctx *c, const Onnx__NodeProto *n, size_t i) {
+    if (i >= n->n_input || n->input[i][0] == '\0') {
+        return -1;
+    }
+    return value_find(c, n->input[i]);
+}
+
 // Every output of ONNX node n becomes one opaque node reading its non-static inputs.
 static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, const Shape *shape0) {
     int *ins = malloc_check((n->n_input + 1) * sizeof(int), "onnx opaque inputs");
@@ -689,12 +696,25 @@ static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, c
     if (s.rank > 0) {
         dim = clamp_width(s.d[s.rank - 1]);
     }
+    // an output of an input's very shape (an elementwise op: ConvNeXt's
+    // per-channel layer scale on NCHW) keeps that input's feature axis;
+    // otherwise the last axis is taken as the feature axis
+    int axis0 = s.rank > 0 ? s.rank - 1 : -1;
+    for (size_t i = 0; i < n->n_input; i++) {
+        int v = in_value(c, n, i);
+        if (v >= 0 && c->values[v].kind == V_ACT && c->values[v].axis >= 0 &&
+            shape_equal(&c->values[v].shape, &s)) {
+            axis0 = c->values[v].axis;
+            dim = clamp_width(s.d[axis0]);
+            break;
+        }
+    }
     const char *base = n->name[0] ? n->name : n->output[0];
     int node = opaque_node(c, base, op_type, ins, nin, dim);
     free(ins);
     for (size_t o = 0; o < n->n_output; o++) {
         if (n->output[o][0] != '\0') {
-            set_act(c, n->output[o], node, o == 0 && s.rank > 0 ? s.rank - 1 : -1,
+            set_act(c, n->output[o], node, o == 0 ? axis0 : -1,
                     o == 0 ? s : (Shape){.rank = -1});
         }
     }
@@ -705,13 +725,6 @@ static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, c
 
 static const char *node_base(const Onnx__NodeProto *n) {
     return n->name[0] ? n->name : n->output[0];
-}
-
-static int in_value(const Ctx *c, const Onnx__NodeProto *n, size_t i) {
-    if (i >= n->n_input || n->input[i][0] == '\0') {
-        return -1;
-    }
-    return value_find(c, n->input[i]);
 }
 
 // A static tensor that varies at most along x's feature axis (a gain or a bias).
@@ -1071,8 +1084,9 @@ static void op_conv(Ctx *c, const Onnx__NodeProto *n) {
     Value *xv = &c->values[x], *wv = &c->values[w];
     int rank = xv->shape.rank;
     // like MatMul, a Conv's output channels are a general linear map of any input
-    if (xv->kind != V_STATIC && wv->kind == V_STATIC && wv->shape.rank == rank &&
-        rank >= 3 && attr_int(n, "group", 1) == 1 && (bias < 0 || c->values[bias].kind == V_STATIC)) {
+    const int64_t group = attr_int(n, "group", 1);
+    if (xv->kind == V_ACT && wv->kind == V_STATIC && wv->shape.rank == rank &&
+        rank >= 3 && group >= 1 && (bias < 0 || c->values[bias].kind == V_STATIC)) {
         // output spatial sizes: floor((in + pads - dilation (k - 1) - 1) / stride) + 1
         int64_t strides[MAX_INTS], pads[MAX_INTS], dil[MAX_INTS];
         int ns = int_list(c, n, "strides", -1, strides), np = int_list(c, n, "pads", -1, pads);
@@ -1090,6 +1104,16 @@ static void op_conv(Ctx *c, const Onnx__NodeProto *n) {
                              (ap->s.len != 6 || memcmp(ap->s.data, "NOTSET", 6) != 0)))
                                ? -1
                                : (in + p - d * (k - 1) - 1) / s + 1;
+        }
+        if (group != 1) {
+            // each output channel reads its group's input channels only: not a
+            // general linear map of the feature vector, so CBWC cannot centre it
+            // (a channel-wise op: the feature axis stays axis 1)
+            int in = as_node(c, x, n->op_type);
+            int node = opaque_node(c, node_base(n), "grouped-Conv", &in, 1,
+                                   clamp_width(wv->shape.d[0]));
+            set_act(c, n->output[0], node, 1, out);
+            return;
         }
         int node = node_new(c, OP_CONV, node_base(n));
         ONode *cn = &c->nodes[node];
@@ -1361,6 +1385,61 @@ static void op_slice(Ctx *c, const Onnx__NodeProto *n) {
     make_opaque(c, n, "Slice", &out);
 }
 
+// Pad of non-feature axes only: a token move that inserts tokens (zeros, or
+// copies of edge tokens), each zero-mean when the input is and shifted by
+// its source's shift or not at all (Swin's window padding).
+static void op_pad(Ctx *c, const Onnx__NodeProto *n) {
+    int x = in_value(c, n, 0), cv = in_value(c, n, 2);
+    Value *xv = &c->values[x];
+    const int rank = xv->shape.rank;
+    int64_t pads[MAX_INTS], axes[MAX_INTS];
+    int np = int_list(c, n, "pads", c->opset >= 11 ? 1 : -1, pads);
+    int na = c->opset >= 18 ? int_list(c, n, "axes", 3, axes) : -2;
+    const Onnx__AttributeProto *mode = attr(n, "mode");
+    int constant = mode == NULL || !mode->has_s ||
+                   (mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0);
+    int zero_fill = cv < 0 || (c->values[cv].has_scalar && c->values[cv].scalar == 0.0);
+    if (na == -2 && rank >= 0) {
+        na = rank;
+        for (int i = 0; i < rank; i++) {
+            axes[i] = i;
+        }
+    }
+    Shape out = xv->shape;
+    int ok = xv->kind == V_ACT && xv->axis >= 0 && rank >= 0 && na >= 0 && np == 2 * na &&
+             (!constant || zero_fill);
+    for (int i = 0; ok && i < na; i++) {
+        int a = norm_axis(axes[i], rank);
+        int64_t add = pads[i] + pads[i + na];
+        ok = a >= 0 && pads[i] >= -LIMIT && pads[i] <= LIMIT && pads[i + na] >= -LIMIT &&
+             pads[i + na] <= LIMIT && (a != xv->axis || (pads[i] == 0 && pads[i + na] == 0));
+        if (ok && out.d[a] >= 0) {
+            out.d[a] = out.d[a] + add >= 0 ? out.d[a] + add : -1;
+        }
+    }
+    if (ok) {
+        set_act(c, n->output[0], as_node(c, x, n->op_type), xv->axis, out);
+        return;
+    }
+    make_opaque(c, n, "Pad", NULL);
+}
+
+// GlobalAveragePool of NC...: the mean over the tokens (the spatial axes).
+static void op_global_avgpool(Ctx *c, const Onnx__NodeProto *n) {
+    int x = in_value(c, n, 0);
+    Value *xv = &c->values[x];
+    if (xv->kind == V_ACT && xv->axis == 1 && xv->shape.rank >= 3) {
+        Shape out = xv->shape;
+        for (int i = 2; i < out.rank; i++) {
+            out.d[i] = 1;
+        }
+        int node = unary_node(c, OP_AVGPOOL, node_base(n), as_node(c, x, n->op_type));
+        set_act(c, n->output[0], node, 1, out);
+        return;
+    }
+    make_opaque(c, n, n->op_type, NULL);
+}
+
 static void op_concat(Ctx *c, const Onnx__NodeProto *n) {
     int first_act = -1;
     for (size_t i = 0; i < n->n_input; i++) {
@@ -1440,21 +1519,31 @@ static void op_norm_node(Ctx *c, const Onnx__NodeProto *n, GraphOp op) {
     int x = in_value(c, n, 0);
     Value *xv = &c->values[x];
     int axis = norm_axis(attr_int(n, "axis", -1), xv->shape.rank);
+    // a norm the reader cannot place (its input's feature axis lost upstream,
+    // or not the axis normalised) still counts: it reads a "not-analysed"
+    // opaque node, so it is never foldable and the report names where
+    int in;
     if (xv->kind == V_ACT && axis >= 0 && axis == xv->shape.rank - 1 && axis == xv->axis) {
-        int node = unary_node(c, op, node_base(n), as_node(c, x, n->op_type));
-        c->nodes[node].affine = 1;
-        set_act(c, n->output[0], node, axis, xv->shape);
-        for (size_t o = 1; o < n->n_output; o++) { // mean, inverse std: statistics
-            if (n->output[o][0] != '\0') {
-                Value *sv = &c->values[value_find(c, n->output[o])];
-                sv->kind = V_REDUCED;
-                sv->node = c->nodes[node].in[0];
-                sv->axis = axis;
-            }
-        }
-        return;
+        in = as_node(c, x, n->op_type);
+    } else {
+        int up = xv->kind == V_STATIC || xv->kind == V_UNDEF ? -1 : as_node(c, x, n->op_type);
+        char base[2 * GRAPH_MAX_NAME];
+        snprintf(base, sizeof(base), "%s:axis-lost", up >= 0 ? c->nodes[up].name : xv->name);
+        int64_t w = axis >= 0 && axis == xv->shape.rank - 1 ? xv->shape.d[axis] : -1;
+        in = opaque_node(c, base, "not-analysed", &up, up >= 0, clamp_width(w));
+        c->report->unplaced_norms++;
     }
-    make_opaque(c, n, n->op_type, &xv->shape);
+    int node = unary_node(c, op, node_base(n), in);
+    c->nodes[node].affine = 1;
+    set_act(c, n->output[0], node, axis, xv->shape);
+    for (size_t o = 1; o < n->n_output; o++) { // mean, inverse std: statistics
+        if (n->output[o][0] != '\0') {
+            Value *sv = &c->values[value_find(c, n->output[o])];
+            sv->kind = V_REDUCED;
+            sv->node = in;
+            sv->axis = axis;
+        }
+    }
 }
 
 static void op_softmax(Ctx *c, const Onnx__NodeProto *n) {
@@ -1524,9 +1613,10 @@ static void op_expand(Ctx *c, const Onnx__NodeProto *n) {
 // Elementwise int arithmetic of shape computations (Add, Sub, Mul, Div,
 // Equal, Where, Max, Min on 0-D/1-D int tensors, scalars broadcast); 1 when done.
 static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
-    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Equal", "Max", "Min", "Where"};
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Equal", "Max", "Min", "Where",
+                                      "Mod"};
     int which = -1;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         which = strcmp(n->op_type, ops[i]) == 0 ? i : which;
     }
     size_t nin = which == 7 ? 3 : 2;
@@ -1574,6 +1664,15 @@ static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
         case 4: r = a == b; break;
         case 5: r = a > b ? a : b; break;
         case 6: r = a < b ? a : b; break;
+        case 8:
+            if (b == 0) {
+                return 0;
+            }
+            r = a % b;
+            if (attr_int(n, "fmod", 0) == 0 && r != 0 && (r < 0) != (b < 0)) {
+                r += b; // integer Mod takes the divisor's sign (Python's %)
+            }
+            break;
         default: r = a ? x[1] : x[2]; break;
         }
         out->ints[i] = r;
@@ -1586,6 +1685,93 @@ static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
     out->shape.rank = rank;
     out->shape.d[0] = len;
     return 1;
+}
+
+// Transpose and Slice of a small static int tensor of known shape (the pads of
+// a PyTorch F.pad export: reshape to [-1, 2], reverse, transpose, flatten):
+// the result's shape and values; out stays unknown when anything is not known.
+static void static_int_moves(const Ctx *c, const Onnx__NodeProto *n, const Value *xv, Value *out) {
+    const int rank = xv->shape.rank;
+    if (rank < 1 || rank > MAX_RANK || shape_numel(&xv->shape) != xv->nints) {
+        return;
+    }
+    int64_t start[MAX_RANK], step[MAX_RANK], perm[MAX_INTS];
+    Shape os = xv->shape;
+    for (int i = 0; i < rank; i++) {
+        start[i] = 0;
+        step[i] = 1;
+        perm[i] = i;
+    }
+    if (strcmp(n->op_type, "Transpose") == 0) {
+        int k = int_list(c, n, "perm", -1, perm);
+        if (k == -2) {
+            for (int i = 0; i < rank; i++) {
+                perm[i] = rank - 1 - i;
+            }
+        } else if (k != rank) {
+            return;
+        }
+        for (int i = 0; i < rank; i++) {
+            if (perm[i] < 0 || perm[i] >= rank) {
+                return;
+            }
+            os.d[i] = xv->shape.d[perm[i]];
+        }
+    } else {
+        int64_t st[MAX_INTS], en[MAX_INTS], ax[MAX_INTS], sp[MAX_INTS];
+        int ns = int_list(c, n, "starts", c->opset < 10 ? -1 : 1, st);
+        int ne = int_list(c, n, "ends", c->opset < 10 ? -1 : 2, en);
+        int na = int_list(c, n, "axes", c->opset < 10 ? -1 : 3, ax);
+        int nsp = c->opset < 10 ? -2 : int_list(c, n, "steps", 4, sp);
+        if (ns < 0 || ns != ne || (na != -2 && na != ns) || (nsp != -2 && nsp != ns)) {
+            return;
+        }
+        for (int i = 0; i < ns; i++) {
+            int a = norm_axis(na == -2 ? i : ax[i], rank);
+            int64_t dim = a >= 0 ? xv->shape.d[a] : -1, stp = nsp == -2 ? 1 : sp[i];
+            if (a < 0 || stp == 0 || stp < -LIMIT || stp > LIMIT) {
+                return;
+            }
+            int64_t b = st[i] < 0 ? st[i] + dim : st[i], e = en[i] < 0 ? en[i] + dim : en[i];
+            if (stp > 0) {
+                b = b < 0 ? 0 : (b > dim ? dim : b);
+                e = e < 0 ? 0 : (e > dim ? dim : e);
+                os.d[a] = e > b ? (e - b - 1) / stp + 1 : 0;
+            } else {
+                b = b < 0 ? -1 : (b > dim - 1 ? dim - 1 : b);
+                e = e < -1 ? -1 : (e > dim - 1 ? dim - 1 : e);
+                os.d[a] = b > e ? (b - e - 1) / (-stp) + 1 : 0;
+            }
+            start[a] = b;
+            step[a] = stp;
+        }
+    }
+    // walk the output in row-major order; idx[i] is the output index on axis i
+    int64_t total = shape_numel(&os), idx[MAX_RANK] = {0};
+    if (total < 0 || total > MAX_INTS) {
+        return;
+    }
+    for (int64_t o = 0; o < total; o++) {
+        int64_t src = 0;
+        for (int a = 0; a < rank; a++) { // source offset, axis by axis of the input
+            int64_t i_in = 0;
+            for (int j = 0; j < rank; j++) {
+                if (perm[j] == a) {
+                    i_in = start[a] + idx[j] * step[a];
+                }
+            }
+            src = src * xv->shape.d[a] + i_in;
+        }
+        if (src < 0 || src >= xv->nints) {
+            return;
+        }
+        out->ints[o] = xv->ints[src];
+        for (int j = rank - 1; j >= 0 && ++idx[j] == os.d[j]; j--) {
+            idx[j] = 0;
+        }
+    }
+    out->shape = os;
+    out->nints = (int)total;
 }
 
 // Static result of an op on static inputs: the shape where it is easy, and
@@ -1645,6 +1831,9 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
             out->nints += iv->nints;
         }
         out->shape.d[0] = out->nints;
+    } else if (strcmp(op, "Transpose") == 0 || (strcmp(op, "Slice") == 0 && xv->nints >= 0 &&
+                                                  xv->shape.rank != 1)) {
+        static_int_moves(c, n, xv, out);
     } else if (strcmp(op, "Slice") == 0 && !(xv->nints >= 0 && xv->shape.rank == 1)) {
         int64_t ax[MAX_INTS];
         int na = int_list(c, n, "axes", c->opset < 10 ? -1 : 3, ax);
@@ -1841,6 +2030,10 @@ static void map_node(Ctx *c, const Onnx__NodeProto *n) {
         op_slice(c, n);
     } else if (strcmp(op, "Concat") == 0) {
         op_concat(c, n);
+    } else if (strcmp(op, "GlobalAveragePool") == 0) {
+        op_global_avgpool(c, n);
+    } else if (strcmp(op, "Pad") == 0) {
+        op_pad(c, n);
     } else if (strcmp(op, "Expand") == 0) {
         op_expand(c, n);
     } else if (strcmp(op, "LayerNormalization") == 0) {

@@ -11,6 +11,7 @@
 typedef struct {
     int onnx_nodes;        // nodes in the ONNX graph
     int opaque_nodes;      // analysis nodes standing for ops it does not model
+    int unplaced_norms;    // norms whose feature axis the reader lost (counted, not foldable)
     char opaque_ops[512];  // "Erf x2 Where x2 ...": the ONNX op types behind them
 } OnnxImportReport;
 
