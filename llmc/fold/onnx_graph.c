@@ -81,6 +81,7 @@ typedef struct {
     double value;
     char weight[GRAPH_MAX_NAME];
     char what[GRAPH_MAX_NAME];
+    OnnxOrigin origin; // what a fold rewrites (onnx_graph.h)
 } ONode;
 
 typedef struct {
@@ -97,6 +98,7 @@ typedef struct {
     int *name_slots; // node names in use
     size_t name_mask;
     int opset;
+    int cur_node; // index of the ONNX node being mapped (-1 outside the node loop)
     OnnxImportReport *report;
     // opaque op types and their counts, for the report
     char opaque_types[32][GRAPH_MAX_NAME];
@@ -235,6 +237,8 @@ static int node_new(Ctx *c, GraphOp op, const char *base) {
     n->op = op;
     n->affine = 1;
     n->value = 1.0;
+    n->origin.onnx_node = c->cur_node;
+    n->origin.weight_value = n->origin.bias_value = -1;
     char clean[GRAPH_MAX_NAME];
     sanitize(base, clean);
     snprintf(n->name, sizeof(n->name), "%s", clean);
@@ -577,6 +581,8 @@ static int as_node(Ctx *c, int v, const char *reader_type) {
         int64_t w = val->shape.rank > 0 ? val->shape.d[val->shape.rank - 1] : 1;
         val->cached = node_new(c, OP_PARAM, val->name);
         c->nodes[val->cached].dim = clamp_width(w);
+        c->nodes[val->cached].origin.weight_value = v;
+        c->nodes[val->cached].origin.weight_axis = val->shape.rank - 1;
     } else if (val->kind == V_CENTRED) {
         val->cached = unary_node(c, OP_CENTRE, val->name, val->node);
     } else {
@@ -761,6 +767,8 @@ static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negat
     if (!negate_x && xv->uses == 1 && per_feature(c, s, x)) {
         if (xv->linear_step == 1) { // MatMul + Add(bias): one linear layer with a bias
             c->nodes[xn].has_bias = 1;
+            c->nodes[xn].origin.bias_value = s;
+            c->nodes[xn].origin.bias_axis = f - (xv->shape.rank - c->values[s].shape.rank);
             set_act(c, n->output[0], xn, xv->axis, xv->shape);
             return;
         }
@@ -775,6 +783,8 @@ static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negat
     }
     int p = node_new(c, OP_PARAM, c->values[s].name);
     c->nodes[p].dim = act_width(c, xn);
+    c->nodes[p].origin.weight_value = s;
+    c->nodes[p].origin.weight_axis = f - (out.rank - c->values[s].shape.rank);
     int a = node_new(c, OP_ADD, node_base(n));
     c->nodes[a].in[0] = xn;
     c->nodes[a].in[1] = p;
@@ -1049,6 +1059,8 @@ static void op_matmul(Ctx *c, const Onnx__NodeProto *n) {
         ln->nin = 1;
         ln->dim = clamp_width(bv->shape.d[1]);
         ln->has_bias = 0;
+        ln->origin.weight_value = b;
+        ln->origin.weight_axis = 1;
         sanitize(bv->name, ln->weight);
         set_act(c, n->output[0], node, out.rank - 1, out);
         c->values[value_find(c, n->output[0])].linear_step = 1;
@@ -1066,12 +1078,17 @@ static void op_gemm(Ctx *c, const Onnx__NodeProto *n) {
         (bias < 0 || c->values[bias].kind == V_STATIC)) {
         int64_t outw = bv->shape.d[trans_b ? 0 : 1];
         Shape out = {.rank = 2, .d = {av->shape.d[0], outw}};
+        int in = as_node(c, a, n->op_type); // (may grow c->nodes: before taking ln)
         int node = node_new(c, OP_LINEAR, node_base(n));
         ONode *ln = &c->nodes[node];
-        ln->in[0] = as_node(c, a, n->op_type);
+        ln->in[0] = in;
         ln->nin = 1;
         ln->dim = clamp_width(outw);
         ln->has_bias = bias >= 0;
+        ln->origin.weight_value = b;
+        ln->origin.weight_axis = trans_b ? 0 : 1;
+        ln->origin.bias_value = bias;
+        ln->origin.bias_axis = c->values[bias >= 0 ? bias : b].shape.rank - 1;
         sanitize(bv->name, ln->weight);
         set_act(c, n->output[0], node, 1, out);
         return;
@@ -1115,12 +1132,17 @@ static void op_conv(Ctx *c, const Onnx__NodeProto *n) {
             set_act(c, n->output[0], node, 1, out);
             return;
         }
+        int in = as_node(c, x, n->op_type); // (may grow c->nodes: before taking cn)
         int node = node_new(c, OP_CONV, node_base(n));
         ONode *cn = &c->nodes[node];
-        cn->in[0] = as_node(c, x, n->op_type);
+        cn->in[0] = in;
         cn->nin = 1;
         cn->dim = clamp_width(wv->shape.d[0]);
         cn->has_bias = bias >= 0;
+        cn->origin.weight_value = w;
+        cn->origin.weight_axis = 0;
+        cn->origin.bias_value = bias;
+        cn->origin.bias_axis = 0;
         sanitize(wv->name, cn->weight);
         set_act(c, n->output[0], node, 1, out);
         return;
@@ -1146,12 +1168,15 @@ static void op_gather(Ctx *c, const Onnx__NodeProto *n) {
         }
     }
     if (dv->kind == V_STATIC && iv->kind != V_STATIC && dv->shape.rank == 2 && axis == 0) {
+        int in = as_node(c, idx, n->op_type); // (may grow c->nodes: before taking en)
         int node = node_new(c, OP_EMBEDDING, node_base(n));
         ONode *en = &c->nodes[node];
-        en->in[0] = as_node(c, idx, n->op_type);
+        en->in[0] = in;
         en->nin = 1;
         en->dim = clamp_width(dv->shape.d[1]);
         en->vocab = clamp_width(dv->shape.d[0]);
+        en->origin.weight_value = d;
+        en->origin.weight_axis = 1;
         sanitize(dv->name, en->weight);
         set_act(c, n->output[0], node, out.rank - 1, out);
         return;
@@ -1535,6 +1560,7 @@ static void op_norm_node(Ctx *c, const Onnx__NodeProto *n, GraphOp op) {
     }
     int node = unary_node(c, op, node_base(n), in);
     c->nodes[node].affine = 1;
+    c->nodes[node].origin.norm_op = 1;
     set_act(c, n->output[0], node, axis, xv->shape);
     for (size_t o = 1; o < n->n_output; o++) { // mean, inverse std: statistics
         if (n->output[o][0] != '\0') {
@@ -2275,18 +2301,28 @@ static char *emit_text(Ctx *c, const char *graph_name) {
 
 char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
                       OnnxImportReport *report, char *err, size_t err_len) {
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
+    if (m == NULL) {
+        memset(report, 0, sizeof(*report));
+        snprintf(err, err_len, "%s: not an ONNX model (the protobuf does not decode as a "
+                 "ModelProto)", source);
+        return NULL;
+    }
+    char *text = onnx_graph_import(m, source, report, NULL, NULL, err, err_len);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return text;
+}
+
+char *onnx_graph_import(const Onnx__ModelProto *m, const char *source, OnnxImportReport *report,
+                        OnnxOrigin **origins, int *num_origins, char *err, size_t err_len) {
     Ctx c;
     memset(&c, 0, sizeof(c));
     c.source = source;
     c.err = err;
     c.err_len = err_len;
+    c.cur_node = -1;
     memset(report, 0, sizeof(*report));
     c.report = report;
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
-    if (m == NULL) {
-        fail(&c, "not an ONNX model (the protobuf does not decode as a ModelProto)");
-        return NULL;
-    }
     char *text = NULL;
     const Onnx__GraphProto *g = m->graph;
     if (g == NULL || g->n_node == 0) {
@@ -2321,11 +2357,13 @@ char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
         goto done;
     }
     for (size_t i = 0; i < g->n_node && !c.failed; i++) {
+        c.cur_node = (int)i;
         if (check_arity(&c, g->node[i]) == 0) {
             map_node(&c, g->node[i]);
             unmapped_outputs(&c, g->node[i]);
         }
     }
+    c.cur_node = -1;
     if (c.failed) {
         goto done;
     }
@@ -2352,8 +2390,17 @@ char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
         }
     }
     text = emit_text(&c, g->name != NULL ? g->name : "");
+    if (origins != NULL) {
+        *origins = malloc_check((size_t)c.num_nodes * sizeof(OnnxOrigin) + 1, "onnx origins");
+        for (int i = 0; i < c.num_nodes; i++) {
+            OnnxOrigin *o = &(*origins)[i];
+            *o = c.nodes[i].origin;
+            o->weight = o->weight_value >= 0 ? c.values[o->weight_value].name : NULL;
+            o->bias = o->bias_value >= 0 ? c.values[o->bias_value].name : NULL;
+        }
+        *num_origins = c.num_nodes;
+    }
 done:
-    onnx__model_proto__free_unpacked(m, NULL);
     free(c.values);
     free(c.slots);
     free(c.nodes);
