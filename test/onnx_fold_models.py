@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Models for the ONNX fold test (test/suites/onnx_fold.sh), written as a
+user's own modules would be: exported by torch.onnx.export (opset 17) into
+OUTDIR, one line per model in OUTDIR/models.txt:
+    NAME<TAB>ORT input specs (test/onnx_fold_ort.js)
+
+  onnx_fold_models.py OUTDIR [--zoo]
+
+- phi / phi_dyn: a Phi-shaped model in plain torch.nn (one LN per block
+  feeding attention and MLP in parallel, a final LN, an untied head), with
+  fixed and with symbolic batch and sequence axes;
+- ln_only: an LN reading the network input (nothing folds: the fold must
+  leave the model as it was);
+- with --zoo and torchvision installed: torchvision's own VisionTransformer,
+  SwinTransformer and ConvNeXt classes at small sizes (a few blocks, narrow)
+  for the ORT comparison, and the full swin_t and convnext_tiny (224 x 224)
+  for foldcheck's verdicts. Every parameter gets N(0, 0.02) noise added, so
+  the zero-initialised heads and biases of a fresh model are not zero.
+Without torchvision the zoo models are left out and models.txt says so
+(a line "SKIP<TAB>reason")."""
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+OUT = sys.argv[1]
+ZOO = "--zoo" in sys.argv
+os.makedirs(OUT, exist_ok=True)
+lines = []
+
+
+def perturb(model, seed):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.02)
+    return model.eval()
+
+
+def export(model, args, name, input_names, specs, dynamic=False):
+    path = os.path.join(OUT, name + ".onnx")
+    if not os.path.exists(path):  # a cached export (the suite's work dir) is reused
+        t0 = time.time()
+        axes = {n: {0: "B", 1: "T"} for n in input_names} if dynamic else None
+        torch.onnx.export(model, args, path, opset_version=17, input_names=input_names,
+                          output_names=["out"], dynamic_axes=axes)
+        print(f"{name}: exported in {time.time() - t0:.1f} s")
+    lines.append(f"{name}\t{specs}")
+
+
+class PhiBlock(nn.Module):
+    """x + attn(ln(x)) + mlp(ln(x)): one norm, two parallel branches."""
+
+    def __init__(self, C, NH):
+        super().__init__()
+        self.ln = nn.LayerNorm(C)
+        self.attn = nn.MultiheadAttention(C, NH, batch_first=True)
+        self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        h = self.ln(x)
+        T = x.shape[1]
+        mask = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        a = self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + a + self.fc2(nn.functional.gelu(self.fc1(h), approximate="tanh"))
+
+
+class Phi(nn.Module):
+    def __init__(self, V=64, C=32, NH=2, L=2):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.blocks = nn.ModuleList([PhiBlock(C, NH) for _ in range(L)])
+        self.ln_f = nn.LayerNorm(C)
+        self.head = nn.Linear(C, V)
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+idx = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(0))
+phi = perturb(Phi(), 1)
+export(phi, (idx,), "phi", ["idx"], "idx:int64:2x16:64")
+export(phi, (idx,), "phi_dyn", ["idx"], "idx:int64:3x9:64", dynamic=True)
+export(perturb(nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 8)), 2), (torch.randn(2, 5, 16),),
+       "ln_only", ["x"], "x:float:2x5x16")
+
+if ZOO:
+    try:
+        import torchvision
+        from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+        from torchvision.models.swin_transformer import SwinTransformer
+        from torchvision.models.vision_transformer import VisionTransformer
+    except ImportError as e:
+        lines.append(f"SKIP\ttorchvision not installed ({e}; scripts/deps/onnx.txt lists "
+                     "python3-torchvision)")
+    else:
+        img32 = torch.randn(1, 3, 32, 32)
+        vit = VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                hidden_dim=32, mlp_dim=64, num_classes=10)
+        export(perturb(vit, 3), (img32,), "tv_vit", ["image"], "image:float:1x3x32x32")
+        # 56 x 56 input: stages of 14, 7, 4 (padded to 7: Pad with non-zero pads), 2
+        swin = SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2, 2, 2],
+                               num_heads=[1, 1, 2, 2], window_size=[7, 7], num_classes=10)
+        export(perturb(swin, 4), (torch.randn(1, 3, 56, 56),), "tv_swin", ["image"],
+               "image:float:1x3x56x56")
+        cnx = ConvNeXt([CNBlockConfig(16, 32, 2), CNBlockConfig(32, None, 2)], num_classes=10)
+        export(perturb(cnx, 5), (img32,), "tv_convnext", ["image"], "image:float:1x3x32x32")
+        img224 = torch.randn(1, 3, 224, 224)
+        for name in ("swin_t", "convnext_tiny"):
+            model = getattr(torchvision.models, name)(weights=None)
+            export(perturb(model, 6), (img224,), name, ["image"], "image:float:1x3x224x224")
+
+with open(os.path.join(OUT, "models.txt"), "w") as f:
+    f.write("\n".join(lines) + "\n")
