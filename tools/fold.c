@@ -112,14 +112,17 @@ int main(int argc, char **argv) {
         {"--no-centre", CLI_SWITCH, &no_centre, 0, 0,
          "ONNX: skip the centring (a WRONG fold, for the tests' negative control)", NULL, 0, 0},
     };
-    CliSpec spec = {.program = "fold",
-                    .synopsis = "IN OUT [--opset 23]",
-                    .about = "  IN   a GPT-2 (llm.c's files are ln) or ViT / Swin model file in ln\n"
-                             "       or cbwc mode, or an ONNX model (.onnx)\n"
-                             "  OUT  the folded inference model (norm mode 'folded', docs/formats.md;\n"
-                             "       ONNX: the same graph, CBWC layers centred, foldable LNs as RMS norms)\n",
-                    .flags = flags, .num_flags = CLI_COUNT(flags),
-                    .min_positional = 2, .max_positional = 2};
+    CliSpec spec = {
+        .program = "fold",
+        .synopsis = "IN OUT [--opset 23]",
+        .about = "  IN   a GPT-2 (llm.c's files are ln) or ViT / Swin model file in ln\n"
+                 "       or cbwc mode, or an ONNX model (.onnx)\n"
+                 "  OUT  the folded inference model (norm mode 'folded', docs/formats.md;\n"
+                 "       ONNX: the same graph, CBWC layers centred, foldable LNs as RMS norms)\n",
+        .flags = flags,
+        .num_flags = CLI_COUNT(flags),
+        .min_positional = 2,
+        .max_positional = 2};
     const char *args[2];
     cli_parse(&spec, argc, argv, args);
     const char *in_path = args[0], *out_path = args[1];

@@ -28,6 +28,8 @@ typedef struct {
     char *err;
     size_t err_len;
     int failed;
+    char **made; // value names made for new nodes, not yet in the graph
+    int num_made, cap_made;
 } Fold;
 
 static int fold_fail(Fold *f, const char *fmt, ...) {
@@ -56,6 +58,57 @@ static char *fmt_str(const char *fmt, const char *a, const char *b) {
     char *d = malloc_check(n, "onnx fold name");
     snprintf(d, n, fmt, a, b);
     return d;
+}
+
+static int name_in_use(const Onnx__GraphProto *g, const char *name) {
+    for (size_t i = 0; i < g->n_initializer; i++) {
+        if (strcmp(g->initializer[i]->name, name) == 0) {
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < g->n_input; i++) {
+        if (g->input[i]->name != NULL && strcmp(g->input[i]->name, name) == 0) {
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < g->n_node; i++) {
+        for (size_t k = 0; k < g->node[i]->n_output; k++) {
+            if (strcmp(g->node[i]->output[k], name) == 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+// fmt's name for a ("%s/rms/pow%s": the second %s takes the suffix), made
+// unique among the graph's value names and those made so far with ":2", ":3", ...
+static char *unique_name(Fold *f, const char *fmt, const char *a) {
+    const Onnx__GraphProto *g = f->m->graph;
+    char *name = fmt_str(fmt, a, "");
+    for (int k = 2;; k++) {
+        int taken = name_in_use(g, name);
+        for (int i = 0; i < f->num_made && !taken; i++) {
+            taken = strcmp(f->made[i], name) == 0;
+        }
+        if (!taken) {
+            break;
+        }
+        free(name);
+        char suffix[16];
+        snprintf(suffix, sizeof(suffix), ":%d", k);
+        name = fmt_str(fmt, a, suffix);
+    }
+    if (f->num_made == f->cap_made) {
+        f->cap_made = f->cap_made ? 2 * f->cap_made : 64;
+        char **grown = realloc(f->made, (size_t)f->cap_made * sizeof(char *));
+        if (grown == NULL) {
+            fatal("out of memory for onnx fold names");
+        }
+        f->made = grown;
+    }
+    f->made[f->num_made++] = dup_str(name);
+    return name;
 }
 
 static Onnx__TensorProto *find_initializer(const Onnx__GraphProto *g, const char *name) {
@@ -179,8 +232,10 @@ static int centre_static(Fold *f, const char *layer, const char *name, int axis,
             ok |= strcmp(p->op_type, keep_last[i]) == 0;
         }
         if (!ok || p->n_input < 1 || count_uses(g, name) != 1) {
-            return fold_fail(f, "%s: its tensor %s is computed by %s, not an initializer the fold "
-                             "can centre", layer, name, p != NULL ? p->op_type : "no node");
+            return fold_fail(f,
+                             "%s: its tensor %s is computed by %s, not an initializer the fold "
+                             "can centre",
+                             layer, name, p != NULL ? p->op_type : "no node");
         }
         t = find_initializer(g, p->input[0]);
         if (t == NULL || t->n_dims < 1) {
@@ -202,10 +257,14 @@ static int centre_static(Fold *f, const char *layer, const char *name, int axis,
     }
     if (count_uses(g, name) != 1) {
         if (reader == NULL) {
-            return fold_fail(f, "%s: initializer %s is read by %d nodes; centring it for one would "
-                             "change the others", layer, name, count_uses(g, name));
+            return fold_fail(f,
+                             "%s: initializer %s is read by %d nodes; centring it for one would "
+                             "change the others",
+                             layer, name, count_uses(g, name));
         }
-        char *copy = fmt_str("%s/centred_for/%s", name, layer);
+        char *base = fmt_str("%s/centred_for/%s", name, layer);
+        char *copy = unique_name(f, "%s%s", base);
+        free(base);
         t = add_initializer_floats(g, copy, t, x, count);
         x = (float *)t->raw_data.data;
         free(reader->input[slot]);
@@ -332,7 +391,7 @@ static int rms_nodes(Fold *f, const Onnx__NodeProto *ln, int opset, int rms_opse
     const char *base = ln->name[0] ? ln->name : ln->output[0];
     const char *x = ln->input[0], *gamma = ln->input[1];
     const char *beta = ln->n_input > 2 && ln->input[2][0] != '\0' ? ln->input[2] : NULL;
-    char *y = beta ? fmt_str("%s/rms/scaled%s", base, "") : dup_str(ln->output[0]);
+    char *y = beta ? unique_name(f, "%s/rms/scaled%s", base) : dup_str(ln->output[0]);
     int k = 0;
     if (rms_opset >= 23) {
         const char *ins[2] = {x, gamma};
@@ -342,20 +401,23 @@ static int rms_nodes(Fold *f, const Onnx__NodeProto *ln, int opset, int rms_opse
     } else {
         const float two = 2.0f;
         const int64_t last = -1;
-        char *two_name = fmt_str("%s/rms/two%s", base, ""), *eps_name = fmt_str("%s/rms/eps%s", base, "");
+        char *two_name = unique_name(f, "%s/rms/two%s", base),
+             *eps_name = unique_name(f, "%s/rms/eps%s", base);
         add_initializer(g, two_name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &two, 4, 0);
         add_initializer(g, eps_name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &eps, 4, 0);
-        char *sq = fmt_str("%s/rms/pow%s", base, ""), *ms = fmt_str("%s/rms/mean%s", base, "");
-        char *ve = fmt_str("%s/rms/add_eps%s", base, ""), *rt = fmt_str("%s/rms/sqrt%s", base, "");
-        char *xh = fmt_str("%s/rms/div%s", base, "");
+        char *sq = unique_name(f, "%s/rms/pow%s", base),
+             *ms = unique_name(f, "%s/rms/mean%s", base);
+        char *ve = unique_name(f, "%s/rms/add_eps%s", base),
+             *rt = unique_name(f, "%s/rms/sqrt%s", base);
+        char *xh = unique_name(f, "%s/rms/div%s", base);
         const char *pow_in[2] = {x, two_name};
         out[k++] = new_node("Pow", fmt_str("%s/rms/Pow%s", base, ""), pow_in, 2, sq);
         if (opset >= 18) { // ReduceMean's axes became an input
-            char *axes_name = fmt_str("%s/rms/axes%s", base, "");
+            char *axes_name = unique_name(f, "%s/rms/axes%s", base);
             add_initializer(g, axes_name, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, &last, 8, 1);
             const char *rm_in[2] = {sq, axes_name};
-            out[k++] = new_node("ReduceMean", fmt_str("%s/rms/ReduceMean%s", base, ""), rm_in, 2,
-                                ms);
+            out[k++] =
+                new_node("ReduceMean", fmt_str("%s/rms/ReduceMean%s", base, ""), rm_in, 2, ms);
         } else {
             const char *rm_in[1] = {sq};
             out[k] = new_node("ReduceMean", fmt_str("%s/rms/ReduceMean%s", base, ""), rm_in, 1, ms);
@@ -386,7 +448,8 @@ static int check_external(Fold *f) {
         if (t->name == NULL) {
             return fold_fail(f, "initializer %zu has no name", i);
         }
-        if ((t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
+        if ((t->has_data_location &&
+             t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
             t->n_external_data > 0) {
             const char *file = "?";
             for (size_t k = 0; k < t->n_external_data; k++) {
@@ -395,9 +458,11 @@ static int check_external(Fold *f) {
                     file = t->external_data[k]->value;
                 }
             }
-            return fold_fail(f, "initializer %s keeps its data in an external file (%s): not "
+            return fold_fail(f,
+                             "initializer %s keeps its data in an external file (%s): not "
                              "supported; save the model with its data inside (onnx.save(m, path, "
-                             "save_as_external_data=False))", t->name, file);
+                             "save_as_external_data=False))",
+                             t->name, file);
         }
     }
     return 0;
@@ -433,7 +498,8 @@ static int fold_model(Fold *f, const OnnxFoldOptions *opt, OnnxFoldReport *r) {
     OnnxImportReport ir;
     OnnxOrigin *origins = NULL;
     int num_origins = 0;
-    char *text = onnx_graph_import(f->m, f->source, &ir, &origins, &num_origins, f->err, f->err_len);
+    char *text =
+        onnx_graph_import(f->m, f->source, &ir, &origins, &num_origins, f->err, f->err_len);
     if (text == NULL) {
         f->failed = 1;
         return -1;
@@ -459,7 +525,8 @@ static int fold_model(Fold *f, const OnnxFoldOptions *opt, OnnxFoldReport *r) {
                 ln = &gr.nodes[i];
             }
         }
-        rc = fold_fail(f, "cannot fold exactly: norm %s needs %s centred, but that changes %s "
+        rc = fold_fail(f,
+                       "cannot fold exactly: norm %s needs %s centred, but that changes %s "
                        "(%s), which does not absorb a per-token shift (foldcheck lists every norm)",
                        ln ? ln->name : "?", gr.nodes[a.leak_layer].name,
                        gr.nodes[a.leak_reader].name, graph_op_name(gr.nodes[a.leak_reader].op));
@@ -471,7 +538,8 @@ static int fold_model(Fold *f, const OnnxFoldOptions *opt, OnnxFoldReport *r) {
         }
         const OnnxOrigin *o = &origins[i];
         if (o->weight == NULL) {
-            rc = fold_fail(f, "%s: a CBWC layer without a weight the fold can find", gr.nodes[i].name);
+            rc = fold_fail(f, "%s: a CBWC layer without a weight the fold can find",
+                           gr.nodes[i].name);
             break;
         }
         if (!opt->no_centre) {
@@ -511,8 +579,15 @@ static int fold_model(Fold *f, const OnnxFoldOptions *opt, OnnxFoldReport *r) {
             for (int j = 0; j < nm; j++) {
                 nodes[k++] = made[j];
             }
-            onnx__node_proto__free_unpacked(g->node[i], NULL);
+            replace[i] = 2;
             r->replaced++;
+        }
+        // the replaced norms go only now: the names of every node, old and
+        // new, were in use while the new ones were named
+        for (size_t i = 0; i < g->n_node; i++) {
+            if (replace[i] == 2) {
+                onnx__node_proto__free_unpacked(g->node[i], NULL);
+            }
         }
         free(g->node);
         g->node = nodes;
@@ -535,10 +610,14 @@ int onnx_fold(const uint8_t *data, size_t len, const char *source, const OnnxFol
     f.m = onnx__model_proto__unpack(NULL, len, data);
     if (f.m == NULL) {
         fold_fail(&f, "not an ONNX model (truncated, or the protobuf does not decode as a "
-                  "ModelProto)");
+                      "ModelProto)");
         return -1;
     }
     int rc = fold_model(&f, opt, report);
+    for (int i = 0; i < f.num_made; i++) {
+        free(f.made[i]);
+    }
+    free(f.made);
     if (rc == 0) {
         *out_len = onnx__model_proto__get_packed_size(f.m);
         *out = malloc_check(*out_len + 1, "the folded onnx model");

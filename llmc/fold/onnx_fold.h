@@ -9,12 +9,12 @@
 #include <stdint.h>
 
 typedef struct {
-    int rms_opset;  // 0: the decomposed RMS norm ONNX Runtime fuses; 23: RMSNormalization
-    int no_centre;  // 1: skip the centring (a wrong fold: the tests' negative control)
+    int rms_opset; // 0: the decomposed RMS norm ONNX Runtime fuses; 23: RMSNormalization
+    int no_centre; // 1: skip the centring (a wrong fold: the tests' negative control)
 } OnnxFoldOptions;
 
 typedef struct {
-    int num_norms;       // norms in the file (the analysis' denominator)
+    int num_norms; // norms in the file (the analysis' denominator)
     int num_foldable;
     int replaced;        // LayerNormalization ops replaced by an RMS norm
     int kept_decomposed; // foldable norms written as primitive ops: left as they are
