@@ -11,6 +11,11 @@ OUTDIR, one line per model in OUTDIR/models.txt:
   fixed and with symbolic batch and sequence axes;
 - ln_only: an LN reading the network input (nothing folds: the fold must
   leave the model as it was);
+- ln2d: Conv -> an LN over the channels of NCHW written as mean / variance
+  over axis 1 (foldable: the fold centres the conv and keeps the primitive
+  ops, which compute the RMS norm on a zero-mean input), dynamic batch;
+  ln2d_gf: the same with gamma applied before the division (counted, not
+  analysed: nothing folds);
 - with --zoo and torchvision installed: torchvision's own VisionTransformer,
   SwinTransformer and ConvNeXt classes at small sizes (a few blocks, narrow)
   for the ORT comparison, and the full swin_t and convnext_tiny (224 x 224)
@@ -43,7 +48,8 @@ def export(model, args, name, input_names, specs, dynamic=False):
     path = os.path.join(OUT, name + ".onnx")
     if not os.path.exists(path):  # a cached export (the suite's work dir) is reused
         t0 = time.time()
-        axes = {n: {0: "B", 1: "T"} for n in input_names} if dynamic else None
+        axes = {n: dynamic if isinstance(dynamic, dict) else {0: "B", 1: "T"}
+                for n in input_names} if dynamic else None
         torch.onnx.export(model, args, path, opset_version=17, input_names=input_names,
                           output_names=["out"], dynamic_axes=axes)
         print(f"{name}: exported in {time.time() - t0:.1f} s")
@@ -88,6 +94,30 @@ export(phi, (idx,), "phi", ["idx"], "idx:int64:2x16:64")
 export(phi, (idx,), "phi_dyn", ["idx"], "idx:int64:3x9:64", dynamic=True)
 export(perturb(nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 8)), 2), (torch.randn(2, 5, 16),),
        "ln_only", ["x"], "x:float:2x5x16")
+
+class LayerNorm2d(nn.Module):
+    """ConvNeXt's channels-first LN written out (its original code): mean and
+    variance over axis 1 of NCHW; gamma_first: gamma * (x - u) / std, an order
+    the reader does not follow (the norm is counted, not analysed)."""
+
+    def __init__(self, C, gamma_first=False):
+        super().__init__()
+        self.w, self.b = nn.Parameter(torch.ones(C)), nn.Parameter(torch.zeros(C))
+        self.gamma_first = gamma_first
+
+    def forward(self, x):
+        u = x.mean(1, keepdim=True)
+        v = (x - u).pow(2).mean(1, keepdim=True)
+        if self.gamma_first:
+            return self.w[:, None, None] * (x - u) / torch.sqrt(v + 1e-6) + self.b[:, None, None]
+        x = (x - u) / torch.sqrt(v + 1e-6)
+        return self.w[:, None, None] * x + self.b[:, None, None]
+
+
+for name, gamma_first in (("ln2d", False), ("ln2d_gf", True)):
+    ln2d = nn.Sequential(nn.Conv2d(3, 16, 4, 4), LayerNorm2d(16, gamma_first), nn.Conv2d(16, 8, 2, 2))
+    export(perturb(ln2d, 7), (torch.randn(1, 3, 32, 32),), name, ["x"], "x:float:2x3x32x32",
+           dynamic={0: "B"})
 
 if ZOO:
     try:

@@ -586,6 +586,18 @@ static int as_node(Ctx *c, int v, const char *reader_type) {
     } else if (val->kind == V_CENTRED) {
         val->cached = unary_node(c, OP_CENTRE, val->name, val->node);
     } else {
+        if ((val->kind == V_STD || val->kind == V_INVSTD) && val->centred && val->uses == 1 &&
+            val->node >= 0) {
+            // the deviation of a decomposed LN, read by an op that does not
+            // finish the pattern (gamma applied before the division, say):
+            // still a norm in the count, not analysed
+            char base[2 * GRAPH_MAX_NAME];
+            snprintf(base, sizeof(base), "%s:axis-lost", c->nodes[val->node].name);
+            int up = val->node;
+            int lost = opaque_node(c, base, "not-analysed", &up, 1, c->nodes[up].dim);
+            unary_node(c, OP_LAYERNORM, val->name, lost);
+            c->report->unplaced_norms++;
+        }
         // a per-token statistic of x read by something else: not modelled
         int in = val->node;
         val->cached = opaque_node(c, val->name, reader_type, &in, in >= 0, 1);

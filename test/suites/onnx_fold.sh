@@ -74,6 +74,13 @@ a, b = onnx.load(sys.argv[1]), onnx.load(sys.argv[2])
 sys.exit(0 if a == b else 1)" "$work/ln_only.onnx" "$work/ln_only_f.onnx" &&
     ok "ln_only (0/1 foldable): the folded file is the input model" || bad "ln_only: the fold changed the model"
 
+# a decomposed norm the reader cannot follow is still counted, as not analysed
+got=$(bin/foldcheck "$work/ln2d_gf.onnx" 2> "$work/ln2d_gf.err" | tail -1)
+[ "$got" = "foldable: 0/1 LNs, cbwc layers: 0" ] && grep -q "1 norm not analysed" "$work/ln2d_gf.err" &&
+    ok "ln2d_gf (gamma before the division): counted, not analysed: $got" || bad "ln2d_gf: '$got' $(cat "$work/ln2d_gf.err")"
+bin/foldcheck "$work/ln2d.onnx" 2> /dev/null | grep -q "^foldable: 1/1 LNs" &&
+    ok "ln2d (mean and variance over axis 1 of NCHW): 1/1 foldable" || bad "ln2d: $(bin/foldcheck "$work/ln2d.onnx" 2>&1 | tail -1)"
+
 # the full torchvision models: every norm in the file in the denominator
 if [ -f "$work/swin_t.onnx" ]; then
     for name in swin_t convnext_tiny; do
