@@ -6,9 +6,11 @@ OUTDIR, one line per model in OUTDIR/models.txt:
 
   onnx_fold_models.py OUTDIR [--zoo]
 
-- phi / phi_dyn: a Phi-shaped model in plain torch.nn (one LN per block
-  feeding attention and MLP in parallel, a final LN, an untied head), with
-  fixed and with symbolic batch and sequence axes;
+- phi, bert, opt125 (and *_dyn: symbolic batch and sequence axes): Phi-,
+  BERT- and OPT-125m-shaped models in plain torch.nn (Phi: one LN per block
+  feeding attention and MLP in parallel; BERT: embeddings LN, post-LN blocks;
+  OPT-125m: pre-LN, a final LN, the head tied to the embedding);
+- opt350: OPT-350m-shaped, post-LN with project_in / _out (nothing folds);
 - ln_only: an LN reading the network input (nothing folds: the fold must
   leave the model as it was);
 - ln2d: Conv -> an LN over the channels of NCHW written as mean / variance
@@ -88,10 +90,92 @@ class Phi(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class PostLNBlock(nn.Module):
+    """BERT's and OPT-350m's block: LN(x + attn(x)), then LN(h + mlp(h))."""
+
+    def __init__(self, C, NH, act):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(C, NH, batch_first=True)
+        self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.fc1, self.fc2, self.act = nn.Linear(C, 4 * C), nn.Linear(4 * C, C), act
+
+    def forward(self, x):
+        x = self.ln1(x + self.attn(x, x, x, need_weights=False)[0])
+        return self.ln2(x + self.fc2(self.act(self.fc1(x))))
+
+
+class PreLNBlock(nn.Module):
+    """OPT-125m's block: x + attn(LN(x)), then h + mlp(LN(h)) (ReLU)."""
+
+    def __init__(self, C, NH):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(C, NH, batch_first=True)
+        self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
+        self.fc1, self.fc2 = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.fc2(torch.relu(self.fc1(self.ln2(x))))
+
+
+class BERT(nn.Module):
+    """Word + position + token-type embeddings, LN, post-LN blocks, an MLM head."""
+
+    def __init__(self, V=64, T=32, C=32, NH=2, L=2):
+        super().__init__()
+        self.wte, self.wpe, self.wtt = nn.Embedding(V, C), nn.Embedding(T, C), nn.Embedding(2, C)
+        self.ln_e = nn.LayerNorm(C)
+        self.blocks = nn.ModuleList([PostLNBlock(C, NH, nn.GELU()) for _ in range(L)])
+        self.head = nn.Linear(C, V)
+
+    def forward(self, idx, types):
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.ln_e(self.wte(idx) + self.wpe(pos) + self.wtt(types))
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x)
+
+
+class OPT(nn.Module):
+    """pre_ln: OPT-125m (final LN); else OPT-350m (post-LN, project_in / _out E <-> C)."""
+
+    def __init__(self, pre_ln, V=64, T=32, C=32, E=16, NH=2, L=2):
+        super().__init__()
+        self.pre_ln = pre_ln
+        self.wte = nn.Embedding(V, C if pre_ln else E)
+        self.wpe = nn.Embedding(T + 2, C)  # OPT's positions start at offset 2
+        self.project_in = None if pre_ln else nn.Linear(E, C, bias=False)
+        self.project_out = None if pre_ln else nn.Linear(C, E, bias=False)
+        self.blocks = nn.ModuleList([PreLNBlock(C, NH) if pre_ln else
+                                     PostLNBlock(C, NH, nn.ReLU()) for _ in range(L)])
+        self.ln_f = nn.LayerNorm(C) if pre_ln else None
+
+    def forward(self, idx):
+        x = self.wte(idx)
+        if self.project_in is not None:
+            x = self.project_in(x)
+        x = x + self.wpe(torch.arange(idx.shape[1], device=idx.device) + 2)
+        for b in self.blocks:
+            x = b(x)
+        x = self.ln_f(x) if self.ln_f is not None else self.project_out(x)
+        return x @ self.wte.weight.t()  # the tied head
+
+
 idx = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(0))
+types = torch.randint(0, 2, (2, 16), generator=torch.Generator().manual_seed(1))
 phi = perturb(Phi(), 1)
 export(phi, (idx,), "phi", ["idx"], "idx:int64:2x16:64")
 export(phi, (idx,), "phi_dyn", ["idx"], "idx:int64:3x9:64", dynamic=True)
+bert = perturb(BERT(), 8)
+export(bert, (idx, types), "bert", ["idx", "types"], "idx:int64:2x16:64 types:int64:2x16:2")
+export(bert, (idx, types), "bert_dyn", ["idx", "types"], "idx:int64:3x9:64 types:int64:3x9:2",
+       dynamic=True)
+opt = perturb(OPT(pre_ln=True), 9)
+export(opt, (idx,), "opt125", ["idx"], "idx:int64:2x16:64")
+export(opt, (idx,), "opt125_dyn", ["idx"], "idx:int64:3x9:64", dynamic=True)
+# OPT-350m: post-LN, nothing folds (0/4), the fold is the model as it was
+export(perturb(OPT(pre_ln=False), 10), (idx,), "opt350", ["idx"], "idx:int64:2x16:64")
 export(perturb(nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 8)), 2), (torch.randn(2, 5, 16),),
        "ln_only", ["x"], "x:float:2x5x16")
 

@@ -193,6 +193,7 @@ static void centre_floats(Onnx__TensorProto *t, float *x, int axis) {
     }
 }
 
+static int64_t attr_int64(const Onnx__NodeProto *n, const char *name, int64_t dflt);
 static Onnx__TensorProto *add_initializer_floats(Onnx__GraphProto *g, char *name,
                                                  const Onnx__TensorProto *like, const float *x,
                                                  size_t count);
@@ -231,6 +232,11 @@ static int centre_static(Fold *f, const char *layer, const char *name, int axis,
         for (size_t i = 0; p != NULL && i < sizeof(keep_last) / sizeof(keep_last[0]); i++) {
             ok |= strcmp(p->op_type, keep_last[i]) == 0;
         }
+        // rows of a table (positions at Range(T)): centring every row centres any selection
+        const Onnx__TensorProto *table =
+            p != NULL && p->n_input >= 2 ? find_initializer(g, p->input[0]) : NULL;
+        ok |= p != NULL && strcmp(p->op_type, "Gather") == 0 && attr_int64(p, "axis", 0) == 0 &&
+              table != NULL && table->n_dims == 2;
         if (!ok || p->n_input < 1 || count_uses(g, name) != 1) {
             return fold_fail(f,
                              "%s: its tensor %s is computed by %s, not an initializer the fold "

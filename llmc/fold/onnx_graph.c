@@ -1838,6 +1838,36 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
         }
         out->has_scalar = keep.has_scalar;
         out->scalar = keep.scalar;
+    } else if (strcmp(op, "Range") == 0) {
+        // 1-D; its length is known when start, limit and delta are
+        const Value *st = &c->values[x];
+        int li = in_value(c, n, 1), de = in_value(c, n, 2);
+        out->shape.rank = 1;
+        out->shape.d[0] = -1;
+        if (li >= 0 && de >= 0 && st->nints == 1 && c->values[li].nints == 1 &&
+            c->values[de].nints == 1 && st->ints[0] != UNKNOWN_INT &&
+            c->values[li].ints[0] != UNKNOWN_INT && c->values[de].ints[0] > 0 &&
+            c->values[li].ints[0] - st->ints[0] <= LIMIT && st->ints[0] >= -LIMIT) {
+            int64_t d = c->values[de].ints[0], len = c->values[li].ints[0] - st->ints[0];
+            out->shape.d[0] = len > 0 ? (len + d - 1) / d : 0;
+        }
+    } else if (strcmp(op, "Gather") == 0 && !(xv->nints >= 0 && xv->shape.rank == 1)) {
+        // rows of a table (a position embedding at positions Range(T)): the shape
+        int idx = in_value(c, n, 1);
+        int axis = norm_axis(attr_int(n, "axis", 0), xv->shape.rank);
+        const Shape *is = idx >= 0 ? &c->values[idx].shape : NULL;
+        if (axis >= 0 && is != NULL && is->rank >= 0 && xv->shape.rank - 1 + is->rank <= MAX_RANK) {
+            out->shape.rank = 0;
+            for (int i = 0; i < axis; i++) {
+                out->shape.d[out->shape.rank++] = xv->shape.d[i];
+            }
+            for (int i = 0; i < is->rank; i++) {
+                out->shape.d[out->shape.rank++] = is->d[i];
+            }
+            for (int i = axis + 1; i < xv->shape.rank; i++) {
+                out->shape.d[out->shape.rank++] = xv->shape.d[i];
+            }
+        }
     } else if (strcmp(op, "Gather") == 0) {
         int idx = in_value(c, n, 1);
         if (idx >= 0 && xv->nints >= 0 && xv->shape.rank == 1 && attr_int(n, "axis", 0) == 0 &&
@@ -1929,6 +1959,8 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
     } else if (strcmp(op, "Sqrt") == 0 || strcmp(op, "Neg") == 0 || strcmp(op, "Trilu") == 0 ||
                strcmp(op, "Not") == 0) {
         out->shape = xv->shape;
+    } else {
+        out->shape = generic_shape(c, n); // elementwise: the broadcast shape (Range(T) + 2)
     }
 }
 

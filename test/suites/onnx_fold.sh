@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bin/fold on ONNX models (issue 34): real module definitions exported by
-# torch.onnx.export (test/onnx_fold_models.py: a Phi-shaped model with fixed
-# and symbolic batch / sequence axes, an LN on the network input, and
-# torchvision's VisionTransformer, SwinTransformer and ConvNeXt classes) are
+# torch.onnx.export (test/onnx_fold_models.py: Phi-, BERT-, OPT-125m-shaped
+# models with fixed and symbolic batch / sequence axes, OPT-350m-shaped, an LN
+# on the network input, ConvNeXt's LayerNorm2d written out, and torchvision's
+# VisionTransformer, SwinTransformer and ConvNeXt classes) are
 # folded and run, original and fold, in ONNX Runtime on the same inputs
 # (test/onnx_fold_ort.js); foldcheck's verdicts on the full torchvision
 # swin_t and convnext_tiny count every norm in the file; inexact folds and bad
@@ -73,6 +74,13 @@ import sys, onnx
 a, b = onnx.load(sys.argv[1]), onnx.load(sys.argv[2])
 sys.exit(0 if a == b else 1)" "$work/ln_only.onnx" "$work/ln_only_f.onnx" &&
     ok "ln_only (0/1 foldable): the folded file is the input model" || bad "ln_only: the fold changed the model"
+
+# symbolic batch and sequence axes: the same verdicts as the fixed-shape exports
+for name in phi bert opt125; do
+    a=$(bin/foldcheck "$work/$name.onnx" 2> /dev/null | tail -1)
+    b=$(bin/foldcheck "$work/${name}_dyn.onnx" 2> /dev/null | tail -1)
+    [ "$a" = "$b" ] && ok "${name}_dyn (symbolic B, T) == $name: $b" || bad "${name}_dyn: '$b' vs $name '$a'"
+done
 
 # a decomposed norm the reader cannot follow is still counted, as not analysed
 got=$(bin/foldcheck "$work/ln2d_gf.onnx" 2> "$work/ln2d_gf.err" | tail -1)
