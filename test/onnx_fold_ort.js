@@ -5,6 +5,7 @@
 //   node test/onnx_fold_ort.js A.onnx B.onnx SEED NAME:float:DIMS | NAME:int64:DIMS:V ...
 // DIMS is like 2x3x64x64; float inputs are uniform in [-1, 1), int64 inputs
 // uniform below V (a seeded 32-bit LCG). Prints "output NAME: rel_diff X (max |a| Y)".
+// With OPTIMIZED_OUT=FILE in the environment, B's optimized graph goes to FILE.
 'use strict';
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'data', 'npm_ort', 'node_modules', 'onnxruntime-node'));
@@ -37,7 +38,9 @@ async function main() {
     }
     const opts = {executionProviders: ['cpu'], logSeverityLevel: 3};
     const ra = await (await ort.InferenceSession.create(a, opts)).run(feeds);
-    const rb = await (await ort.InferenceSession.create(b, opts)).run(feeds);
+    // OPTIMIZED_OUT=FILE: B's graph after ORT's optimizations (which kernels it fused)
+    const optsB = process.env.OPTIMIZED_OUT ? {...opts, optimizedModelFilePath: process.env.OPTIMIZED_OUT} : opts;
+    const rb = await (await ort.InferenceSession.create(b, optsB)).run(feeds);
     for (const name of Object.keys(ra)) {
         const x = ra[name].data, y = rb[name] ? rb[name].data : null;
         if (y === null || x.length !== y.length) {

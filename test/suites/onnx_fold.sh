@@ -56,6 +56,16 @@ d=$(sed -n 's/^output out: rel_diff \([^ ]*\) .*/\1/p' "$work/phi_23.ort")
 awk -v d="$d" -v t=$tol 'BEGIN { exit !(d != "" && d + 0 == d && d <= t) }' &&
     ok "phi --opset 23 (RMSNormalization): ORT rel diff $d" || bad "phi --opset 23: '$d' $(cat "$work/phi_23.ort")"
 
+# ONNX Runtime fuses every RMS norm the fold wrote (OPT-125m: 5 of 5, no LayerNormalization left)
+OPTIMIZED_OUT="$work/opt125_f.opt.onnx" node test/onnx_fold_ort.js "$work/opt125.onnx" "$work/opt125_f.onnx" 11 \
+    idx:int64:2x16:64 > /dev/null 2>&1
+fused=$($PY -c "
+import sys, onnx
+ops = [n.op_type for n in onnx.load(sys.argv[1]).graph.node]
+print(ops.count('SimplifiedLayerNormalization'), ops.count('LayerNormalization'))" "$work/opt125_f.opt.onnx" 2>&1)
+[ "$fused" = "5 0" ] && ok "opt125 fold in ORT: 5 SimplifiedLayerNormalization, 0 LayerNormalization" ||
+    bad "opt125 fold in ORT: SimplifiedLayerNormalization, LayerNormalization = '$fused', expected '5 0'"
+
 # negative control: the same rewrite without the centring must be caught
 for pair in phi:idx:int64:2x16:64 tv_vit:image:float:1x3x32x32; do
     name=${pair%%:*}
