@@ -95,8 +95,8 @@ static void fold_onnx(const char *in_path, const char *out_path, const OnnxFoldO
     Bytes b = {out, out_len};
     write_file_atomic(out_path, write_bytes, &b);
     free(out);
-    printf("fold: %s -> %s: %d/%d norms foldable, %d LayerNormalization -> %s, %d left as "
-           "primitive ops, %d layers centred%s (%.2f s)\n",
+    printf("fold: %s -> %s: %d/%d norms foldable, %d LayerNormalization -> %s, %d foldable left as "
+           "they are (exact on their zero-mean input), %d layers centred%s (%.2f s)\n",
            in_path, out_path, r.num_foldable, r.num_norms, r.replaced,
            opt->rms_opset >= 23 ? "RMSNormalization" : "RMS norm (Pow ReduceMean Add Sqrt Div Mul)",
            r.kept_decomposed, r.centred_layers, opt->no_centre ? " (NOT centred: --no-centre)" : "",

@@ -17,8 +17,9 @@ typedef struct {
     int num_norms; // norms in the file (the analysis' denominator)
     int num_foldable;
     int replaced;        // LayerNormalization ops replaced by an RMS norm
-    int kept_decomposed; // foldable norms written as primitive ops: left as they are
-                         // (on a zero-mean input they already compute the RMS norm)
+    int kept_decomposed; // foldable norms left as they are (written as primitive ops, or a
+                         // LayerNormalization with a positive axis or read statistics): on a
+                         // zero-mean input they compute the RMS norm already
     int centred_layers;  // linear / conv / embedding layers and params centred
 } OnnxFoldReport;
 
