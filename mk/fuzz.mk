@@ -25,7 +25,7 @@ FUZZ_OBJS += $(FUZZ_BUILD)/onnx/onnx.pb-c.o
 $(FUZZ_BUILD)/onnx/onnx.pb-c.o: $(BUILD)/onnx/onnx.pb-c.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
-$(FUZZ_BUILD)/llmc/fold/onnx_graph.o: $(BUILD)/onnx/onnx.pb-c.h
+$(FUZZ_BUILD)/llmc/fold/onnx_graph.o $(FUZZ_BUILD)/llmc/fold/onnx_fold.o: $(BUILD)/onnx/onnx.pb-c.h
 
 $(FUZZ_BUILD)/llmc/%.o: llmc/%.c $(LLMC_HEADERS)
 	@mkdir -p $(dir $@)

@@ -15,7 +15,7 @@ $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h &: $(ONNX_PROTO)
 	cd $(ONNX_GEN) && protoc-c --c_out=. onnx.proto
 $(ONNX_GEN)/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c $(BUILD)/config.stamp
 	$(CC) $(CFLAGS) -c $< -o $@
-$(BUILD)/llmc/fold/onnx_graph.o $(BUILD)/llmc/interop/onnx_export.o: $(ONNX_GEN)/onnx.pb-c.h
+$(BUILD)/llmc/fold/onnx_graph.o $(BUILD)/llmc/fold/onnx_fold.o $(BUILD)/llmc/interop/onnx_export.o: $(ONNX_GEN)/onnx.pb-c.h
 
 # the ONNX export tool
 CPU_PROGRAMS += onnx_export

@@ -70,6 +70,11 @@ static char *onnx_file_graph(const char *path) {
     fprintf(stderr, "onnx %s: %d nodes; %d opaque (not modelled, treated as not zero-mean)%s%s\n",
             path, report.onnx_nodes, report.opaque_nodes, report.opaque_nodes ? ": " : "",
             report.opaque_ops);
+    if (report.unplaced_norms > 0) {
+        fprintf(stderr, "onnx %s: %d norm%s not analysed (the reader lost the feature axis "
+                "before them; counted, and NOT foldable)\n", path, report.unplaced_norms,
+                report.unplaced_norms == 1 ? "" : "s");
+    }
     return text;
 }
 

@@ -318,7 +318,16 @@ static const char *blame_reason(const GraphNode *n) {
         return n->heads == 1 ? "attention reading a fused qkv (v's slice alone is not centred)"
                              : "multi-head attention (each head's slice of v would need its own centring)";
     case OP_MUL: return "elementwise product";
-    case OP_OPAQUE: return n->what[0] ? n->what : "an op the analysis does not model";
+    case OP_OPAQUE:
+        // what= words the ONNX reader writes (docs/graph-format.md, "ONNX input")
+        if (strcmp(n->what, "grouped-Conv") == 0) {
+            return "a grouped or depthwise Conv: each output channel reads only its group's "
+                   "channels, so it is not a general linear layer that CBWC can centre";
+        }
+        if (strcmp(n->what, "not-analysed") == 0) {
+            return "not analysed: the ONNX reader lost the norm's feature axis here";
+        }
+        return n->what[0] ? n->what : "an op the analysis does not model";
     default: return "nonlinearity";
     }
 }

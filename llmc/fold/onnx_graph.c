@@ -81,6 +81,7 @@ typedef struct {
     double value;
     char weight[GRAPH_MAX_NAME];
     char what[GRAPH_MAX_NAME];
+    OnnxOrigin origin; // what a fold rewrites (onnx_graph.h)
 } ONode;
 
 typedef struct {
@@ -97,6 +98,7 @@ typedef struct {
     int *name_slots; // node names in use
     size_t name_mask;
     int opset;
+    int cur_node; // index of the ONNX node being mapped (-1 outside the node loop)
     OnnxImportReport *report;
     // opaque op types and their counts, for the report
     char opaque_types[32][GRAPH_MAX_NAME];
@@ -235,6 +237,8 @@ static int node_new(Ctx *c, GraphOp op, const char *base) {
     n->op = op;
     n->affine = 1;
     n->value = 1.0;
+    n->origin.onnx_node = c->cur_node;
+    n->origin.weight_value = n->origin.bias_value = -1;
     char clean[GRAPH_MAX_NAME];
     sanitize(base, clean);
     snprintf(n->name, sizeof(n->name), "%s", clean);
@@ -577,9 +581,23 @@ static int as_node(Ctx *c, int v, const char *reader_type) {
         int64_t w = val->shape.rank > 0 ? val->shape.d[val->shape.rank - 1] : 1;
         val->cached = node_new(c, OP_PARAM, val->name);
         c->nodes[val->cached].dim = clamp_width(w);
+        c->nodes[val->cached].origin.weight_value = v;
+        c->nodes[val->cached].origin.weight_axis = val->shape.rank - 1;
     } else if (val->kind == V_CENTRED) {
         val->cached = unary_node(c, OP_CENTRE, val->name, val->node);
     } else {
+        if ((val->kind == V_STD || val->kind == V_INVSTD) && val->centred && val->uses == 1 &&
+            val->node >= 0) {
+            // the deviation of a decomposed LN, read by an op that does not
+            // finish the pattern (gamma applied before the division, say):
+            // still a norm in the count, not analysed
+            char base[2 * GRAPH_MAX_NAME];
+            snprintf(base, sizeof(base), "%s:axis-lost", c->nodes[val->node].name);
+            int up = val->node;
+            int lost = opaque_node(c, base, "not-analysed", &up, 1, c->nodes[up].dim);
+            unary_node(c, OP_LAYERNORM, val->name, lost);
+            c->report->unplaced_norms++;
+        }
         // a per-token statistic of x read by something else: not modelled
         int in = val->node;
         val->cached = opaque_node(c, val->name, reader_type, &in, in >= 0, 1);
@@ -671,6 +689,13 @@ static Shape generic_shape(const Ctx *c, const Onnx__NodeProto *n) {
     return out;
 }
 
+static int in_value(const Ctx *c, const Onnx__NodeProto *n, size_t i) {
+    if (i >= n->n_input || n->input[i][0] == '\0') {
+        return -1;
+    }
+    return value_find(c, n->input[i]);
+}
+
 // Every output of ONNX node n becomes one opaque node reading its non-static inputs.
 static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, const Shape *shape0) {
     int *ins = malloc_check((n->n_input + 1) * sizeof(int), "onnx opaque inputs");
@@ -689,12 +714,25 @@ static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, c
     if (s.rank > 0) {
         dim = clamp_width(s.d[s.rank - 1]);
     }
+    // an output of an input's very shape (an elementwise op: ConvNeXt's
+    // per-channel layer scale on NCHW) keeps that input's feature axis;
+    // otherwise the last axis is taken as the feature axis
+    int axis0 = s.rank > 0 ? s.rank - 1 : -1;
+    for (size_t i = 0; i < n->n_input; i++) {
+        int v = in_value(c, n, i);
+        if (v >= 0 && c->values[v].kind == V_ACT && c->values[v].axis >= 0 &&
+            shape_equal(&c->values[v].shape, &s)) {
+            axis0 = c->values[v].axis;
+            dim = clamp_width(s.d[axis0]);
+            break;
+        }
+    }
     const char *base = n->name[0] ? n->name : n->output[0];
     int node = opaque_node(c, base, op_type, ins, nin, dim);
     free(ins);
     for (size_t o = 0; o < n->n_output; o++) {
         if (n->output[o][0] != '\0') {
-            set_act(c, n->output[o], node, o == 0 && s.rank > 0 ? s.rank - 1 : -1,
+            set_act(c, n->output[o], node, o == 0 ? axis0 : -1,
                     o == 0 ? s : (Shape){.rank = -1});
         }
     }
@@ -705,13 +743,6 @@ static void make_opaque(Ctx *c, const Onnx__NodeProto *n, const char *op_type, c
 
 static const char *node_base(const Onnx__NodeProto *n) {
     return n->name[0] ? n->name : n->output[0];
-}
-
-static int in_value(const Ctx *c, const Onnx__NodeProto *n, size_t i) {
-    if (i >= n->n_input || n->input[i][0] == '\0') {
-        return -1;
-    }
-    return value_find(c, n->input[i]);
 }
 
 // A static tensor that varies at most along x's feature axis (a gain or a bias).
@@ -748,6 +779,8 @@ static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negat
     if (!negate_x && xv->uses == 1 && per_feature(c, s, x)) {
         if (xv->linear_step == 1) { // MatMul + Add(bias): one linear layer with a bias
             c->nodes[xn].has_bias = 1;
+            c->nodes[xn].origin.bias_value = s;
+            c->nodes[xn].origin.bias_axis = f - (xv->shape.rank - c->values[s].shape.rank);
             set_act(c, n->output[0], xn, xv->axis, xv->shape);
             return;
         }
@@ -762,6 +795,8 @@ static void add_static(Ctx *c, const Onnx__NodeProto *n, int x, int s, int negat
     }
     int p = node_new(c, OP_PARAM, c->values[s].name);
     c->nodes[p].dim = act_width(c, xn);
+    c->nodes[p].origin.weight_value = s;
+    c->nodes[p].origin.weight_axis = f - (out.rank - c->values[s].shape.rank);
     int a = node_new(c, OP_ADD, node_base(n));
     c->nodes[a].in[0] = xn;
     c->nodes[a].in[1] = p;
@@ -1036,6 +1071,8 @@ static void op_matmul(Ctx *c, const Onnx__NodeProto *n) {
         ln->nin = 1;
         ln->dim = clamp_width(bv->shape.d[1]);
         ln->has_bias = 0;
+        ln->origin.weight_value = b;
+        ln->origin.weight_axis = 1;
         sanitize(bv->name, ln->weight);
         set_act(c, n->output[0], node, out.rank - 1, out);
         c->values[value_find(c, n->output[0])].linear_step = 1;
@@ -1053,12 +1090,17 @@ static void op_gemm(Ctx *c, const Onnx__NodeProto *n) {
         (bias < 0 || c->values[bias].kind == V_STATIC)) {
         int64_t outw = bv->shape.d[trans_b ? 0 : 1];
         Shape out = {.rank = 2, .d = {av->shape.d[0], outw}};
+        int in = as_node(c, a, n->op_type); // (may grow c->nodes: before taking ln)
         int node = node_new(c, OP_LINEAR, node_base(n));
         ONode *ln = &c->nodes[node];
-        ln->in[0] = as_node(c, a, n->op_type);
+        ln->in[0] = in;
         ln->nin = 1;
         ln->dim = clamp_width(outw);
         ln->has_bias = bias >= 0;
+        ln->origin.weight_value = b;
+        ln->origin.weight_axis = trans_b ? 0 : 1;
+        ln->origin.bias_value = bias;
+        ln->origin.bias_axis = c->values[bias >= 0 ? bias : b].shape.rank - 1;
         sanitize(bv->name, ln->weight);
         set_act(c, n->output[0], node, 1, out);
         return;
@@ -1071,8 +1113,9 @@ static void op_conv(Ctx *c, const Onnx__NodeProto *n) {
     Value *xv = &c->values[x], *wv = &c->values[w];
     int rank = xv->shape.rank;
     // like MatMul, a Conv's output channels are a general linear map of any input
-    if (xv->kind != V_STATIC && wv->kind == V_STATIC && wv->shape.rank == rank &&
-        rank >= 3 && attr_int(n, "group", 1) == 1 && (bias < 0 || c->values[bias].kind == V_STATIC)) {
+    const int64_t group = attr_int(n, "group", 1);
+    if (xv->kind == V_ACT && wv->kind == V_STATIC && wv->shape.rank == rank &&
+        rank >= 3 && group >= 1 && (bias < 0 || c->values[bias].kind == V_STATIC)) {
         // output spatial sizes: floor((in + pads - dilation (k - 1) - 1) / stride) + 1
         int64_t strides[MAX_INTS], pads[MAX_INTS], dil[MAX_INTS];
         int ns = int_list(c, n, "strides", -1, strides), np = int_list(c, n, "pads", -1, pads);
@@ -1091,12 +1134,27 @@ static void op_conv(Ctx *c, const Onnx__NodeProto *n) {
                                ? -1
                                : (in + p - d * (k - 1) - 1) / s + 1;
         }
+        if (group != 1) {
+            // each output channel reads its group's input channels only: not a
+            // general linear map of the feature vector, so CBWC cannot centre it
+            // (a channel-wise op: the feature axis stays axis 1)
+            int in = as_node(c, x, n->op_type);
+            int node = opaque_node(c, node_base(n), "grouped-Conv", &in, 1,
+                                   clamp_width(wv->shape.d[0]));
+            set_act(c, n->output[0], node, 1, out);
+            return;
+        }
+        int in = as_node(c, x, n->op_type); // (may grow c->nodes: before taking cn)
         int node = node_new(c, OP_CONV, node_base(n));
         ONode *cn = &c->nodes[node];
-        cn->in[0] = as_node(c, x, n->op_type);
+        cn->in[0] = in;
         cn->nin = 1;
         cn->dim = clamp_width(wv->shape.d[0]);
         cn->has_bias = bias >= 0;
+        cn->origin.weight_value = w;
+        cn->origin.weight_axis = 0;
+        cn->origin.bias_value = bias;
+        cn->origin.bias_axis = 0;
         sanitize(wv->name, cn->weight);
         set_act(c, n->output[0], node, 1, out);
         return;
@@ -1122,12 +1180,15 @@ static void op_gather(Ctx *c, const Onnx__NodeProto *n) {
         }
     }
     if (dv->kind == V_STATIC && iv->kind != V_STATIC && dv->shape.rank == 2 && axis == 0) {
+        int in = as_node(c, idx, n->op_type); // (may grow c->nodes: before taking en)
         int node = node_new(c, OP_EMBEDDING, node_base(n));
         ONode *en = &c->nodes[node];
-        en->in[0] = as_node(c, idx, n->op_type);
+        en->in[0] = in;
         en->nin = 1;
         en->dim = clamp_width(dv->shape.d[1]);
         en->vocab = clamp_width(dv->shape.d[0]);
+        en->origin.weight_value = d;
+        en->origin.weight_axis = 1;
         sanitize(dv->name, en->weight);
         set_act(c, n->output[0], node, out.rank - 1, out);
         return;
@@ -1361,6 +1422,61 @@ static void op_slice(Ctx *c, const Onnx__NodeProto *n) {
     make_opaque(c, n, "Slice", &out);
 }
 
+// Pad of non-feature axes only: a token move that inserts tokens (zeros, or
+// copies of edge tokens), each zero-mean when the input is and shifted by
+// its source's shift or not at all (Swin's window padding).
+static void op_pad(Ctx *c, const Onnx__NodeProto *n) {
+    int x = in_value(c, n, 0), cv = in_value(c, n, 2);
+    Value *xv = &c->values[x];
+    const int rank = xv->shape.rank;
+    int64_t pads[MAX_INTS], axes[MAX_INTS];
+    int np = int_list(c, n, "pads", c->opset >= 11 ? 1 : -1, pads);
+    int na = c->opset >= 18 ? int_list(c, n, "axes", 3, axes) : -2;
+    const Onnx__AttributeProto *mode = attr(n, "mode");
+    int constant = mode == NULL || !mode->has_s ||
+                   (mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0);
+    int zero_fill = cv < 0 || (c->values[cv].has_scalar && c->values[cv].scalar == 0.0);
+    if (na == -2 && rank >= 0) {
+        na = rank;
+        for (int i = 0; i < rank; i++) {
+            axes[i] = i;
+        }
+    }
+    Shape out = xv->shape;
+    int ok = xv->kind == V_ACT && xv->axis >= 0 && rank >= 0 && na >= 0 && np == 2 * na &&
+             (!constant || zero_fill);
+    for (int i = 0; ok && i < na; i++) {
+        int a = norm_axis(axes[i], rank);
+        int64_t add = pads[i] + pads[i + na];
+        ok = a >= 0 && pads[i] >= -LIMIT && pads[i] <= LIMIT && pads[i + na] >= -LIMIT &&
+             pads[i + na] <= LIMIT && (a != xv->axis || (pads[i] == 0 && pads[i + na] == 0));
+        if (ok && out.d[a] >= 0) {
+            out.d[a] = out.d[a] + add >= 0 ? out.d[a] + add : -1;
+        }
+    }
+    if (ok) {
+        set_act(c, n->output[0], as_node(c, x, n->op_type), xv->axis, out);
+        return;
+    }
+    make_opaque(c, n, "Pad", NULL);
+}
+
+// GlobalAveragePool of NC...: the mean over the tokens (the spatial axes).
+static void op_global_avgpool(Ctx *c, const Onnx__NodeProto *n) {
+    int x = in_value(c, n, 0);
+    Value *xv = &c->values[x];
+    if (xv->kind == V_ACT && xv->axis == 1 && xv->shape.rank >= 3) {
+        Shape out = xv->shape;
+        for (int i = 2; i < out.rank; i++) {
+            out.d[i] = 1;
+        }
+        int node = unary_node(c, OP_AVGPOOL, node_base(n), as_node(c, x, n->op_type));
+        set_act(c, n->output[0], node, 1, out);
+        return;
+    }
+    make_opaque(c, n, n->op_type, NULL);
+}
+
 static void op_concat(Ctx *c, const Onnx__NodeProto *n) {
     int first_act = -1;
     for (size_t i = 0; i < n->n_input; i++) {
@@ -1440,21 +1556,32 @@ static void op_norm_node(Ctx *c, const Onnx__NodeProto *n, GraphOp op) {
     int x = in_value(c, n, 0);
     Value *xv = &c->values[x];
     int axis = norm_axis(attr_int(n, "axis", -1), xv->shape.rank);
+    // a norm the reader cannot place (its input's feature axis lost upstream,
+    // or not the axis normalised) still counts: it reads a "not-analysed"
+    // opaque node, so it is never foldable and the report names where
+    int in;
     if (xv->kind == V_ACT && axis >= 0 && axis == xv->shape.rank - 1 && axis == xv->axis) {
-        int node = unary_node(c, op, node_base(n), as_node(c, x, n->op_type));
-        c->nodes[node].affine = 1;
-        set_act(c, n->output[0], node, axis, xv->shape);
-        for (size_t o = 1; o < n->n_output; o++) { // mean, inverse std: statistics
-            if (n->output[o][0] != '\0') {
-                Value *sv = &c->values[value_find(c, n->output[o])];
-                sv->kind = V_REDUCED;
-                sv->node = c->nodes[node].in[0];
-                sv->axis = axis;
-            }
-        }
-        return;
+        in = as_node(c, x, n->op_type);
+    } else {
+        int up = xv->kind == V_STATIC || xv->kind == V_UNDEF ? -1 : as_node(c, x, n->op_type);
+        char base[2 * GRAPH_MAX_NAME];
+        snprintf(base, sizeof(base), "%s:axis-lost", up >= 0 ? c->nodes[up].name : xv->name);
+        int64_t w = axis >= 0 && axis == xv->shape.rank - 1 ? xv->shape.d[axis] : -1;
+        in = opaque_node(c, base, "not-analysed", &up, up >= 0, clamp_width(w));
+        c->report->unplaced_norms++;
     }
-    make_opaque(c, n, n->op_type, &xv->shape);
+    int node = unary_node(c, op, node_base(n), in);
+    c->nodes[node].affine = 1;
+    c->nodes[node].origin.norm_op = 1;
+    set_act(c, n->output[0], node, axis, xv->shape);
+    for (size_t o = 1; o < n->n_output; o++) { // mean, inverse std: statistics
+        if (n->output[o][0] != '\0') {
+            Value *sv = &c->values[value_find(c, n->output[o])];
+            sv->kind = V_REDUCED;
+            sv->node = in;
+            sv->axis = axis;
+        }
+    }
 }
 
 static void op_softmax(Ctx *c, const Onnx__NodeProto *n) {
@@ -1524,9 +1651,10 @@ static void op_expand(Ctx *c, const Onnx__NodeProto *n) {
 // Elementwise int arithmetic of shape computations (Add, Sub, Mul, Div,
 // Equal, Where, Max, Min on 0-D/1-D int tensors, scalars broadcast); 1 when done.
 static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
-    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Equal", "Max", "Min", "Where"};
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Equal", "Max", "Min", "Where",
+                                      "Mod"};
     int which = -1;
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         which = strcmp(n->op_type, ops[i]) == 0 ? i : which;
     }
     size_t nin = which == 7 ? 3 : 2;
@@ -1574,6 +1702,15 @@ static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
         case 4: r = a == b; break;
         case 5: r = a > b ? a : b; break;
         case 6: r = a < b ? a : b; break;
+        case 8:
+            if (b == 0) {
+                return 0;
+            }
+            r = a % b;
+            if (attr_int(n, "fmod", 0) == 0 && r != 0 && (r < 0) != (b < 0)) {
+                r += b; // integer Mod takes the divisor's sign (Python's %)
+            }
+            break;
         default: r = a ? x[1] : x[2]; break;
         }
         out->ints[i] = r;
@@ -1586,6 +1723,93 @@ static int int_binary(const Ctx *c, const Onnx__NodeProto *n, Value *out) {
     out->shape.rank = rank;
     out->shape.d[0] = len;
     return 1;
+}
+
+// Transpose and Slice of a small static int tensor of known shape (the pads of
+// a PyTorch F.pad export: reshape to [-1, 2], reverse, transpose, flatten):
+// the result's shape and values; out stays unknown when anything is not known.
+static void static_int_moves(const Ctx *c, const Onnx__NodeProto *n, const Value *xv, Value *out) {
+    const int rank = xv->shape.rank;
+    if (rank < 1 || rank > MAX_RANK || shape_numel(&xv->shape) != xv->nints) {
+        return;
+    }
+    int64_t start[MAX_RANK], step[MAX_RANK], perm[MAX_INTS];
+    Shape os = xv->shape;
+    for (int i = 0; i < rank; i++) {
+        start[i] = 0;
+        step[i] = 1;
+        perm[i] = i;
+    }
+    if (strcmp(n->op_type, "Transpose") == 0) {
+        int k = int_list(c, n, "perm", -1, perm);
+        if (k == -2) {
+            for (int i = 0; i < rank; i++) {
+                perm[i] = rank - 1 - i;
+            }
+        } else if (k != rank) {
+            return;
+        }
+        for (int i = 0; i < rank; i++) {
+            if (perm[i] < 0 || perm[i] >= rank) {
+                return;
+            }
+            os.d[i] = xv->shape.d[perm[i]];
+        }
+    } else {
+        int64_t st[MAX_INTS], en[MAX_INTS], ax[MAX_INTS], sp[MAX_INTS];
+        int ns = int_list(c, n, "starts", c->opset < 10 ? -1 : 1, st);
+        int ne = int_list(c, n, "ends", c->opset < 10 ? -1 : 2, en);
+        int na = int_list(c, n, "axes", c->opset < 10 ? -1 : 3, ax);
+        int nsp = c->opset < 10 ? -2 : int_list(c, n, "steps", 4, sp);
+        if (ns < 0 || ns != ne || (na != -2 && na != ns) || (nsp != -2 && nsp != ns)) {
+            return;
+        }
+        for (int i = 0; i < ns; i++) {
+            int a = norm_axis(na == -2 ? i : ax[i], rank);
+            int64_t dim = a >= 0 ? xv->shape.d[a] : -1, stp = nsp == -2 ? 1 : sp[i];
+            if (a < 0 || stp == 0 || stp < -LIMIT || stp > LIMIT) {
+                return;
+            }
+            int64_t b = st[i] < 0 ? st[i] + dim : st[i], e = en[i] < 0 ? en[i] + dim : en[i];
+            if (stp > 0) {
+                b = b < 0 ? 0 : (b > dim ? dim : b);
+                e = e < 0 ? 0 : (e > dim ? dim : e);
+                os.d[a] = e > b ? (e - b - 1) / stp + 1 : 0;
+            } else {
+                b = b < 0 ? -1 : (b > dim - 1 ? dim - 1 : b);
+                e = e < -1 ? -1 : (e > dim - 1 ? dim - 1 : e);
+                os.d[a] = b > e ? (b - e - 1) / (-stp) + 1 : 0;
+            }
+            start[a] = b;
+            step[a] = stp;
+        }
+    }
+    // walk the output in row-major order; idx[i] is the output index on axis i
+    int64_t total = shape_numel(&os), idx[MAX_RANK] = {0};
+    if (total < 0 || total > MAX_INTS) {
+        return;
+    }
+    for (int64_t o = 0; o < total; o++) {
+        int64_t src = 0;
+        for (int a = 0; a < rank; a++) { // source offset, axis by axis of the input
+            int64_t i_in = 0;
+            for (int j = 0; j < rank; j++) {
+                if (perm[j] == a) {
+                    i_in = start[a] + idx[j] * step[a];
+                }
+            }
+            src = src * xv->shape.d[a] + i_in;
+        }
+        if (src < 0 || src >= xv->nints) {
+            return;
+        }
+        out->ints[o] = xv->ints[src];
+        for (int j = rank - 1; j >= 0 && ++idx[j] == os.d[j]; j--) {
+            idx[j] = 0;
+        }
+    }
+    out->shape = os;
+    out->nints = (int)total;
 }
 
 // Static result of an op on static inputs: the shape where it is easy, and
@@ -1614,6 +1838,36 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
         }
         out->has_scalar = keep.has_scalar;
         out->scalar = keep.scalar;
+    } else if (strcmp(op, "Range") == 0) {
+        // 1-D; its length is known when start, limit and delta are
+        const Value *st = &c->values[x];
+        int li = in_value(c, n, 1), de = in_value(c, n, 2);
+        out->shape.rank = 1;
+        out->shape.d[0] = -1;
+        if (li >= 0 && de >= 0 && st->nints == 1 && c->values[li].nints == 1 &&
+            c->values[de].nints == 1 && st->ints[0] != UNKNOWN_INT &&
+            c->values[li].ints[0] != UNKNOWN_INT && c->values[de].ints[0] > 0 &&
+            c->values[li].ints[0] - st->ints[0] <= LIMIT && st->ints[0] >= -LIMIT) {
+            int64_t d = c->values[de].ints[0], len = c->values[li].ints[0] - st->ints[0];
+            out->shape.d[0] = len > 0 ? (len + d - 1) / d : 0;
+        }
+    } else if (strcmp(op, "Gather") == 0 && !(xv->nints >= 0 && xv->shape.rank == 1)) {
+        // rows of a table (a position embedding at positions Range(T)): the shape
+        int idx = in_value(c, n, 1);
+        int axis = norm_axis(attr_int(n, "axis", 0), xv->shape.rank);
+        const Shape *is = idx >= 0 ? &c->values[idx].shape : NULL;
+        if (axis >= 0 && is != NULL && is->rank >= 0 && xv->shape.rank - 1 + is->rank <= MAX_RANK) {
+            out->shape.rank = 0;
+            for (int i = 0; i < axis; i++) {
+                out->shape.d[out->shape.rank++] = xv->shape.d[i];
+            }
+            for (int i = 0; i < is->rank; i++) {
+                out->shape.d[out->shape.rank++] = is->d[i];
+            }
+            for (int i = axis + 1; i < xv->shape.rank; i++) {
+                out->shape.d[out->shape.rank++] = xv->shape.d[i];
+            }
+        }
     } else if (strcmp(op, "Gather") == 0) {
         int idx = in_value(c, n, 1);
         if (idx >= 0 && xv->nints >= 0 && xv->shape.rank == 1 && attr_int(n, "axis", 0) == 0 &&
@@ -1645,6 +1899,9 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
             out->nints += iv->nints;
         }
         out->shape.d[0] = out->nints;
+    } else if (strcmp(op, "Transpose") == 0 || (strcmp(op, "Slice") == 0 && xv->nints >= 0 &&
+                                                  xv->shape.rank != 1)) {
+        static_int_moves(c, n, xv, out);
     } else if (strcmp(op, "Slice") == 0 && !(xv->nints >= 0 && xv->shape.rank == 1)) {
         int64_t ax[MAX_INTS];
         int na = int_list(c, n, "axes", c->opset < 10 ? -1 : 3, ax);
@@ -1702,6 +1959,8 @@ static void static_result(Ctx *c, const Onnx__NodeProto *n) {
     } else if (strcmp(op, "Sqrt") == 0 || strcmp(op, "Neg") == 0 || strcmp(op, "Trilu") == 0 ||
                strcmp(op, "Not") == 0) {
         out->shape = xv->shape;
+    } else {
+        out->shape = generic_shape(c, n); // elementwise: the broadcast shape (Range(T) + 2)
     }
 }
 
@@ -1841,6 +2100,10 @@ static void map_node(Ctx *c, const Onnx__NodeProto *n) {
         op_slice(c, n);
     } else if (strcmp(op, "Concat") == 0) {
         op_concat(c, n);
+    } else if (strcmp(op, "GlobalAveragePool") == 0) {
+        op_global_avgpool(c, n);
+    } else if (strcmp(op, "Pad") == 0) {
+        op_pad(c, n);
     } else if (strcmp(op, "Expand") == 0) {
         op_expand(c, n);
     } else if (strcmp(op, "LayerNormalization") == 0) {
@@ -2082,18 +2345,28 @@ static char *emit_text(Ctx *c, const char *graph_name) {
 
 char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
                       OnnxImportReport *report, char *err, size_t err_len) {
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
+    if (m == NULL) {
+        memset(report, 0, sizeof(*report));
+        snprintf(err, err_len, "%s: not an ONNX model (the protobuf does not decode as a "
+                 "ModelProto)", source);
+        return NULL;
+    }
+    char *text = onnx_graph_import(m, source, report, NULL, NULL, err, err_len);
+    onnx__model_proto__free_unpacked(m, NULL);
+    return text;
+}
+
+char *onnx_graph_import(const Onnx__ModelProto *m, const char *source, OnnxImportReport *report,
+                        OnnxOrigin **origins, int *num_origins, char *err, size_t err_len) {
     Ctx c;
     memset(&c, 0, sizeof(c));
     c.source = source;
     c.err = err;
     c.err_len = err_len;
+    c.cur_node = -1;
     memset(report, 0, sizeof(*report));
     c.report = report;
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data);
-    if (m == NULL) {
-        fail(&c, "not an ONNX model (the protobuf does not decode as a ModelProto)");
-        return NULL;
-    }
     char *text = NULL;
     const Onnx__GraphProto *g = m->graph;
     if (g == NULL || g->n_node == 0) {
@@ -2128,11 +2401,13 @@ char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
         goto done;
     }
     for (size_t i = 0; i < g->n_node && !c.failed; i++) {
+        c.cur_node = (int)i;
         if (check_arity(&c, g->node[i]) == 0) {
             map_node(&c, g->node[i]);
             unmapped_outputs(&c, g->node[i]);
         }
     }
+    c.cur_node = -1;
     if (c.failed) {
         goto done;
     }
@@ -2159,8 +2434,17 @@ char *onnx_graph_text(const uint8_t *data, size_t len, const char *source,
         }
     }
     text = emit_text(&c, g->name != NULL ? g->name : "");
+    if (origins != NULL) {
+        *origins = malloc_check((size_t)c.num_nodes * sizeof(OnnxOrigin) + 1, "onnx origins");
+        for (int i = 0; i < c.num_nodes; i++) {
+            OnnxOrigin *o = &(*origins)[i];
+            *o = c.nodes[i].origin;
+            o->weight = o->weight_value >= 0 ? c.values[o->weight_value].name : NULL;
+            o->bias = o->bias_value >= 0 ? c.values[o->bias_value].name : NULL;
+        }
+        *num_origins = c.num_nodes;
+    }
 done:
-    onnx__model_proto__free_unpacked(m, NULL);
     free(c.values);
     free(c.slots);
     free(c.nodes);

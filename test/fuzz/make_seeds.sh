@@ -160,6 +160,7 @@ for p in sorted(glob.glob("docs/graphs/*.txt")):
 # ONNX: the exports of test/onnx_models.py (GPT-2 reference, GPT/BERT/ViT-like at opsets 14 and 17)
 for p in sorted(glob.glob(f"{tmp}/onnx/*.onnx")):
     put("onnx", os.path.basename(p), read(p))
+    put("onnx_fold", os.path.basename(p), read(p))  # the ONNX fold reads the same files
 PYEOF
 rm -rf "$tmp"
 echo "$stamp" > "$out/.complete"

@@ -76,6 +76,7 @@ how() {
     "bin/test_fold "*) echo "run -g 10" ;;
     "bin/foldcheck "*|"bin/fold "*|"bin/test_gpt2 "*) echo "run" ;;
     "bin/onnx_export "*) echo "run" ;;
+    "/usr/bin/python3 test/zoo_export.py "*) echo "run --image 32" ;;
     "dev/bench/onnx_bench.sh "*) echo "skip minutes: a benchmark (docs/performance.md)" ;;
     "/usr/bin/python3 dev/reference/gpt2.py "*) echo "run" ;;
     "scripts/study.sh "*" quick") echo "skip suite study_quick runs the quick studies" ;;
