@@ -102,6 +102,7 @@ typedef struct {
     int sharded;              // ZeRO-1 over several ranks
     size_t shard_lo, shard_hi; // this rank's parameters in the update
     double t0, tc, t1, forward_s, backward_s; // the step's times
+    const StepOutliers *outliers;             // the loop's, for checkpoints
     float loss;                               // the step's mean loss (over the ranks)
     double grad_norm;                         // and the gradient's global norm
 } CpuTrainer;
@@ -130,7 +131,8 @@ static void cpu_checkpoint(void *ctx, int step) {
         TrainProgress now = {.step = step, .shard_index = t->train->shard_cursor,
                              .position = t->train->batch_cursor, .rng_state = t->rng->state,
                              .epoch = t->train->epoch,
-                             .batch_samples = t->B * t->comm->world_size};
+                             .batch_samples = t->B * t->comm->world_size,
+                             .outliers = *t->outliers};
         checkpoint_save(model, &now, t->args->output_dir);
         checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
     }
@@ -202,13 +204,18 @@ static void cpu_forward_backward(void *ctx, int step) {
     t->grad_norm = sqrt(grad_sq);
 }
 
-static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
-                      double *grad_norm) {
+static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, double loss_limit,
+                      double norm_limit, float *loss, double *grad_norm) {
     CpuTrainer *t = (CpuTrainer *)ctx;
     *loss = t->loss;
     *grad_norm = t->grad_norm;
     // as the GPU's clip_kernel (llmc/cuda/step_scalars.cuh) decides it
     if (!isfinite(t->loss) || !isfinite(t->grad_norm)) {
+        return 0;
+    }
+    if ((double)t->loss > loss_limit || t->grad_norm > norm_limit) {
+        t->model->adamw_step++; // an outlier: the step counts, as on the GPU (and llm.c)
+        t->tc = t->t1 = now_seconds();
         return 0;
     }
     t->tc = now_seconds();
@@ -385,16 +392,18 @@ int main(int argc, char **argv) {
                           .val = have_val ? &val : NULL, .rng = &rng,
                           .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
                           .grad_accum = grad_accum, .total_tokens = total_tokens,
-                          .max_steps = max_steps, .sharded = sharded};
+                          .max_steps = max_steps, .sharded = sharded,
+                          .outliers = &progress.outliers};
     const Gpt2TrainHooks hooks = {
         .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
         .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
         .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks};
     const Gpt2LoopConfig loop = {
         .max_steps = max_steps, .first_step = progress.step, .resumed_from = resumed_from,
-        .learning_rate = args.learning_rate, .final_lr_fraction = args.final_lr_fraction,
+        .schedule = gpt2_train_schedule(&args, max_steps),
         .weight_decay = args.weight_decay, .grad_clip = args.grad_clip,
-        .warmup_steps = args.warmup_steps, .val_every = args.val_every,
+        .skip_loss_z = args.skip_loss_z, .skip_grad_z = args.skip_grad_z,
+        .outliers = &progress.outliers, .val_every = args.val_every,
         .sample_every = args.sample_every, .checkpoint_every = args.checkpoint_every,
         .output_dir = args.output_dir, .lead = comm.rank == 0, .report_ranks = comm.world_size,
         .argc = argc, .argv = argv};
