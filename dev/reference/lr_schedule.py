@@ -1,4 +1,4 @@
-"""llm.c's learning-rate schedules (-k, its llmc/schedulers.h) as PyTorch
+"""llm.c's learning-rate schedules (-k, llm.c/llmc/schedulers.h) as PyTorch
 LambdaLR multipliers, written from their definitions, compared with the lr
 of every step that bin/test_schedule prints for the same flags.
 

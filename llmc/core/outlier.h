@@ -1,4 +1,4 @@
-// llm.c's outlier skipping (-sl, -sg; its llmc/outlier_detector.h): a window
+// llm.c's outlier skipping (-sl, -sg; llm.c/llmc/outlier_detector.h): a window
 // of the last OUTLIER_WINDOW values of the step loss and of the gradient norm;
 // once it is full, each new value replaces the oldest and its z-score is
 // taken over the window it joined (mean and population standard deviation,

@@ -1,4 +1,4 @@
-// Learning-rate schedules as llm.c's -k (its llmc/schedulers.h): a linear
+// Learning-rate schedules as llm.c's -k (llm.c/llmc/schedulers.h): a linear
 // warmup over warmup_steps to max_lr ((step + 1) / warmup_steps of it), then
 //   cosine:   cosine decay to max_lr * final_fraction at max_steps;
 //   linear:   linear decay to max_lr * final_fraction at max_steps;

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# -sl / -sg (llm.c's outlier skipping, llmc/core/outlier.h) on a poisoned
+# -sl / -sg (llm.c's outlier skipping, llmc/core/outlier.h): 0. bin/test_outlier
+# (random windows, seeded): a value just above the limit the trainers compare
+# with has a z-score above -sl, one just below has not. Then on a poisoned
 # batch: the train shard is this repository's C sources (one token per byte)
 # with step 141's batch replaced by random bytes (loss z-score ~4.4 and norm
 # z-score ~3.9 over the 128-step window, every clean step's under 0.5), so
@@ -26,7 +28,11 @@ rm -rf "$work"; mkdir -p "$work"
 fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-for b in bin/train_gpt2 bin/text_to_shard; do [ -x "$b" ] || make -s "${b#bin/}"; done
+for b in bin/train_gpt2 bin/text_to_shard bin/test_outlier; do [ -x "$b" ] || make -s "${b#bin/}"; done
+# 0. the limits stand for llm.c's z-score rule (bin/test_outlier: random windows)
+seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+bin/test_outlier -sd "$seed" | tail -1 | grep -q '^ok' && ok "test_outlier -sd $seed: limits == z-score rule on 2000 random windows" ||
+    bad "test_outlier -sd $seed"
 cat llmc/*/*.c llmc/*/*.h > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || { bad "text_to_shard"; exit 1; }
 poisoned=141 B=2 T=16
