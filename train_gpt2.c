@@ -213,7 +213,7 @@ static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, doub
     if (!isfinite(t->loss) || !isfinite(t->grad_norm)) {
         return 0;
     }
-    if ((double)t->loss > loss_limit || t->grad_norm > norm_limit) {
+    if ((double)t->loss > loss_limit || (double)(float)t->grad_norm > norm_limit) {
         t->model->adamw_step++; // an outlier: the step counts, as on the GPU (and llm.c)
         t->tc = t->t1 = now_seconds();
         return 0;

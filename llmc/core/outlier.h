@@ -4,7 +4,7 @@
 // taken over the window it joined (mean and population standard deviation,
 // z = 0 when they are all equal). A step whose loss z-score exceeds -sl, or
 // whose norm z-score exceeds -sg, skips its update; its values join the
-// windows all the same, as in llm.c.
+// windows all the same, as in llm.c. The norm enters as a float, as llm.c's.
 //
 // The trainers decide before they know the value: z grows with the value
 // (z = sqrt(k) d / sqrt(n s^2 + d^2), d the value's distance above the mean m

@@ -67,7 +67,7 @@ static inline void step_loss_finish(StepScalars *s, int micro_steps, cudaStream_
 // only float math), so the same bits as the host computed; the update goes
 // ahead when the norm and, with check_loss, the step's loss are finite, and
 // neither is above its limit (-sl / -sg, llmc/core/outlier.h: the host's
-// comparison (double)loss > loss_limit, norm > norm_limit; +inf: off).
+// comparison (double)loss > loss_limit, (double)(float)norm > norm_limit; +inf: off).
 __global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss, double loss_limit,
                             double norm_limit) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
@@ -79,7 +79,8 @@ __global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss, dou
     }
     s->norm = norm;
     s->clip.scale = scale;
-    const int outlier = norm > norm_limit || (check_loss && (double)s->step_loss > loss_limit);
+    const int outlier =
+        (double)(float)norm > norm_limit || (check_loss && (double)s->step_loss > loss_limit);
     s->clip.apply = isfinite(norm) && (!check_loss || isfinite(s->step_loss)) && !outlier;
 }
 

@@ -62,13 +62,19 @@ int gpt2_train_loop(const Gpt2TrainHooks *h, const Gpt2LoopConfig *cfg, Logger *
             fatal("step %d: non-finite loss (%f) or gradient norm (%f); the update was skipped, "
                   "stopping", step + 1, loss, grad_norm);
         }
+        if (!isfinite(grad_norm)) { // the windows hold finite floats
+            fatal("step %d: gradient norm %g overflows a float, stopping", step + 1,
+                  grad_norm_exact);
+        }
         const double loss_z = outlier_window_push(&outliers->loss, loss);
-        const double norm_z = outlier_window_push(&outliers->grad_norm, grad_norm_exact);
-        const int outlier = (double)loss > loss_limit || grad_norm_exact > norm_limit;
+        // the norm as a float, as llm.c's detector takes it (and ZeRO-1's sum of the
+        // shards' squares, rounded otherwise in double, gives the same windows)
+        const double norm_z = outlier_window_push(&outliers->grad_norm, grad_norm);
+        const int outlier = (double)loss > loss_limit || (double)grad_norm > norm_limit;
         if (outlier == updated) {
             fatal("step %d: the update %s, but loss %.9g (limit %.9g) and norm %.9g (limit "
                   "%.9g) say it should%s have", step + 1, updated ? "ran" : "was skipped",
-                  loss, loss_limit, grad_norm_exact, norm_limit, updated ? " not" : "");
+                  loss, loss_limit, grad_norm, norm_limit, updated ? " not" : "");
         }
         if (outlier) {
             outliers->skipped++;

@@ -32,7 +32,7 @@ typedef struct {
     // gradient's global norm, and one AdamW step (adamw's learning rate is
     // the step's) on the gradient clipped to grad_clip (clip_grad_scale),
     // skipped when the loss or the norm is not finite or when (double)loss >
-    // loss_limit or norm > norm_limit (an outlier: the AdamW step count still
+    // loss_limit or (double)(float)norm > norm_limit (an outlier: the AdamW step count still
     // advances, as llm.c's t = step + 1). The GPU decides on the device and
     // the host reads loss and norm once, after the update is queued. Returns
     // whether the update ran.
