@@ -34,13 +34,13 @@ static double direct_z(const OutlierWindow *w, double newest) {
 
 int main(int argc, char **argv) {
     unsigned long long seed = 1;
-    int trials = 2000;
+    const int trials = 2000;
     CliFlag flags[] = {
         {"-sd", CLI_SEED, &seed, 0, 0, "seed (default 1)", NULL, 0, 0},
-        {"-n", CLI_INT, &trials, 1, 1000000, "random windows (default 2000)", NULL, 0, 0},
     };
     CliSpec spec = {.program = "test_outlier", .synopsis = "[options]",
-                    .about = "llm.c's outlier windows (llmc/core/outlier.c): limits vs z-scores.\n",
+                    .about = "llm.c's outlier windows (llmc/core/outlier.c): limits vs z-scores\n"
+                             "on 2000 random windows.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags)};
     cli_parse(&spec, argc, argv, NULL);
     printf("test_outlier: seed %llu\n", seed);
