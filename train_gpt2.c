@@ -18,6 +18,7 @@
 #include "gpt2/gpt2_train_loop.h"
 #include "gpt2/gpt2_train_setup.h"
 #include "gpt2/grad_overlap.h"
+#include "gpt2/mc_eval.h"
 #include "core/logger.h"
 #include "kernels/matmul.h"
 #include "core/rand.h"
@@ -40,7 +41,7 @@ static TrainArgs parse_args(int argc, char **argv) {
         .about = "GPT-2 training on the CPU in fp32, or with bf16 matmuls (-mp bf16)\n"
                  "(llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
-        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION | GPT2_FLAGS_OVERLAP, flags),
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION | GPT2_FLAGS_OVERLAP | GPT2_FLAGS_MC, flags),
     };
     cli_parse(&spec, argc, argv, NULL);
     gpt2_train_args_check(&spec, &args);
@@ -103,6 +104,7 @@ typedef struct {
     size_t shard_lo, shard_hi; // this rank's parameters in the update
     double t0, tc, t1, forward_s, backward_s; // the step's times
     const StepOutliers *outliers;             // the loop's, for checkpoints
+    const McEvalSet *mc;                      // -mc's examples, or NULL
     float loss;                               // the step's mean loss (over the ranks)
     double grad_norm;                         // and the gradient's global norm
 } CpuTrainer;
@@ -112,6 +114,18 @@ static float cpu_evaluate(void *ctx) {
     double val_loss_mean = evaluate(t->model, t->val, t->args->val_max_steps);
     comm_mean_double(t->comm, &val_loss_mean);
     return (float)val_loss_mean;
+}
+
+// every rank scores examples rank, rank + ranks, ...; the counts are summed
+static float cpu_mc_eval(void *ctx) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    int scored = 0;
+    double counts[2];
+    counts[0] = mc_eval_score(t->model, t->mc, t->comm->rank, t->comm->world_size, t->T, &scored);
+    counts[1] = scored;
+    comm_sum_double(t->comm, &counts[0]);
+    comm_sum_double(t->comm, &counts[1]);
+    return (float)(counts[0] / counts[1]);
 }
 
 static void cpu_sample(void *ctx) {
@@ -302,6 +316,15 @@ int main(int argc, char **argv) {
         dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, comm.rank,
                         comm.world_size, 0, 0);
     }
+    McEvalSet mc;
+    const int have_mc = args.mc_eval_path != NULL;
+    if (have_mc) {
+        mc_eval_load(&mc, args.mc_eval_path, cfg->vocab_size);
+        if (mc.longest_row > T) {
+            fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d",
+                  args.mc_eval_path, mc.longest_row, T);
+        }
+    }
     Tokenizer tokenizer;
     const Tokenizer *sample_tokenizer = NULL;
     char encoder_path[4096];
@@ -393,11 +416,12 @@ int main(int argc, char **argv) {
                           .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
                           .grad_accum = grad_accum, .total_tokens = total_tokens,
                           .max_steps = max_steps, .sharded = sharded,
-                          .outliers = &progress.outliers};
+                          .outliers = &progress.outliers, .mc = have_mc ? &mc : NULL};
     const Gpt2TrainHooks hooks = {
         .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
         .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
-        .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks};
+        .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks,
+        .mc_eval = have_mc && have_val ? cpu_mc_eval : NULL};
     const Gpt2LoopConfig loop = {
         .max_steps = max_steps, .first_step = progress.step, .resumed_from = resumed_from,
         .schedule = gpt2_train_schedule(&args, max_steps),
@@ -417,6 +441,9 @@ int main(int argc, char **argv) {
         dataloader_free(&val);
     }
     comm_async_free(async);
+    if (have_mc) {
+        mc_eval_free(&mc);
+    }
     gpt2_free(&model);
     comm_finalize(&comm);
     return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;

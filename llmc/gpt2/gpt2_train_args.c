@@ -148,6 +148,12 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
          "on a thread of its own); 0 = one reduction after the backward; the\n"
          "same bits with 2 ranks (default 1)", NULL, 0, 0},
     };
+    const CliFlag mc[] = {
+        {"-mc", CLI_STRING, &a->mc_eval_path, 0, 0,
+         "multiple-choice eval file in llm.c's format (its HellaSwag file's;\n"
+         "bin/gcide_to_mc): accuracy with every val loss, the completion of\n"
+         "lowest mean token loss the answer (llm.c's -h 1) (default: none)", "file", 0, 0},
+    };
     int n = 0;
     if (groups & GPT2_FLAGS_CORE) {
         for (int i = 0; i < CLI_COUNT(core); i++) flags[n++] = core[i];
@@ -163,6 +169,9 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
     }
     if (groups & GPT2_FLAGS_OVERLAP) {
         for (int i = 0; i < CLI_COUNT(overlap); i++) flags[n++] = overlap[i];
+    }
+    if (groups & GPT2_FLAGS_MC) {
+        for (int i = 0; i < CLI_COUNT(mc); i++) flags[n++] = mc[i];
     }
     return n;
 }

@@ -51,6 +51,8 @@ typedef struct {
     int matmul_precision;   // a MatmulPrecision (-mp): MATMUL_FP32 or MATMUL_BF16
     // gradient reduction (GPT2_FLAGS_OVERLAP, the CPU trainer only; the GPU's always overlaps)
     int overlap;            // 1: each layer's gradients reduced during the backward
+    // multiple-choice eval (GPT2_FLAGS_MC, the CPU trainer only)
+    const char *mc_eval_path; // -mc: llm.c's eval file, scored with every val loss; NULL: none
 } Gpt2TrainArgs;
 
 // Room for every flag gpt2_train_flags writes.
@@ -58,7 +60,7 @@ typedef struct {
 
 // The groups of flags a trainer takes.
 enum { GPT2_FLAGS_CORE = 1, GPT2_FLAGS_EXTRAS = 2, GPT2_FLAGS_DROPOUT = 4,
-       GPT2_FLAGS_PRECISION = 8, GPT2_FLAGS_OVERLAP = 16 };
+       GPT2_FLAGS_PRECISION = 8, GPT2_FLAGS_OVERLAP = 16, GPT2_FLAGS_MC = 32 };
 
 // The defaults of the CPU trainer (train_gpt2cu overrides the model and T).
 Gpt2TrainArgs gpt2_train_args_defaults(void);

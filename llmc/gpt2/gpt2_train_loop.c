@@ -25,6 +25,13 @@ int gpt2_train_loop(const Gpt2TrainHooks *h, const Gpt2LoopConfig *cfg, Logger *
                 printf("val loss %.6f | perplexity %.4f\n", val_loss, exp((double)val_loss));
             }
             logger_log_val(logger, step, val_loss);
+            if (h->mc_eval != NULL) {
+                const float accuracy = h->mc_eval(h->ctx);
+                if (cfg->lead) {
+                    printf("multiple-choice accuracy %.4f\n", accuracy);
+                }
+                logger_log_metric(logger, step, "eval", accuracy); // llm.c's HellaSwag line
+            }
         }
         // not again at the step resumed from: its sample was drawn before that
         // checkpoint was written, so the saved RNG already follows it

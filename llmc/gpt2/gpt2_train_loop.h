@@ -21,6 +21,9 @@ typedef struct {
     void *ctx;
     // The mean val loss over -m batches, the same on every rank (the mean over the ranks).
     float (*evaluate)(void *ctx);
+    // With -mc: the multiple-choice accuracy over all ranks (each scores its
+    // share of the examples, the counts summed), beside every val loss; NULL: none.
+    float (*mc_eval)(void *ctx);
     // Draws a sample and prints it (the lead alone calls it).
     void (*sample)(void *ctx);
     // A checkpoint after `step`; every rank calls it, the lead writes.
