@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/atomic_write.h"
 #include "core/utils.h"
 
 #define MC_EXAMPLE_MARKER 65535
@@ -133,6 +134,66 @@ void mc_eval_load(McEvalSet *set, const char *path, int vocab_size) {
     if (rc != 0) {
         fatal("%s: %s", path, why);
     }
+}
+
+typedef struct {
+    const McExample *examples;
+    int count;
+} McWriteContext;
+
+// an example's uint16 values into out (room for 65535 bytes); returns how many
+static size_t example_stream(const McExample *e, int index, uint16_t *out, const char *path) {
+    size_t n = 0;
+    out[n++] = MC_EXAMPLE_MARKER;
+    out[n++] = 0; // its bytes, below
+    out[n++] = (uint16_t)index;
+    out[n++] = (uint16_t)e->label;
+    out[n++] = (uint16_t)e->num_completions;
+    for (int part = -1; part < e->num_completions; part++) {
+        const int len = part < 0 ? e->context_len : e->completion_len[part];
+        const uint16_t *tokens = part < 0 ? e->context : e->completion[part];
+        if (len < 1 || n + 1 + (size_t)len > 32767) {
+            fatal("%s: example %d: part %d of %d tokens (>= 1, 65535 bytes in all)", path, index,
+                  part + 1, len);
+        }
+        out[n++] = (uint16_t)len;
+        for (int i = 0; i < len; i++) {
+            if (tokens[i] == MC_EXAMPLE_MARKER) fatal("%s: example %d: token 65535", path, index);
+            out[n++] = tokens[i];
+        }
+    }
+    out[1] = (uint16_t)(2 * n);
+    return n;
+}
+
+static void write_examples(FILE *f, const char *path, const void *ctx_ptr) {
+    const McWriteContext *ctx = ctx_ptr;
+    uint16_t *stream = malloc_check(32768 * sizeof(uint16_t), "an eval example");
+    int32_t h[256] = {MC_EVAL_MAGIC, 1, ctx->count, 0};
+    for (int i = 0; i < ctx->count; i++) { // the longest example first: the header holds it
+        const int32_t bytes = (int32_t)(2 * example_stream(&ctx->examples[i], i, stream, path));
+        h[3] = bytes > h[3] ? bytes : h[3];
+    }
+    fwrite_check(h, sizeof(int32_t), 256, f, path);
+    for (int i = 0; i < ctx->count; i++) {
+        const size_t n = example_stream(&ctx->examples[i], i, stream, path);
+        fwrite_check(stream, sizeof(uint16_t), n, f, path);
+    }
+    free(stream);
+}
+
+void mc_eval_write(const char *path, const McExample *examples, int count) {
+    for (int i = 0; i < count; i++) {
+        const McExample *e = &examples[i];
+        if (e->num_completions < 1 || e->num_completions > MC_MAX_COMPLETIONS ||
+            e->label < 0 || e->label >= e->num_completions) {
+            fatal("%s: example %d: label %d of %d completions", path, i, e->label,
+                  e->num_completions);
+        }
+    }
+    if (count < 1 || count > 65535) fatal("%s: %d examples (1..65535)", path, count);
+    const McWriteContext ctx = {examples, count};
+    write_file_atomic(path, write_examples, &ctx);
 }
 
 void mc_eval_free(McEvalSet *set) {

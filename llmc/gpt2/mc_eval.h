@@ -46,6 +46,10 @@ int mc_eval_read(McEvalSet *set, Reader *r, int vocab_size, char *err, size_t er
 // mc_eval_read of the file at path, or fatal naming it.
 void mc_eval_load(McEvalSet *set, const char *path, int vocab_size);
 void mc_eval_free(McEvalSet *set);
+// Writes examples[0..count) to path in the format above, atomically (fatal on
+// a bad example: no context, a completion of no tokens, a token >= 65535, a
+// label past the completions, an example of 65536 bytes or more).
+void mc_eval_write(const char *path, const McExample *examples, int count);
 
 // Scores examples first, first + stride, ... (one rank's share) with rows of
 // T tokens (each example's completions, one forward of num_completions rows;

@@ -95,6 +95,8 @@ def final(rs, key, **match):
 for r, loss, ppl in [(r, "final_val_loss", "final_val_perplexity") for r in gpt] + \
         [(r, f"{k}_test_response_loss", f"{k}_test_response_perplexity") for r in sft for k in ("final", "best")]:
     assert abs(float(r[ppl]) - math.exp(float(r[loss]))) <= 2e-6 * float(r[ppl]) + 1e-4, (ppl, r)
+for r in sft:  # the held-out multiple-choice accuracy (bin/gcide_to_mc), a fraction
+    assert 0 <= float(r["final_mc_accuracy"]) <= 1, r
 for seed, v in final(gpt, "final_val_loss", mode="ln").items():
     c = final(gpt, "final_val_loss", mode="cbwc")[seed]
     assert abs(v - c) < 2e-3 * abs(v), f"gpt seed {seed}: ln {v} vs cbwc {c}"
