@@ -18,6 +18,7 @@
 #include "gpt2/gpt2_train_loop.h"
 #include "gpt2/gpt2_train_setup.h"
 #include "gpt2/grad_overlap.h"
+#include "gpt2/mc_eval.h"
 #include "core/logger.h"
 #include "kernels/matmul.h"
 #include "core/rand.h"
@@ -40,7 +41,7 @@ static TrainArgs parse_args(int argc, char **argv) {
         .about = "GPT-2 training on the CPU in fp32, or with bf16 matmuls (-mp bf16)\n"
                  "(llm.c's flags; -N picks the norm mode).\n",
         .flags = flags,
-        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION | GPT2_FLAGS_OVERLAP, flags),
+        .num_flags = gpt2_train_flags(&args, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_PRECISION | GPT2_FLAGS_OVERLAP | GPT2_FLAGS_MC, flags),
     };
     cli_parse(&spec, argc, argv, NULL);
     gpt2_train_args_check(&spec, &args);
@@ -102,6 +103,8 @@ typedef struct {
     int sharded;              // ZeRO-1 over several ranks
     size_t shard_lo, shard_hi; // this rank's parameters in the update
     double t0, tc, t1, forward_s, backward_s; // the step's times
+    const StepOutliers *outliers;             // the loop's, for checkpoints
+    const McEvalSet *mc;                      // -mc's examples, or NULL
     float loss;                               // the step's mean loss (over the ranks)
     double grad_norm;                         // and the gradient's global norm
 } CpuTrainer;
@@ -111,6 +114,18 @@ static float cpu_evaluate(void *ctx) {
     double val_loss_mean = evaluate(t->model, t->val, t->args->val_max_steps);
     comm_mean_double(t->comm, &val_loss_mean);
     return (float)val_loss_mean;
+}
+
+// every rank scores examples rank, rank + ranks, ...; the counts are summed
+static float cpu_mc_eval(void *ctx) {
+    CpuTrainer *t = (CpuTrainer *)ctx;
+    int scored = 0;
+    double counts[2];
+    counts[0] = mc_eval_score(t->model, t->mc, t->comm->rank, t->comm->world_size, t->T, &scored);
+    counts[1] = scored;
+    comm_sum_double(t->comm, &counts[0]);
+    comm_sum_double(t->comm, &counts[1]);
+    return (float)(counts[0] / counts[1]);
 }
 
 static void cpu_sample(void *ctx) {
@@ -130,7 +145,8 @@ static void cpu_checkpoint(void *ctx, int step) {
         TrainProgress now = {.step = step, .shard_index = t->train->shard_cursor,
                              .position = t->train->batch_cursor, .rng_state = t->rng->state,
                              .epoch = t->train->epoch,
-                             .batch_samples = t->B * t->comm->world_size};
+                             .batch_samples = t->B * t->comm->world_size,
+                             .outliers = *t->outliers};
         checkpoint_save(model, &now, t->args->output_dir);
         checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
     }
@@ -202,13 +218,18 @@ static void cpu_forward_backward(void *ctx, int step) {
     t->grad_norm = sqrt(grad_sq);
 }
 
-static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
-                      double *grad_norm) {
+static int cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, double loss_limit,
+                      double norm_limit, float *loss, double *grad_norm) {
     CpuTrainer *t = (CpuTrainer *)ctx;
     *loss = t->loss;
     *grad_norm = t->grad_norm;
     // as the GPU's clip_kernel (llmc/cuda/step_scalars.cuh) decides it
     if (!isfinite(t->loss) || !isfinite(t->grad_norm)) {
+        return 0;
+    }
+    if ((double)t->loss > loss_limit || (double)(float)t->grad_norm > norm_limit) {
+        t->model->adamw_step++; // an outlier: the step counts, as on the GPU (and llm.c)
+        t->tc = t->t1 = now_seconds();
         return 0;
     }
     t->tc = now_seconds();
@@ -294,6 +315,15 @@ int main(int argc, char **argv) {
     if (have_val) {
         dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, comm.rank,
                         comm.world_size, 0, 0);
+    }
+    McEvalSet mc;
+    const int have_mc = args.mc_eval_path != NULL;
+    if (have_mc) {
+        mc_eval_load(&mc, args.mc_eval_path, cfg->vocab_size);
+        if (mc.longest_row > T) {
+            fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d",
+                  args.mc_eval_path, mc.longest_row, T);
+        }
     }
     Tokenizer tokenizer;
     const Tokenizer *sample_tokenizer = NULL;
@@ -385,16 +415,19 @@ int main(int argc, char **argv) {
                           .val = have_val ? &val : NULL, .rng = &rng,
                           .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
                           .grad_accum = grad_accum, .total_tokens = total_tokens,
-                          .max_steps = max_steps, .sharded = sharded};
+                          .max_steps = max_steps, .sharded = sharded,
+                          .outliers = &progress.outliers, .mc = have_mc ? &mc : NULL};
     const Gpt2TrainHooks hooks = {
         .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
         .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
-        .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks};
+        .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks,
+        .mc_eval = have_mc && have_val ? cpu_mc_eval : NULL};
     const Gpt2LoopConfig loop = {
         .max_steps = max_steps, .first_step = progress.step, .resumed_from = resumed_from,
-        .learning_rate = args.learning_rate, .final_lr_fraction = args.final_lr_fraction,
+        .schedule = gpt2_train_schedule(&args, max_steps),
         .weight_decay = args.weight_decay, .grad_clip = args.grad_clip,
-        .warmup_steps = args.warmup_steps, .val_every = args.val_every,
+        .skip_loss_z = args.skip_loss_z, .skip_grad_z = args.skip_grad_z,
+        .outliers = &progress.outliers, .val_every = args.val_every,
         .sample_every = args.sample_every, .checkpoint_every = args.checkpoint_every,
         .output_dir = args.output_dir, .lead = comm.rank == 0, .report_ranks = comm.world_size,
         .argc = argc, .argv = argv};
@@ -408,6 +441,9 @@ int main(int argc, char **argv) {
         dataloader_free(&val);
     }
     comm_async_free(async);
+    if (have_mc) {
+        mc_eval_free(&mc);
+    }
     gpt2_free(&model);
     comm_finalize(&comm);
     return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;

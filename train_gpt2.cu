@@ -208,6 +208,7 @@ typedef struct {
     DataLoader *val;
     Gpt2Feed *feed; // the training micro-batches, prepared on a host thread (it owns the loader)
     Rng *rng;       // sampling (the checkpoints' RNG)
+    const StepOutliers *outliers; // the loop's windows (the checkpoints')
     int grad_accum, total_tokens, max_steps, first_step, lead;
     double flops_per_token, peak_flops; // MFU
     double t0;                          // the step's start
@@ -235,6 +236,7 @@ static void gpu_checkpoint(void *ctx, int step) {
     now.position = position;
     now.rng_state = t->rng->state;
     now.batch_samples = t->args->batch_size * t->mg->world;
+    now.outliers = *t->outliers;
     save_checkpoint(t->sync, t->host, &now, t->args->output_dir, t->args->checkpoint_keep);
 }
 
@@ -273,12 +275,13 @@ static void gpu_forward_backward(void *ctx, int step) {
 }
 
 // The loss, the norm and the clip scale computed on the GPU; AdamW reads the
-// scale there and skips the update when the loss or the norm is not finite;
-// then the step's one wait for the GPU.
-static int gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, float *loss,
-                      double *grad_norm) {
+// scale there and skips the update when the loss or the norm is not finite
+// or above its -sl / -sg limit (the host passes the limits, computed from
+// the windows before the step: no wait); then the step's one wait for the GPU.
+static int gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip, double loss_limit,
+                      double norm_limit, float *loss, double *grad_norm) {
     GpuTrainer *t = (GpuTrainer *)ctx;
-    grad_sync_clip(t->sync, t->grad_accum, grad_clip);
+    grad_sync_clip(t->sync, t->grad_accum, grad_clip, loss_limit, norm_limit);
     grad_sync_update(t->sync, adamw);
     return grad_sync_step_result(t->sync, loss, grad_norm);
 }
@@ -452,6 +455,7 @@ int main(int argc, char **argv) {
     trainer.max_steps = max_steps;
     trainer.first_step = progress.step;
     trainer.lead = lead;
+    trainer.outliers = &progress.outliers;
     trainer.flops_per_token = flops_per_token;
     trainer.peak_flops = peak_flops;
     Gpt2TrainHooks hooks;
@@ -469,11 +473,12 @@ int main(int argc, char **argv) {
     loop.max_steps = max_steps;
     loop.first_step = progress.step;
     loop.resumed_from = resumed_from;
-    loop.learning_rate = args.learning_rate;
-    loop.final_lr_fraction = args.final_lr_fraction;
+    loop.schedule = gpt2_train_schedule(&args, max_steps);
     loop.weight_decay = args.weight_decay;
     loop.grad_clip = args.grad_clip;
-    loop.warmup_steps = args.warmup_steps;
+    loop.skip_loss_z = args.skip_loss_z;
+    loop.skip_grad_z = args.skip_grad_z;
+    loop.outliers = &progress.outliers;
     loop.val_every = args.val_every;
     loop.sample_every = args.sample_every;
     loop.checkpoint_every = args.checkpoint_every;

@@ -27,3 +27,7 @@ $(BIN)/hf_gpt2: $(BUILD)/tools/hf_gpt2.o $(LLMC_LIB)
 CPU_PROGRAMS += bench_sample
 $(BIN)/bench_sample: $(BUILD)/dev/bench/bench_sample.o $(LLMC_LIB)
 	$(LINK)
+# a multiple-choice eval set (llm.c's eval format) from GCIDE's held-out headwords
+CPU_PROGRAMS += gcide_to_mc
+$(BIN)/gcide_to_mc: $(BUILD)/tools/gcide_to_mc.o $(LLMC_LIB)
+	$(LINK)

@@ -74,7 +74,7 @@ gpu)
     ;;
 *) echo "study.sh: DEVICE must be cpu or gpu, got '$device'" >&2; exit 1 ;;
 esac
-make -s train_gpt2 train_vit images_to_shard gcide_to_alpaca alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
+make -s train_gpt2 train_vit images_to_shard gcide_to_alpaca gcide_to_mc alpaca_to_sft equivalence_steps bench_norms bench_gpt2 bench_fold > /dev/null
 mkdir -p "$out"
 commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
 t_start=$SECONDS
@@ -129,12 +129,12 @@ gpt-pretrain)
         model=d4c128h4v50257t256 flags=(-b 8 -t 64 -x 600 -v 50 -m 8 -l 1e-3 -u 50)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
-    echo "mode,seed,final_train_loss,final_val_loss,median_tok_per_s" > "$out/summary.csv"
+    echo "mode,seed,final_train_loss,final_val_loss,final_val_perplexity,median_tok_per_s" > "$out/summary.csv"
     for mode in ln rms cbwc; do
         for s in $seeds; do
             run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
             log=$out/${mode}_seed$s/main.log
-            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok)" \
+            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(last_value "$log" ppl),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok)" \
                 >> "$out/summary.csv"
         done
     done
@@ -239,12 +239,20 @@ sft)
     dropout=0.1 # Hugging Face GPT-2's resid_pdrop
     mkdir -p "$out/data"
     bin/gcide_to_alpaca -nh $headwords -tf 0.1 "$dict" "$out/data/gcide" | tee "$out/data/gcide.txt"
+    # the multiple-choice set of the held-out headwords (pick the word for its definition
+    # among 4 of its part of speech; chance 0.25), scored with every val loss (-mc: the
+    # CPU trainer's; DEVICE=gpu runs leave its column nan)
+    mc=()
+    if [ $device = cpu ]; then
+        bin/gcide_to_mc -nh $headwords -tf 0.1 -t $T "$dict" "$out/data/gcide_mc.bin" | tee -a "$out/data/gcide.txt"
+        mc=(-mc "$out/data/gcide_mc.bin")
+    fi
     # records longer than the context are left out (alpaca_to_sft -sk 1 counts them)
     for split in train test; do
         bin/alpaca_to_sft -sk 1 -t $T "$out/data/gcide_$split.json" "$out/data/sft_$split" 0 |
             grep -E 'left out|records' | tee -a "$out/data/gcide.txt"
     done
-    echo "mode,resid_dropout,seed,final_train_loss,final_test_response_loss,best_test_response_loss" \
+    echo "mode,resid_dropout,seed,final_train_loss,final_test_response_loss,best_test_response_loss,final_test_response_perplexity,best_test_response_perplexity,final_mc_accuracy" \
         > "$out/summary.csv"
     for mode in ln rms cbwc; do
         run pretrain_$mode "$train_gpt2" -N $mode -e $model -i "data/kjv/kjv_train_*.bin" -v 0 \
@@ -254,10 +262,14 @@ sft)
             for s in $seeds; do
                 name=${mode}_rd${rd}_seed$s
                 run $name "$train_gpt2" -N $mode -e "$ckpt" -sft 1 -i "$out/data/sft_train_train_*.bin" \
-                    -j "$out/data/sft_test_train_*.bin" "${ft[@]}" -rd $rd -sd $s
+                    -j "$out/data/sft_test_train_*.bin" "${ft[@]}" "${mc[@]}" -rd $rd -sd $s
                 log=$out/$name/main.log
-                best=$(grep -oE '^s:[0-9]+ tel:[^ ]+' "$log" | cut -d: -f3 | sort -g | head -1)
-                echo "$mode,$rd,$s,$(last_value "$log" trl),$(last_value "$log" tel),$best" >> "$out/summary.csv"
+                # the line of the lowest held-out loss: "s:N tel:LOSS ppl:PERPLEXITY"
+                best=$(grep -oE '^s:[0-9]+ tel:[^ ]+ ppl:[^ ]+' "$log" | sort -t: -k3 -g | head -1)
+                best_loss=$(echo "$best" | sed -E 's/.*tel:([^ ]+).*/\1/') best_ppl=${best##*ppl:}
+                accuracy=$(last_value "$log" eval)
+                echo "$mode,$rd,$s,$(last_value "$log" trl),$(last_value "$log" tel),$best_loss,$(last_value "$log" ppl),$best_ppl,${accuracy:-nan}" \
+                    >> "$out/summary.csv"
             done
         done
     done

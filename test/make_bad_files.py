@@ -225,7 +225,17 @@ ckpt_case("moments_flag_0_with_moments", set_i32(ck_state, 11, 0))
 ckpt_case("epoch_negative", set_i32(ck_state, 12, -1))
 ckpt_case("nan_m", set_f32(ck_state, 3, float("nan")))
 ckpt_case("negative_v", set_f32(ck_state, (len(ck_state) - 1024) // 8 + 3, -1.0))
-ckpt_case("inf_v", set_f32(ck_state, (len(ck_state) - 1024) // 4 - 1, float("inf")))
+ck_params = struct.unpack_from("<q", ck_state, 4 * 9)[0]  # slots 9-10
+ckpt_case("inf_v", set_f32(ck_state, 2 * ck_params - 1, float("inf")))  # v's last
+# the -sl / -sg windows (slots 14-16, then 2 x slot 14 float64 after the moments)
+ckpt_case("window_count_129", set_i32(ck_state, 14, 129))
+ckpt_case("window_count_negative", set_i32(ck_state, 14, -1))
+ckpt_case("window_next_before_full", set_i32(ck_state, 15, 1))
+ckpt_case("skipped_past_step", set_i32(ck_state, 16, 2))
+ckpt_case("window_count_no_values", set_i32(ck_state, 14, 3))
+window_nan = bytearray(ck_state)
+struct.pack_into("<d", window_nan, len(ck_state) - 8, float("nan"))
+ckpt_case("window_nan", bytes(window_nan))
 # a data position outside the shards: the loader refuses to resume
 ckpt_case("shard_cursor_past_end", set_i32(ck_state, 4, 7), expect="cannot resume")
 ckpt_case("batch_cursor_huge", set_i32(set_i32(ck_state, 5, 0), 6, 1 << 30), expect="cannot resume")

@@ -10,78 +10,14 @@
 // DICT: gcide.dict.dz (dictzip = gzip) or the plain dictd text. Writes
 // OUT_PREFIX_train.json and OUT_PREFIX_test.json atomically.
 #include <cjson/cJSON.h>
-#include <ctype.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "core/atomic_write.h"
 #include "core/cli.h"
-#include "text/gcide.h"
+#include "text/gcide_dictionary.h"
 #include "core/utils.h"
-
-typedef struct {
-    GcideEntry *entries;
-    size_t count, cap, min_definition_bytes;
-} EntryList;
-
-static void collect_entry(const char *text, size_t len, void *ctx) {
-    EntryList *list = ctx;
-    if (list->count == list->cap) {
-        list->cap = list->cap ? 2 * list->cap : 4096;
-        GcideEntry *grown = realloc(list->entries, list->cap * sizeof(GcideEntry));
-        if (grown == NULL) fatal("out of memory for %zu dictionary entries", list->cap);
-        list->entries = grown;
-    }
-    if (gcide_entry_parse(text, len, list->min_definition_bytes, &list->entries[list->count]) == 0) {
-        list->count++;
-    }
-}
-
-// The whole dictionary as text; gzread passes plain files through unchanged.
-static char *read_dictionary(const char *path, size_t *len) {
-    gzFile f = gzopen(path, "rb");
-    if (f == NULL) fatal("%s: cannot open", path);
-    size_t cap = 1 << 24, n = 0;
-    char *text = malloc_check(cap, "the dictionary text");
-    for (;;) {
-        if (n == cap) {
-            if (cap > ((size_t)1 << 32)) fatal("%s: more than 4 GiB of text: not a dictionary", path);
-            cap *= 2;
-            char *grown = realloc(text, cap);
-            if (grown == NULL) fatal("%s: out of memory", path);
-            text = grown;
-        }
-        unsigned chunk = cap - n > (1u << 30) ? (1u << 30) : (unsigned)(cap - n);
-        int got = gzread(f, text + n, chunk);
-        if (got < 0) {
-            int code;
-            fatal("%s: corrupt compressed data: %s", path, gzerror(f, &code));
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-    }
-    gzclose(f);
-    if (memchr(text, '\0', n) != NULL) fatal("%s: holds NUL bytes: not a dictd text", path);
-    *len = n;
-    return text;
-}
-
-static uint32_t headword_hash(const char *w) { // FNV-1a of the lower-cased word
-    uint32_t h = 2166136261u;
-    for (; *w; w++) h = (h ^ (uint32_t)tolower((unsigned char)*w)) * 16777619u;
-    return h;
-}
-
-// Entries ordered by headword, dictionary order within one (a word can recur
-// apart from its first entries), so that each headword becomes one group.
-static int compare_entry_pointers(const void *a, const void *b) {
-    const GcideEntry *x = *(GcideEntry *const *)a, *y = *(GcideEntry *const *)b;
-    int c = strcmp(x->headword, y->headword);
-    return c != 0 ? c : (x < y ? -1 : x > y);
-}
 
 static void add_record(cJSON *list, const char *instruction, const char *input, const char *output) {
     cJSON *r = cJSON_CreateObject();
@@ -152,32 +88,17 @@ int main(int argc, char **argv) {
     cli_parse(&spec, argc, argv, positional);
     const size_t max_headwords = (size_t)max_headwords_flag;
     const size_t min_definition_bytes = (size_t)min_definition_flag;
-    size_t len;
-    char *text = read_dictionary(positional[0], &len);
-    EntryList list = {.min_definition_bytes = min_definition_bytes};
-    size_t entries = gcide_split_entries(text, len, collect_entry, &list);
-    free(text);
-    if (list.count == 0) fatal("%s: no dictionary entries with a definition (%zu entries seen)", positional[0], entries);
-
-    // sorted through pointers into the unmoved array, whose addresses give the tie-break
-    GcideEntry **order = malloc_check(list.count * sizeof(GcideEntry *), "the entry order");
-    for (size_t i = 0; i < list.count; i++) order[i] = &list.entries[i];
-    qsort(order, list.count, sizeof(GcideEntry *), compare_entry_pointers);
-    GcideEntry *sorted = malloc_check(list.count * sizeof(GcideEntry), "the sorted entries");
-    for (size_t i = 0; i < list.count; i++) sorted[i] = *order[i];
-    free(order);
-    free(list.entries);
-    list.entries = sorted;
+    GcideDictionary dict;
+    gcide_dictionary_load(&dict, positional[0], min_definition_bytes);
+    const GcideDictionary *list = &dict;
 
     cJSON *train = cJSON_CreateArray(), *test = cJSON_CreateArray();
     if (train == NULL || test == NULL) fatal("out of memory");
-    uint32_t test_below = (uint32_t)(test_fraction * 4294967296.0);
     size_t headwords = 0, test_headwords = 0;
-    for (size_t i = 0; i < list.count && (max_headwords == 0 || headwords < max_headwords);) {
-        size_t j = i + 1;
-        while (j < list.count && strcmp(list.entries[j].headword, list.entries[i].headword) == 0) j++;
-        int is_test = headword_hash(list.entries[i].headword) < test_below;
-        add_headword(is_test ? test : train, list.entries + i, j - i);
+    for (size_t i = 0; i < list->count && (max_headwords == 0 || headwords < max_headwords);) {
+        const size_t j = gcide_headword_end(list, i);
+        const int is_test = gcide_headword_is_test(list->entries[i].headword, test_fraction);
+        add_headword(is_test ? test : train, list->entries + i, j - i);
         test_headwords += (size_t)is_test;
         headwords++;
         i = j;
@@ -197,10 +118,10 @@ int main(int argc, char **argv) {
     }
     printf("%s: %zu entries, %zu usable; %zu headwords: %zu train, %zu test -> %s_{train,test}.json "
            "(%d + %d records)\n",
-           positional[0], entries, list.count, headwords, headwords - test_headwords, test_headwords,
+           positional[0], list->seen, list->count, headwords, headwords - test_headwords, test_headwords,
            positional[1], cJSON_GetArraySize(train), cJSON_GetArraySize(test));
     cJSON_Delete(train);
     cJSON_Delete(test);
-    free(list.entries);
+    gcide_dictionary_free(&dict);
     return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <glob.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,7 +164,8 @@ void logger_log_train(Logger *logger, int step, float loss, float lr, float grad
 
 void logger_log_val(Logger *logger, int step, float loss) {
     if (logger->file != NULL) {
-        fprintf(logger->file, "s:%d tel:%.6f\n", step, loss);
+        // perplexity exp(loss) beside it: the paper reports both
+        fprintf(logger->file, "s:%d tel:%.6f ppl:%.4f\n", step, loss, exp((double)loss));
         fflush(logger->file);
     }
 }

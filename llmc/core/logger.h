@@ -1,5 +1,5 @@
 // llm.c-style run log: OUTDIR/main.log with lines "s:STEP trl:LOSS",
-// "s:STEP tel:LOSS" (and other "s:STEP KEY:VALUE" metrics), appended and flushed as they come. A fresh log starts
+// "s:STEP tel:LOSS ppl:PERPLEXITY" (and other "s:STEP KEY:VALUE" metrics), appended and flushed as they come. A fresh log starts
 // with the run record, lines beginning "# " (docs/formats.md): readers take
 // the "s:" lines and skip the rest.
 #ifndef FOLDNORM_LOGGER_H
@@ -34,6 +34,7 @@ void logger_log_run_record(Logger *logger, int argc, char *const *argv,
 // command, the resume command a stopped trainer prints).
 void write_shell_word(FILE *f, const char *word);
 void logger_log_train(Logger *logger, int step, float loss, float lr, float grad_norm);
+// "s:STEP tel:LOSS ppl:PERPLEXITY" (perplexity = exp(LOSS))
 void logger_log_val(Logger *logger, int step, float loss);
 // "s:STEP KEY:VALUE" for another metric (the image trainers' test accuracy: tea).
 void logger_log_metric(Logger *logger, int step, const char *key, float value);

@@ -121,8 +121,10 @@ static inline void grad_sync_wait(GradSync *gs) {
 // mean over the ranks; the global gradient norm (the sum of squares of every
 // rank's shard summed over the ranks, or, not sharded, of all the gradients
 // on every rank, counted once); the clip scale AdamW reads, and whether the
-// update runs (the loss and the norm finite). Nothing waits for the GPU.
-static inline void grad_sync_clip(GradSync *gs, int micro_steps, float grad_clip) {
+// update runs (the loss and the norm finite and not above loss_limit and
+// norm_limit: -sl / -sg). Nothing waits for the GPU.
+static inline void grad_sync_clip(GradSync *gs, int micro_steps, float grad_clip,
+                                  double loss_limit, double norm_limit) {
     GPT2Cuda *m = gs->model;
     StepScalars *s = m->scalars;
     const cudaStream_t st = m->mm.stream;
@@ -140,13 +142,13 @@ static inline void grad_sync_clip(GradSync *gs, int micro_steps, float grad_clip
         NCCL_CHECK(ncclGroupEnd());
     }
 #endif
-    step_clip(s, grad_clip, 1, st);
+    step_clip_gated(s, grad_clip, 1, loss_limit, norm_limit, st);
 }
 
 // The step's loss (the ranks' mean) and gradient norm on the host: the one
 // wait of a step, after its update is queued. Returns 0 when either was not
-// finite (the update was then skipped on the GPU: the parameters and moments
-// are those before the step).
+// finite or above its limit (the update was then skipped on the GPU: the
+// parameters and moments are those before the step).
 static inline int grad_sync_step_result(GradSync *gs, float *loss, double *grad_norm) {
     GPT2Cuda *m = gs->model;
     step_scalars_to_host(m->scalars_host, m->scalars, m->mm.stream);

@@ -65,8 +65,11 @@ static inline void step_loss_finish(StepScalars *s, int micro_steps, cudaStream_
 // norm = sqrt(sumsq) and the scale of clip_grad_scale (llmc/kernels/adamw.c),
 // in double as there (IEEE division and square root: --use_fast_math changes
 // only float math), so the same bits as the host computed; the update goes
-// ahead when the norm and, with check_loss, the step's loss are finite.
-__global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss) {
+// ahead when the norm and, with check_loss, the step's loss are finite, and
+// neither is above its limit (-sl / -sg, llmc/core/outlier.h: the host's
+// comparison (double)loss > loss_limit, (double)(float)norm > norm_limit; +inf: off).
+__global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss, double loss_limit,
+                            double norm_limit) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     const double norm = sqrt(s->sumsq);
     float scale = 1.0f;
@@ -76,13 +79,22 @@ __global__ void clip_kernel(StepScalars *s, float grad_clip, int check_loss) {
     }
     s->norm = norm;
     s->clip.scale = scale;
-    s->clip.apply = isfinite(norm) && (!check_loss || isfinite(s->step_loss));
+    const int outlier =
+        (double)(float)norm > norm_limit || (check_loss && (double)s->step_loss > loss_limit);
+    s->clip.apply = isfinite(norm) && (!check_loss || isfinite(s->step_loss)) && !outlier;
 }
 
-// queues the clip from s->sumsq (grad_clip <= 0: scale 1)
-static inline void step_clip(StepScalars *s, float grad_clip, int check_loss, cudaStream_t stream) {
-    clip_kernel<<<1, 32, 0, stream>>>(s, grad_clip, check_loss);
+// queues the clip from s->sumsq (grad_clip <= 0: scale 1), the update gated
+// by the limits on the loss and the norm
+static inline void step_clip_gated(StepScalars *s, float grad_clip, int check_loss,
+                                   double loss_limit, double norm_limit, cudaStream_t stream) {
+    clip_kernel<<<1, 32, 0, stream>>>(s, grad_clip, check_loss, loss_limit, norm_limit);
     CUDA_CHECK_LAUNCH();
+}
+
+// queues the clip from s->sumsq (grad_clip <= 0: scale 1), no limits
+static inline void step_clip(StepScalars *s, float grad_clip, int check_loss, cudaStream_t stream) {
+    step_clip_gated(s, grad_clip, check_loss, INFINITY, INFINITY, stream);
 }
 
 // queues loss_sum = 0

@@ -35,11 +35,42 @@ static void write_state(FILE *f, const char *path, const void *ctx_ptr) {
     h[11] = m->m_memory != NULL;
     h[12] = ctx->progress->epoch;
     h[13] = ctx->progress->batch_samples;
+    const StepOutliers *outliers = &ctx->progress->outliers;
+    h[14] = outliers->loss.count;
+    h[15] = outliers->loss.next;
+    h[16] = outliers->skipped;
     fwrite_check(h, sizeof(int32_t), 256, f, path);
     if (m->m_memory != NULL) {
         fwrite_check(m->m_memory, sizeof(float), m->num_parameters, f, path);
         fwrite_check(m->v_memory, sizeof(float), m->num_parameters, f, path);
     }
+    fwrite_check(outliers->loss.values, sizeof(double), (size_t)outliers->loss.count, f, path);
+    fwrite_check(outliers->grad_norm.values, sizeof(double), (size_t)outliers->grad_norm.count, f,
+                 path);
+}
+
+// the outlier windows after the moments: slot 14 values each, finite
+static int read_outliers(Reader *r, const int32_t *h, StepOutliers *out, char *err,
+                         size_t err_bytes) {
+    memset(out, 0, sizeof(*out));
+    OutlierWindow *windows[2] = {&out->loss, &out->grad_norm};
+    const char *names[2] = {"loss", "gradient norm"};
+    for (int w = 0; w < 2; w++) {
+        windows[w]->count = h[14];
+        windows[w]->next = h[15];
+        if (reader_read(r, windows[w]->values, (size_t)h[14] * sizeof(double),
+                        "the outlier windows", err, err_bytes) != 0) {
+            return -1;
+        }
+        for (int i = 0; i < h[14]; i++) {
+            if (!isfinite(windows[w]->values[i])) {
+                return input_error(err, err_bytes, "outlier window value %d of the %s is %g", i,
+                                   names[w], windows[w]->values[i]);
+            }
+        }
+    }
+    out->skipped = h[16];
+    return 0;
 }
 
 void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const char *dir) {
@@ -79,11 +110,20 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
                            "moments flag %d",
                            h[3], h[4], h[12], h[13], has_moments);
     }
+    // a window fills before it wraps: next is 0 until it holds OUTLIER_WINDOW values
+    if (h[14] < 0 || h[14] > OUTLIER_WINDOW || h[15] < 0 || h[15] >= OUTLIER_WINDOW ||
+        (h[14] < OUTLIER_WINDOW && h[15] != 0) || h[16] < 0 || h[16] > h[2]) {
+        return input_error(err, err_bytes,
+                           "bad header: outlier window of %d values (at most %d), next %d, "
+                           "%d updates skipped in %d steps",
+                           h[14], OUTLIER_WINDOW, h[15], h[16], h[2]);
+    }
+    const size_t window_bytes = 2 * sizeof(double) * (size_t)h[14];
     size_t moment_bytes = 0;
     if (has_moments && size_mul(2 * sizeof(float), model->num_parameters, &moment_bytes) != 0) {
         return input_error(err, err_bytes, "size overflow");
     }
-    size_t expected = 1024 + moment_bytes;
+    size_t expected = 1024 + moment_bytes + window_bytes;
     if (r->size != expected) {
         return input_error(err, err_bytes, "file is %zu bytes, expected %zu%s", r->size, expected,
                            r->size < expected ? ": truncated" : ": trailing data");
@@ -119,7 +159,7 @@ static int train_state_read_body(Reader *r, int step, GPT2 *model, TrainProgress
             }
         }
     }
-    return 0;
+    return read_outliers(r, h, &progress->outliers, err, err_bytes);
 }
 
 int train_state_read(Reader *r, int step, GPT2 *model, TrainProgress *progress, char *err,

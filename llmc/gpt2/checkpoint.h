@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/checkpoint_files.h"
+#include "core/outlier.h"
 #include "core/reader.h"
 #include "gpt2.h"
 
@@ -24,6 +25,8 @@ typedef struct {
                           // position its batch cursor: see dataloader.h)
     int batch_samples;    // ranks x B of the run that saved it: the samples one step of
                           // the batch cursor spans (slot 13; 0 in older files: unknown)
+    StepOutliers outliers; // -sl / -sg's windows and skip count (slots 14-16, after the
+                           // moments; empty in older files)
 } TrainProgress;
 
 void checkpoint_save(const GPT2 *model, const TrainProgress *progress, const char *dir);

@@ -5,11 +5,14 @@
 #include <stdio.h>
 
 #include "core/norm_mode.h"
+#include "core/schedule.h"
 #include "kernels/matmul.h"
 
 // -N's and -mp's words are the enums' values in order (CLI_ENUM stores the index)
 _Static_assert(MODE_LN == 0 && MODE_RMS == 1 && MODE_CBWC == 2, "-N: ln|rms|cbwc");
 _Static_assert(MATMUL_FP32 == 0 && MATMUL_BF16 == 1, "-mp: fp32|bf16");
+_Static_assert(LR_COSINE == 0 && LR_LINEAR == 1 && LR_CONSTANT == 2 && LR_WSD == 3,
+               "-k: " LR_SCHEDULE_WORDS);
 
 #define MAX_INT 2147483647.0
 #define MAX_STEPS 1073741824.0 // 2^30
@@ -24,7 +27,9 @@ Gpt2TrainArgs gpt2_train_args_defaults(void) {
         .seq_len = 64,
         .total_batch_tokens = -1,
         .learning_rate = 3e-4f,
+        .lr_schedule = LR_COSINE,
         .final_lr_fraction = 1.0f,
+        .wsd_decay_fraction = 0.2f,
         .grad_clip = 1.0f,
         .max_steps = -1,
         .val_every = 20,
@@ -66,8 +71,21 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
         {"-l", CLI_FLOAT, &a->learning_rate, 0, 10, "learning rate (default 3e-4)", NULL,
          CLI_OPEN_LO, 0},
         {"-u", CLI_INT, &a->warmup_steps, 0, MAX_STEPS, "warmup steps (default 0)", NULL, 0, 0},
+        {"-k", CLI_ENUM, &a->lr_schedule, 0, 0,
+         "learning rate schedule after the -u warmup, as llm.c's: cosine or linear\n"
+         "decay to -q x -l, constant (no warmup), wsd = warmup, stable, then\n"
+         "1 - sqrt decay to -q x -l over the last -kd of the steps (default cosine)",
+         LR_SCHEDULE_WORDS, 0, 0},
         {"-q", CLI_FLOAT, &a->final_lr_fraction, 0, 1,
-         "final learning rate as a fraction of -l, cosine decay (default 1.0)", NULL, 0, 0},
+         "final learning rate as a fraction of -l (default 1.0: no decay)", NULL, 0, 0},
+        {"-kd", CLI_FLOAT, &a->wsd_decay_fraction, 0, 1,
+         "-k wsd: the fraction of the steps that decays (default 0.2, llm.c's)", NULL, 0, 0},
+        {"-sl", CLI_FLOAT, &a->skip_loss_z, 0, 1e6,
+         "skip an update whose loss z-score over the last 128 steps exceeds this,\n"
+         "0 = off (default 0)", NULL, 0, 0},
+        {"-sg", CLI_FLOAT, &a->skip_grad_z, 0, 1e6,
+         "skip an update whose gradient norm z-score over the last 128 steps\n"
+         "exceeds this, 0 = off (default 0)", NULL, 0, 0},
         {"-c", CLI_FLOAT, &a->weight_decay, 0, 10, "weight decay on matrices (default 0.0)", NULL,
          0, 0},
         {"-gc", CLI_FLOAT, &a->grad_clip, 0, 1e6,
@@ -130,6 +148,12 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
          "on a thread of its own); 0 = one reduction after the backward; the\n"
          "same bits with 2 ranks (default 1)", NULL, 0, 0},
     };
+    const CliFlag mc[] = {
+        {"-mc", CLI_STRING, &a->mc_eval_path, 0, 0,
+         "multiple-choice eval file in llm.c's format (its HellaSwag file's;\n"
+         "bin/gcide_to_mc): accuracy with every val loss, the completion of\n"
+         "lowest mean token loss the answer (llm.c's -h 1) (default: none)", "file", 0, 0},
+    };
     int n = 0;
     if (groups & GPT2_FLAGS_CORE) {
         for (int i = 0; i < CLI_COUNT(core); i++) flags[n++] = core[i];
@@ -146,6 +170,9 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
     if (groups & GPT2_FLAGS_OVERLAP) {
         for (int i = 0; i < CLI_COUNT(overlap); i++) flags[n++] = overlap[i];
     }
+    if (groups & GPT2_FLAGS_MC) {
+        for (int i = 0; i < CLI_COUNT(mc); i++) flags[n++] = mc[i];
+    }
     return n;
 }
 
@@ -153,6 +180,13 @@ void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *a) {
     if (a->resume && a->output_dir == NULL) {
         cli_error(spec, "-y 1 needs -o, the directory to resume from");
     }
+}
+
+LrSchedule gpt2_train_schedule(const Gpt2TrainArgs *a, int max_steps) {
+    return (LrSchedule){.kind = (LrScheduleKind)a->lr_schedule, .max_lr = a->learning_rate,
+                        .warmup_steps = a->warmup_steps, .max_steps = max_steps,
+                        .final_fraction = a->final_lr_fraction,
+                        .decay_fraction = a->wsd_decay_fraction};
 }
 
 void gpt2_run_settings(const Gpt2TrainArgs *args, int total_tokens,

@@ -6,6 +6,7 @@
 
 #include "core/cli.h"
 #include "core/run_dir.h"
+#include "core/schedule.h"
 
 typedef struct {
     // model and data (every trainer)
@@ -20,8 +21,12 @@ typedef struct {
     int seq_len;
     int total_batch_tokens; // -1: one micro-batch per step
     float learning_rate;
+    int lr_schedule;        // an LrScheduleKind (-k)
     int warmup_steps;
     float final_lr_fraction;
+    float wsd_decay_fraction; // -kd: wsd's decaying share of the steps
+    float skip_loss_z;      // -sl: skip an update at a loss z-score above it; 0: off
+    float skip_grad_z;      // -sg: the same for the gradient norm
     float weight_decay;
     float grad_clip;
     int max_steps;          // -1: one epoch
@@ -46,14 +51,16 @@ typedef struct {
     int matmul_precision;   // a MatmulPrecision (-mp): MATMUL_FP32 or MATMUL_BF16
     // gradient reduction (GPT2_FLAGS_OVERLAP, the CPU trainer only; the GPU's always overlaps)
     int overlap;            // 1: each layer's gradients reduced during the backward
+    // multiple-choice eval (GPT2_FLAGS_MC, the CPU trainer only)
+    const char *mc_eval_path; // -mc: llm.c's eval file, scored with every val loss; NULL: none
 } Gpt2TrainArgs;
 
 // Room for every flag gpt2_train_flags writes.
-#define GPT2_TRAIN_MAX_FLAGS 40
+#define GPT2_TRAIN_MAX_FLAGS 44
 
 // The groups of flags a trainer takes.
 enum { GPT2_FLAGS_CORE = 1, GPT2_FLAGS_EXTRAS = 2, GPT2_FLAGS_DROPOUT = 4,
-       GPT2_FLAGS_PRECISION = 8, GPT2_FLAGS_OVERLAP = 16 };
+       GPT2_FLAGS_PRECISION = 8, GPT2_FLAGS_OVERLAP = 16, GPT2_FLAGS_MC = 32 };
 
 // The defaults of the CPU trainer (train_gpt2cu overrides the model and T).
 Gpt2TrainArgs gpt2_train_args_defaults(void);
@@ -64,6 +71,9 @@ int gpt2_train_flags(Gpt2TrainArgs *args, int groups, CliFlag *flags);
 
 // The checks that involve more than one flag, after cli_parse.
 void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *args);
+
+// The learning-rate schedule of -k -l -u -q -kd over max_steps.
+LrSchedule gpt2_train_schedule(const Gpt2TrainArgs *args, int max_steps);
 
 // The settings a resume must repeat (DIR/run.txt, llmc/core/run_dir.h): -e,
 // -t and -d (total_tokens, the global batch in tokens); its split into ranks

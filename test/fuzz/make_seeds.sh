@@ -91,6 +91,18 @@ put("token_shard", "kjv_head.bin", kjv[:1024 + 256])
 for p in sorted(glob.glob(f"{tmp}/sft_*.bin")):
     put("sft_shard", os.path.basename(p), read(p))
 put("sft_shard", "kjv_slice.bin", read(f"{out}/token_shard/kjv_slice.bin"))
+# a multiple-choice eval file (llm.c's format): 3 examples of KJV tokens, 4 completions each
+kjv_ids = struct.unpack("<300H", tokens)
+stream, longest = [], 0
+for i in range(3):
+    ex = [65535, 0, i, i % 4, 4, 5] + list(kjv_ids[20 * i:20 * i + 5])
+    for c in range(4):
+        ex += [1 + c] + list(kjv_ids[100 + 10 * c:100 + 10 * c + 1 + c])
+    ex[1] = 2 * len(ex)
+    longest = max(longest, ex[1])
+    stream += ex
+put("mc_eval", "three.bin", struct.pack("<4i", 20240522, 1, 3, longest) + bytes(1008) +
+    struct.pack(f"<{len(stream)}H", *stream))
 # tokenizer: the 256 byte tokens, the first 40 merges and <|endoftext|>; encoder NUL vocab
 enc = json.load(open("data/gpt2/encoder.json", encoding="utf-8"))
 merges = open("data/gpt2/vocab.bpe", encoding="utf-8").read().split("\n")

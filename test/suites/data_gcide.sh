@@ -4,7 +4,8 @@
 # dictionary (Debian dict-gcide) gives tens of thousands of headwords, three
 # records each, train and test split by headword with no word in both, and
 # the JSON goes through bin/alpaca_to_sft into SFT shards; bad input exits 1
-# naming the file or flag.
+# naming the file or flag. bin/gcide_to_mc holds out the same headwords as
+# a multiple-choice set that train_gpt2 -mc reads.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/data_gcide
@@ -49,6 +50,35 @@ if bin/gcide_to_alpaca -nh 200 -tf 0.1 $dict "$work/small" > /dev/null 2>&1 &&
    bin/alpaca_to_sft -t 256 "$work/small_train.json" "$work/sft" 20 > "$work/sft.out" 2>&1 &&
    [ -s "$work/sft_train_000000.bin" ] && [ -s "$work/sft_val_000000.bin" ]; then ok "alpaca_to_sft accepts the records"
 else bad "alpaca_to_sft on 200 headwords: $(cat "$work/sft.out")"; fi
+
+# the multiple-choice set (bin/gcide_to_mc): its answers are exactly gcide_to_alpaca's
+# test headwords for the same -nh -tf (less those left out), never a train one;
+# four distinct choices, the answer at every place; train_gpt2 -mc reads it
+if bin/gcide_to_alpaca -nh 3000 -tf 0.1 $dict "$work/mc" > /dev/null 2>&1 &&
+   bin/gcide_to_mc -nh 3000 -tf 0.1 -sd 5 $dict "$work/mc.bin" > "$work/mc.out" 2>&1; then
+    left=$(grep -oE 'left out: [0-9]+ with too few of their part of speech, [0-9]+' "$work/mc.out" | grep -oE '[0-9]+' | paste -sd+ | bc)
+    $PY - "$work/mc_train.json" "$work/mc_test.json" "$work/mc.bin.txt" "$left" <<'PYEOF' && ok "gcide_to_mc: $(grep -oE '[0-9]+ held out as examples' "$work/mc.out"), answers == gcide_to_alpaca's test headwords" || bad "gcide_to_mc's examples"
+import json, re, sys
+train, test = (json.load(open(p)) for p in sys.argv[1:3])
+words = lambda rs: {m.group(1) for r in rs for m in [re.match(r'Define the word "(.*)"\.$', r["instruction"])] if m}
+tw, vw = words(train), words(test)
+rows = [l.split(" | ") for l in open(sys.argv[3]).read().splitlines()]
+answers, places = set(), set()
+for i, (head, *choices) in enumerate(rows):
+    index, label, answer = head.split(" ", 2)
+    assert int(index) == i and choices[int(label)] == answer and len({c.lower() for c in choices}) == 4, (head, choices)
+    answers.add(answer); places.add(int(label))
+assert answers <= vw and not answers & tw and len(answers) + int(sys.argv[4]) == len(vw), (len(answers), sys.argv[4], len(vw))
+assert places == {0, 1, 2, 3}, places
+PYEOF
+else bad "gcide_to_mc on 3000 headwords: $(cat "$work/mc.out")"; fi
+cat llmc/*/*.c > "$work/text.txt"
+bin/text_to_shard "$work/text.txt" "$work/bytes" 0.1 > /dev/null
+bin/gcide_to_mc -nh 400 -tf 0.1 -t 64 $dict "$work/mc_small.bin" > /dev/null 2>&1
+acc=$(bin/train_gpt2 -e d1c32h2v50257t64 -i "$work/bytes_train_*.bin" -j "$work/bytes_val_*.bin" -b 2 -t 64 -x 0 -v 1 -m 1 \
+      -mc "$work/mc_small.bin" 2>&1 | grep -oE '^multiple-choice accuracy [0-9.]+' | cut -d' ' -f3)
+awk -v a="$acc" 'BEGIN { exit !(a >= 0 && a <= 1) }' && ok "train_gpt2 -mc reads it (an untrained model: accuracy $acc)" ||
+    bad "train_gpt2 -mc on gcide_to_mc's file: '$acc'"
 
 expect_error() { # NAME PATTERN COMMAND...
     local name=$1 pattern=$2; shift 2

@@ -2,7 +2,7 @@
 # scripts/study.sh's quick presets (so the study runner cannot rot): every run
 # of gpt-pretrain, vision, imagenet (Swin-Tiny on real JPEG class folders),
 # sft and equivalence completes, summary.csv has a
-# row per run with numbers, the curves render, and where cbwc is the ln model
+# row per run with numbers (the perplexities exp of the losses beside them), the curves render, and where cbwc is the ln model
 # (GPT-2; ViT; Swin, whose non-foldable LNs stay LN; Swin-Tiny; sft without residual
 # dropout) its final losses equal ln's to fp32 chaos (the vision study's
 # swin_paper rows, the paper's Swin, are cbwc only); in the equivalence study
@@ -66,7 +66,7 @@ else
     echo "SKIP DEVICE=gpu dry run: build/emu/train_gpt2fp32cu, train_vitfp32cu not built (make emu)"
 fi
 $PY - "$work" <<'PYEOF' && ok "summaries: rows, numbers, ln == cbwc where exact, PNGs" || bad "summaries"
-import csv, glob, os, sys
+import csv, glob, math, os, sys
 w = sys.argv[1]
 def rows(study):
     return list(csv.DictReader(open(os.path.join(w, study, "summary.csv"))))
@@ -91,6 +91,12 @@ for r in eq:  # 1e-4: 7x the largest seen in these few steps (1.4e-5); the contr
     assert float(r["max_cbwc_vs_ln"]) < 1e-4 and float(r["min_rms_vs_ln"]) > 1e-5, r
 def final(rs, key, **match):
     return {r["seed"]: float(r[key]) for r in rs if all(r[k] == v for k, v in match.items())}
+# perplexity = exp(loss) beside it (main.log's ppl: loss to 1e-6, perplexity to 1e-4)
+for r, loss, ppl in [(r, "final_val_loss", "final_val_perplexity") for r in gpt] + \
+        [(r, f"{k}_test_response_loss", f"{k}_test_response_perplexity") for r in sft for k in ("final", "best")]:
+    assert abs(float(r[ppl]) - math.exp(float(r[loss]))) <= 2e-6 * float(r[ppl]) + 1e-4, (ppl, r)
+for r in sft:  # the held-out multiple-choice accuracy (bin/gcide_to_mc), a fraction
+    assert 0 <= float(r["final_mc_accuracy"]) <= 1, r
 for seed, v in final(gpt, "final_val_loss", mode="ln").items():
     c = final(gpt, "final_val_loss", mode="cbwc")[seed]
     assert abs(v - c) < 2e-3 * abs(v), f"gpt seed {seed}: ln {v} vs cbwc {c}"

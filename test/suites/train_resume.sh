@@ -30,6 +30,23 @@ for mode in ln rms cbwc; do
     grep -q "mode $mode" "$work/$mode.full.out" || fail "$mode: progress output does not name the mode"
     echo "ok   $mode: loss $first -> $lastl, resume bit-exact"
 done
+# the other schedules, resumed mid-decay (wsd decays over steps 2-8 with -kd
+# 0.75): the same lr and loss lines and final weights, bit for bit
+for k in linear wsd; do
+    kflags=(-N ln -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin"
+            -b 2 -t 16 -x 8 -n 4 -v 0 -l 3e-3 -u 1 -q 0.1 -k $k -kd 0.75 -sd 5)
+    bin/train_gpt2 "${kflags[@]}" -o "$work/$k.full" > "$work/$k.full.out" 2>&1 || { fail "-k $k: full run"; continue; }
+    mkdir -p "$work/$k.resumed"
+    cp "$work/$k.full/model_00000004.bin" "$work/$k.full/state_00000004.bin" "$work/$k.resumed/"
+    bin/train_gpt2 "${kflags[@]}" -o "$work/$k.resumed" -y 1 > "$work/$k.resumed.out" 2>&1 || { fail "-k $k: resumed run"; continue; }
+    lrs=$(grep -oE '^s:[5-8] trl:[^ ]+ lr:[^ ]+' "$work/$k.full/main.log" | sed 's/.*lr://' | sort -u | wc -l)
+    if diff <(grep -E '^s:[5-8] trl' "$work/$k.full/main.log") <(grep -E '^s:[5-8] trl' "$work/$k.resumed/main.log") > /dev/null &&
+        cmp -s "$work/$k.full/model_00000008.bin" "$work/$k.resumed/model_00000008.bin" && [ "$lrs" -eq 4 ]; then
+        echo "ok   -k $k: resumed at step 4 mid-decay (4 distinct lrs after it), lr and loss lines and weights bit-exact"
+    else
+        fail "-k $k: the resumed run differs (or the lr did not decay after step 4: $lrs distinct lrs)"
+    fi
+done
 # with samples every 2 steps: the resumed run's RNG (in the final state file)
 # and its later samples equal the uninterrupted run's (no second sample at the
 # step resumed from)
