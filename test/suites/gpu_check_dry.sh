@@ -20,6 +20,7 @@
 # sanitized: skip dev/gpu/check.sh's stages, deadline and rows; the emulated programs it calls run under the sanitizers in cuda_emu and cuda_vit_emu
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/gpu_check_dry
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
@@ -56,7 +57,7 @@ $PY dev/reference/swin.py --mode ln --seed 13 --model "$states/swin_ln_a.bin" --
 
 # 3. no driver here: preflight names it, nothing else runs
 if command -v nvidia-smi > /dev/null || [ -x /usr/local/nvidia/bin/nvidia-smi ]; then
-    echo "skip the no-driver run: nvidia-smi is on this machine"
+    skip_part "the no-driver run: nvidia-smi is on this machine"
 else
     t=$SECONDS
     CHECK_STATES=$work/no_states dev/gpu/check.sh "$work/out3" > "$work/run3.log" 2>&1
@@ -166,4 +167,4 @@ else
     bad "files back: $files (at most 8), over the cap: ${big:-none}; capping markers: $(grep -c 'at its cap\|bytes left out' "$work/out1/combined.log")"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

@@ -19,6 +19,7 @@
 # sanitized: skip scripts/study.sh's runner and summaries; the trainers it drives run under the sanitizers in the reference, resume and vision suites
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/study_quick
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
@@ -63,7 +64,7 @@ ln, cb = [float(r["test_loss"]) for m in ("ln", "cbwc") for r in gvis if r["mode
 assert abs(ln - cb) < 2e-3 * abs(ln), ("vit ln vs cbwc on the GPU", ln, cb)  # the CPU check's bound
 PYEOF
 else
-    echo "SKIP DEVICE=gpu dry run: build/emu/train_gpt2fp32cu, train_vitfp32cu not built (make emu)"
+    skip_part "DEVICE=gpu dry run: build/emu/train_gpt2fp32cu, train_vitfp32cu not built (make emu)"
 fi
 $PY - "$work" <<'PYEOF' && ok "summaries: rows, numbers, ln == cbwc where exact, PNGs" || bad "summaries"
 import csv, glob, os, sys
@@ -112,4 +113,4 @@ assert len(pngs) == 10, pngs  # gpt, sft x2, equivalence, vit, swin, swin_k1, sw
 for p in pngs:
     assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 PYEOF
-[ $fails -eq 0 ]
+suite_exit $fails
