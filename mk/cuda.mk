@@ -38,7 +38,7 @@ ifneq ($(CUDNN_HEADER),)
   NVCC_FLAGS += -DFOLDNORM_CUDNN $(if $(filter $(CUDNN_INCDIR),$(CUDA_HOME)/include /usr/include),,-I$(CUDNN_INCDIR))
   CUDA_LDLIBS += -lcudnn
 endif
-CUDA_HEADERS := $(wildcard llmc/cuda/*.cuh) $(LLMC_HEADERS) $(wildcard dev/cuda/*.cuh) test/test_cuda_compare.h
+CUDA_HEADERS := $(wildcard llmc/cuda/*.cuh) $(LLMC_HEADERS) $(wildcard dev/cuda/*.cuh) test/test_cuda_compare.h test/test_helpers.h
 # The host side: the llmc/ objects of every folder but the ones a GPU image
 # may lack the libraries for (GPU machines have no pcre2, cJSON, protobuf-c
 # or MPI): the files that include those headers are left out, found by grep.

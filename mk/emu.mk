@@ -35,7 +35,7 @@ EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM
 EMU_PROGRAM_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_RACE_FLAGS)
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
 EMU_CUDA_SRCS := $(wildcard llmc/cuda/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
-                 test/test_vit.cu test/test_swin.cu test/test_cuda_compare.h train_vit.cu \
+                 test/test_vit.cu test/test_swin.cu test/test_cuda_compare.h test/test_helpers.h train_vit.cu \
                  $(EMU_DIR)/selftest.cu $(EMU_DIR)/cudnn_selftest.cu $(EMU_DIR)/attention_counts.cu
 EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a

@@ -5,7 +5,10 @@
 # without it (EMU_RACECHECK=0: the instrumentation stays, its hooks return at
 # once); race_coverage then fails the suite when a kernel it launched never
 # ran race-checked (EMU_KERNEL_LOG). Needs build/emu/emu_selftest, $work, ok
-# and bad.
+# and bad. The plain build must have the detector: without it race_coverage
+# fails the suite; the SAN=1 build (FOLDNORM_SANITIZED=1: ASan and TSan do
+# not combine) has none, a SKIP (test/suite_outcome.sh).
+. test/suite_outcome.sh
 
 # after the build: are races checked at all (not in SAN=1), the cheap default, the log
 race_subset_begin() {
@@ -21,7 +24,11 @@ race_subset_begin() {
 race_coverage() {
     unset EMU_KERNEL_LOG
     if [ "$race_built" = 0 ]; then
-        echo "SKIP race coverage: this build has no race detector (SAN=1)"
+        if [ "${FOLDNORM_SANITIZED:-0}" = 1 ]; then
+            skip_part "race coverage: the SAN=1 build has no race detector (ASan and TSan do not combine)"
+        else
+            bad "race coverage: this plain build has no race detector (build/emu/emu_selftest racecheck: $(build/emu/emu_selftest racecheck 2>&1 | head -1); mk/emu.mk builds it with -DEMU_RACE and -fsanitize=thread)"
+        fi
         return
     fi
     local missed n

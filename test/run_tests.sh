@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # foldnorm's test runner. Every suite is a script test/suites/NAME.sh, run as
-#   test/suites/NAME.sh WORK_DIR [VARIANT]      exit 0 = pass
-# and picked up here by its file name. Lines near a suite's top declare:
+#   test/suites/NAME.sh WORK_DIR [VARIANT]
+# and picked up here by its file name. Its exit status is its outcome:
+#   0   PASS: everything it checks ran and held
+#   77  SKIP: all or part of it did nothing; it prints one "SKIP: REASON" line
+#       a left-out part (a "SKIP: " line with exit 0 counts as a SKIP too, and
+#       exit 77 without one as a FAIL: a skip names its reason)
+#   any other: FAIL
+# A SKIP is never a PASS: the closing line counts the three apart, and the
+# skips are listed with their reasons. Lines near a suite's top declare:
 #   # tier: check         part of the fast tier (make check); the runner exports
 #                         FOLDNORM_TEST_TIER=check there, so a suite may run a
 #                         shorter form of itself (make test exports full)
@@ -9,7 +16,8 @@
 #   # sanitized: skip WHY  the SAN=1 run (make SAN=1 test) leaves it out, saying
 #                         why: for suites whose C code runs under the
 #                         sanitizers in another suite and whose own value is
-#                         not memory safety (printed as "SKIP NAME (SAN=1: WHY)")
+#                         not memory safety (printed as "SKIP NAME (SAN=1: WHY)",
+#                         counted as skipped)
 #   # cores: 1            the suite keeps one core busy (the emulated CUDA
 #                         suites: the emulation is serial); the runner runs
 #                         such suites side by side, one a core (nproc, or
@@ -24,7 +32,7 @@
 #   test/run_tests.sh --logs DIR ...  also keeps every suite's whole log in DIR
 # Fresh random seeds every run; FOLDNORM_TEST_SEED=N replays one
 # (test/seed_loop.sh runs suites over many seeds). Ends with
-# "N passed, N failed".
+# "N passed, N failed, N skipped" (exit 1 when any failed; .ci/run reads it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
@@ -130,12 +138,13 @@ if [ -z "${PYTHON:-}" ] && [ "${FOLDNORM_PY_SERVER:-1}" != 0 ]; then
 fi
 export PYTHON=${PYTHON:-/usr/bin/python3}
 trap '[ -z "${FOLDNORM_PY_SERVER_PID:-}" ] || kill "$FOLDNORM_PY_SERVER_PID" 2>/dev/null; rm -rf "$work"' EXIT
-passed=0; failed=0; failures=(); skipped=()
+passed=0; failed=0; skipped=0; failures=(); skip_names=()
 echo "foldnorm tests ($tier tier): seed $seed (FOLDNORM_TEST_SEED=$seed replays), work dir $work"
 
 # run_suite NAME FILE VARIANT: runs it in its own work dir, logs to
-# $work/NAME.log; its report (the PASS or FAIL line, a failure's log tail)
-# goes to $work/NAME.report, and its exit status is the suite's
+# $work/NAME.log; its report (the PASS, SKIP or FAIL line, a skip's reasons,
+# a failure's log tail) goes to $work/NAME.report, a skip's reasons to
+# $work/NAME.skips; returns 0 (pass), 77 (skip) or 1 (fail)
 run_suite() {
     local name=$1 file=$2 variant=$3 t0=$SECONDS rc
     local args=("$work/$name")
@@ -143,14 +152,30 @@ run_suite() {
     mkdir -p "$work/$name"
     "$file" "${args[@]}" > "$work/$name.log" 2>&1
     rc=$?
-    if [ $rc -eq 0 ]; then
-        echo "PASS $name ($((SECONDS - t0)) s)"
-    else
-        echo "FAIL $name ($((SECONDS - t0)) s)"
-        sed 's/^/    /' "$work/$name.log" | tail -40
-    fi > "$work/$name.report"
+    sed -n 's/^SKIP: *//p' "$work/$name.log" > "$work/$name.skips"
+    if [ $rc -eq 0 ] && [ -s "$work/$name.skips" ]; then
+        rc=77 # it said that a part did nothing
+    elif [ $rc -eq 77 ] && [ ! -s "$work/$name.skips" ]; then
+        echo "exit 77 (skip) without a 'SKIP: REASON' line: a skip names its reason" >> "$work/$name.log"
+        rc=1
+    elif [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+        rc=1
+    fi
+    case $rc in
+    0) echo "PASS $name ($((SECONDS - t0)) s)" ;;
+    77) echo "SKIP $name ($((SECONDS - t0)) s)"; sed 's/^/    SKIP: /' "$work/$name.skips" ;;
+    *) echo "FAIL $name ($((SECONDS - t0)) s)"; sed 's/^/    /' "$work/$name.log" | tail -40 ;;
+    esac > "$work/$name.report"
     [ -z "$logs" ] || cp "$work/$name.log" "$logs/$name.log"
     return $rc
+}
+# count_outcome NAME RC: adds the suite's outcome to the tallies
+count_outcome() {
+    case $2 in
+    0) passed=$((passed + 1)) ;;
+    77) skipped=$((skipped + 1)); skip_names+=("$1") ;;
+    *) failed=$((failed + 1)); failures+=("$1") ;;
+    esac
 }
 
 # the scheduler: a one-core suite ("# cores: 1") starts in the background
@@ -169,7 +194,7 @@ reap_one() {
     unset "running[$pid]"
     busy=$((busy - cores))
     cat "$work/$name.report"
-    if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+    count_outcome "$name" $rc
 }
 sanitized_skip() { # FILE: the reason SAN=1 leaves it out, or nothing
     [ "$FOLDNORM_SANITIZED" = 1 ] || return 0
@@ -194,7 +219,8 @@ for line in "${selected[@]}"; do
     read -r name file variant _ cores <<< "$line"
     why=$(sanitized_skip "$file") || exit 2
     if [ -n "$why" ]; then
-        skipped+=("$name"); echo "SKIP $name (SAN=1: $why)"; continue
+        echo "SAN=1: $why" > "$work/$name.skips"
+        count_outcome "$name" 77; echo "SKIP $name (SAN=1: $why)"; continue
     fi
     if [ "$cores" = 1 ] && [ "$jobs_max" -gt 1 ]; then
         while [ $((busy + 1)) -gt "$jobs_max" ]; do reap_one; done
@@ -206,13 +232,18 @@ for line in "${selected[@]}"; do
         run_suite "$name" "$file" "$variant"
         rc=$?
         cat "$work/$name.report"
-        if [ $rc -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+        count_outcome "$name" $rc
     fi
 done
 while [ ${#running[@]} -gt 0 ]; do reap_one; done
 
 echo
-[ ${#skipped[@]} -eq 0 ] || echo "left out under SAN=1: ${skipped[*]}"
+if [ "$skipped" -gt 0 ]; then
+    echo "skipped (each did nothing, or part of it did nothing):"
+    for name in "${skip_names[@]}"; do
+        while IFS= read -r why; do echo "  $name: $why"; done < "$work/$name.skips"
+    done
+fi
 [ ${#failures[@]} -eq 0 ] || echo "failed: ${failures[*]} (seed $seed)"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -18,6 +18,7 @@
 #include "core/comm_async.h"
 #include "core/rand.h"
 #include "core/utils.h"
+#include "test_helpers.h"
 
 // ranges [k^2 * 37, (k+1)^2 * 37) of n posted from the end down, as a
 // backward posts its layers; returns the largest |async - blocking| / (|blocking| + 1)
@@ -56,7 +57,7 @@ static double check_async(const Comm *comm, size_t n, int sharded, int *identica
     *identical = memcmp(x + lo, y + lo, (hi - lo) * sizeof(float)) == 0;
     for (size_t i = lo; i < hi; i++) {
         double d = fabs((double)x[i] - y[i]) / (fabs(y[i]) + 1.0); // values ~N(0, 1)
-        worst = d > worst ? d : worst;
+        worst = worst_of(worst, d);
     }
     free(x);
     free(y);
@@ -88,9 +89,9 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n; i++) {
             double expect = (double)(i % 97) * (W + 1) / 2 + (W - 1) / 2;
             double err = fabs(x[i] - expect) / (fabs(expect) + 1.0);
-            worst = err > worst ? err : worst;
+            worst = worst_of(worst, err);
         }
-        if (worst > 1e-6) {
+        if (!(worst <= 1e-6)) {
             ok = 0;
         }
         free(x);
@@ -120,15 +121,15 @@ int main(int argc, char **argv) {
         for (size_t i = lo; i < hi; i++) {
             double expect = (double)(i % 89) * (W + 1) / 2 - (W - 1) / 2;
             double err = fabs(x[i] - expect) / (fabs(expect) + 1.0);
-            worst_shard = err > worst_shard ? err : worst_shard;
+            worst_shard = worst_of(worst_shard, err);
         }
         comm_allgather_shards(&comm, x, n);
         for (size_t i = 0; i < n; i++) {
             double expect = (double)(i % 89) * (W + 1) / 2 - (W - 1) / 2;
             double err = fabs(x[i] - expect) / (fabs(expect) + 1.0);
-            worst = err > worst ? err : worst;
+            worst = worst_of(worst, err);
         }
-        double worst_all = worst > worst_shard ? worst : worst_shard;
+        double worst_all = worst_of(worst, worst_shard);
         comm_sum_double(&comm, &worst_all); // any rank's error fails every rank
         int this_ok = covered == n && worst_all <= 1e-6 * W;
         ok = ok && this_ok;

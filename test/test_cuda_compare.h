@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cuda/attention_kind.cuh"
+#include "test_helpers.h" // worst_of, strided_relative_error, relative_error
 
 extern "C" {
 #include "interop/debug_state.h"
@@ -21,35 +22,9 @@ extern "C" {
 #include "core/utils.h"
 }
 
-// max|a - b| / max|b| over rows of len values (row strides stride_a,
-// stride_b); max|a - b| where b is all zero; NaN propagates
-static inline double relative_error_rows(const float *a, const float *b, size_t rows, size_t len,
-                                         size_t stride_a, size_t stride_b) {
-    double max_diff = 0.0, max_ref = 0.0;
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t i = 0; i < len; i++) {
-            double d = fabs((double)a[r * stride_a + i] - (double)b[r * stride_b + i]);
-            double m = fabs((double)b[r * stride_b + i]);
-            if (!(d <= max_diff)) max_diff = d;
-            max_ref = m > max_ref ? m : max_ref;
-        }
-    }
-    return max_ref == 0.0 ? max_diff : max_diff / max_ref;
-}
-
-// the same over n contiguous values
-static inline double relative_error(const float *a, const float *b, size_t n) {
-    return relative_error_rows(a, b, 1, n, n, n);
-}
-
-// the largest |a[k] - b[k]| over n losses (NaN propagates)
+// the largest |a[k] - b[k]| over n losses (NaN propagates: worst_of)
 static inline double worst_loss_gap(const float *a, const float *b, int n) {
-    double worst = 0.0;
-    for (int k = 0; k < n; k++) {
-        double d = fabs((double)a[k] - (double)b[k]);
-        if (!(d <= worst)) worst = d;
-    }
-    return worst;
+    return worst_abs_diff(a, b, n < 0 ? 0 : (size_t)n);
 }
 
 // one row of a test's bf16 tolerance table
@@ -130,15 +105,17 @@ static inline int check_grads(const CheckTable *c, ParamTensors tensors, const f
     return ok;
 }
 
-// host copies of a GPU run in one mode: first-step logits and gradients, the step losses
+// host copies of a GPU run in one mode: first-step logits and gradients, the
+// step losses, and (where a test keeps them, else NULL) the last step's gradients
 typedef struct {
-    float *logits, *grads, *losses;
+    float *logits, *grads, *losses, *last_grads;
 } ModeRun;
 
 static inline void mode_run_free(ModeRun *r) {
     free(r->logits);
     free(r->grads);
     free(r->losses);
+    free(r->last_grads);
 }
 
 // The vision debug state at path for a model of this family and shape; dies naming the file.

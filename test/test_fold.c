@@ -18,6 +18,7 @@
 #include "gpt2/gpt2.h"
 #include "core/utils.h"
 #include "vision/vision_data.h"
+#include "test_helpers.h"
 
 // A plain llm.c token shard (magic 20240520, version 1, uint16 tokens),
 // checked: header, exact size, at least min_tokens, every token < V.
@@ -127,8 +128,8 @@ static int check_vision(const char *ln_path, const char *folded_path, const char
             const float *ra = a + (size_t)b * K, *rf = f + (size_t)b * K;
             int best_a = 0, best_f = 0;
             for (int k = 0; k < K; k++) {
-                max_diff = fmax(max_diff, fabs((double)ra[k] - rf[k]));
-                max_ref = fmax(max_ref, fabs((double)ra[k]));
+                max_diff = worst_of(max_diff, fabs((double)ra[k] - rf[k]));
+                max_ref = worst_of(max_ref, fabs((double)ra[k]));
                 best_a = ra[k] > ra[best_a] ? k : best_a;
                 best_f = rf[k] > rf[best_f] ? k : best_f;
             }
@@ -222,8 +223,8 @@ int main(int argc, char **argv) {
     for (size_t r = 0; r < (size_t)B * T; r++) {
         for (int v = 0; v < V; v++) {
             double a = ln.acts.logits[r * Vp + v], b = folded.acts.logits[r * Vp + v];
-            max_diff = fabs(a - b) > max_diff ? fabs(a - b) : max_diff;
-            max_ref = fabs(a) > max_ref ? fabs(a) : max_ref;
+            max_diff = worst_of(max_diff, fabs(a - b));
+            max_ref = worst_of(max_ref, fabs(a));
         }
     }
     double rel = max_diff / (max_ref > 0 ? max_ref : 1.0);

@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
     }
     gpt2_zero_grad(&model);
     gpt2_backward(&model, 1.0f / (float)model.loss_tokens); // mean over unmasked targets
+    if (test_inject_nan("grad")) {
+        model.grads_memory[model.num_parameters / 2] = NAN; // it then spreads into the steps
+    }
     size_t offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         size_t n = model.param_sizes[i];
@@ -96,8 +99,10 @@ int main(int argc, char **argv) {
             }
             gpt2_forward_train(&model, s.x, s.y, s.B, s.T, (uint64_t)k);
             last = model.mean_loss;
-            double d = fabs(last - s.losses[k]);
-            worst = d > worst ? d : worst;
+            if (k == 1 && test_inject_nan("loss")) {
+                last = NAN;
+            }
+            worst = worst_of(worst, fabs(last - s.losses[k]));
             gpt2_zero_grad(&model);
             gpt2_backward(&model, 1.0f / (float)model.loss_tokens); // mean over unmasked targets
         }

@@ -29,6 +29,17 @@ extern "C" {
 #include "kernels/dropout.h"
 }
 
+// the equivalence's gradients at its last step (after its AdamW updates, all
+// tensors as one vector, normwise ||a - b|| / ||b||): cbwc vs ln within this,
+// rms vs ln beyond LAST_GRADS_CONTROL x this. Measured under emulation, 8
+// steps on the state's batch, 3 seeds: bf16 cbwc vs ln 2.7e-2 .. 4.0e-2 (tol
+// 8e-2: 2x), rms vs ln 0.19 .. 0.26 (>= 0.12: 1.57x the control's floor);
+// fp32 cbwc vs ln ~1e-6. The step losses cannot be this control in bf16:
+// rms vs ln there (2.5e-3 at one seed) is below the step-loss tolerance.
+#define LAST_GRADS_TOL_BF16 8e-2
+#define LAST_GRADS_TOL_FP32 1e-3
+#define LAST_GRADS_CONTROL 1.5
+
 // bf16: 2.5-4x the largest error measured under emulation (in brackets:
 // fp32 accumulation, bf16 storage, libm exp/tanh) over 4 seeds x 3 modes x 2
 // shapes (L=2 C=64 B=2 T=16; L=3 C=48 NH=6 V=301 T=24) and 2 seeds x 3
@@ -57,6 +68,7 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"AdamW step losses", 1.2e-2}, // 2.3e-3; over 31 seeds (bf16_tolerances.sh) 5.8e-3 (absolute)
     {"step losses", 5e-3},         // cbwc vs ln: 6.5e-4 (absolute)
     {"curve gpu vs cpu", 5e-3},    // 6.1e-4 (absolute; wider: errors compound over 20 steps)
+    {"last grads", LAST_GRADS_TOL_BF16}, // cbwc vs ln after the updates: see check_equivalence
 };
 // bf16_table off after -r or -l
 static CheckTable checks = {BF16_TOLERANCES, sizeof(BF16_TOLERANCES) / sizeof(BF16_TOLERANCES[0]),
@@ -88,7 +100,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
     gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
     float *logits = (float *)malloc_check(BT * Vp * sizeof(float), "logits");
     gpt2cuda_logits_to_host(&gpu, logits);
-    ok &= check(&checks, "logits", relative_error_rows(logits, s->logits, BT, V, Vp, V), rel_tol);
+    ok &= check(&checks, "logits", strided_relative_error(logits, s->logits, BT, V, Vp, V), rel_tol);
     ok &= check(&checks, "loss", fabs(gpt2cuda_mean_loss(&gpu) - s->loss) / fabs(s->loss), rel_tol);
     gpt2cuda_zero_grad(&gpu);
     gpt2cuda_backward(&gpu, 1.0f / (float)gpu.loss_tokens);
@@ -105,8 +117,7 @@ static int check_reference(const GPT2 *host, const GPT2DebugState *s, double rel
             gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, scale);
             last = gpt2cuda_mean_loss(&gpu);
             gpt2cuda_backward(&gpu, scale);
-            double d = fabs(last - s->losses[k]);
-            worst = d > worst ? d : worst;
+            worst = worst_of(worst, fabs(last - s->losses[k]));
         }
         printf("  last step loss: gpu %.6f  reference %.6f\n", last, s->losses[s->num_steps - 1]);
         ok &= check(&checks, "AdamW step losses", worst, loss_tol);
@@ -123,7 +134,7 @@ static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s
     GPT2Cuda gpu;
     gpt2cuda_init(&gpu, &copy, s->B, s->T, 0, attention);
     const size_t BT = (size_t)s->B * s->T;
-    ModeRun r;
+    ModeRun r = {};
     r.logits = (float *)malloc_check(BT * host->config.padded_vocab_size * sizeof(float), "logits");
     r.grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     r.losses = (float *)malloc_check((size_t)steps * sizeof(float), "losses");
@@ -136,6 +147,10 @@ static ModeRun run_mode(const GPT2 *host, NormMode mode, const GPT2DebugState *s
         r.losses[k] = gpt2cuda_mean_loss(&gpu);
         gpt2cuda_backward(&gpu, scale);
         if (k == 0) gpt2cuda_grads_to_host(&gpu, r.grads);
+        if (k > 0 && k == steps - 1) {
+            r.last_grads = (float *)malloc_check(host->num_parameters * sizeof(float), "last grads");
+            gpt2cuda_grads_to_host(&gpu, r.last_grads);
+        }
     }
     gpt2cuda_free(&gpu);
     return r;
@@ -151,7 +166,7 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     ModeRun rms = run_mode(host, MODE_RMS, s, steps);
     int ok = 1;
     printf("equivalence ln vs cbwc (%d AdamW steps on the state's batch):\n", steps);
-    ok &= check(&checks, "cbwc logits", relative_error_rows(cbwc.logits, ln.logits, BT, V, Vp, Vp),
+    ok &= check(&checks, "cbwc logits", strided_relative_error(cbwc.logits, ln.logits, BT, V, Vp, Vp),
                 rel_tol);
     ok &= check_grads(&checks, param_tensors(host), cbwc.grads, ln.grads, rel_tol, "cbwc grad ");
     ok &= check(&checks, "cbwc step losses", worst_loss_gap(cbwc.losses, ln.losses, steps),
@@ -172,6 +187,21 @@ static int check_equivalence(const GPT2 *host, const GPT2DebugState *s, int step
     printf("  %-22s %.3e  (cbwc vs ln: %.3e)\n", "rms vs ln step losses",
            worst_loss_gap(rms.losses, ln.losses, steps), cbwc_gap);
     ok &= control;
+    // a cbwc bug that shows only after an update: the gradients at the last
+    // step (after steps - 1 AdamW updates), one vector of all tensors, cbwc vs
+    // ln within "last grads" (bf16 LAST_GRADS_TOL_BF16, fp32 LAST_GRADS_TOL_FP32),
+    // and the control rms vs ln beyond LAST_GRADS_CONTROL x that tolerance
+    // (the measurements: at LAST_GRADS_TOL_BF16).
+    if (steps > 1) {
+        const double last_tol = check_tolerance(&checks, "last grads", LAST_GRADS_TOL_FP32);
+        const double cbwc_last = normwise_relative_error(cbwc.last_grads, ln.last_grads, host->num_parameters);
+        const double rms_last = normwise_relative_error(rms.last_grads, ln.last_grads, host->num_parameters);
+        ok &= check(&checks, "cbwc last grads", cbwc_last, LAST_GRADS_TOL_FP32);
+        const int last_control = rms_last >= LAST_GRADS_CONTROL * last_tol; // NaN fails
+        printf("  %-22s %.3e  (must exceed %.1e)  %s\n", "control: rms last grads", rms_last,
+               LAST_GRADS_CONTROL * last_tol, last_control ? "ok" : "FAIL");
+        ok &= last_control;
+    }
     mode_run_free(&ln);
     mode_run_free(&cbwc);
     mode_run_free(&rms);

@@ -21,6 +21,7 @@
 #include "fold/graph.h"
 #include "core/rand.h"
 #include "core/utils.h"
+#include "test_helpers.h"
 
 #define TOKENS 5
 #define MAX_NODES 64
@@ -502,7 +503,7 @@ static double max_abs_diff(const Tensor *a, const Tensor *b, double *scale) {
     double d = 0.0;
     for (size_t j = 0; j < (size_t)a->ntok * a->dim; j++) {
         double e = fabs(a->x[j] - b->x[j]);
-        d = e > d ? e : d;
+        d = worst_of(d, e);
         *scale = fabs(b->x[j]) > *scale ? fabs(b->x[j]) : *scale;
     }
     return d;
@@ -522,7 +523,7 @@ static double outputs_rel_diff(const Graph *g, const int *readers, const Tensor 
     for (int i = 0; i < g->num_nodes; i++) {
         if (readers[i] == 0) {
             double d = max_abs_diff(&out[i], &ref[i], &scale);
-            diff = d > diff ? d : diff;
+            diff = worst_of(diff, d);
         }
     }
     return diff / scale;

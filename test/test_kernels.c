@@ -99,19 +99,19 @@ static void test_math(uint64_t stride) {
             }
             if (v >= FAST_EXP_MIN && v <= FAST_EXP_MAX) {
                 double e = exp((double)v);
-                exp_rel = fmax(exp_rel, fabs((double)fast_expf(v) - e) / e);
+                exp_rel = worst_of(exp_rel, fabs((double)fast_expf(v) - e) / e);
             }
             // the GELU's sigmoid at 2u: 2 sigmoid(2u) - 1 against tanhf(u)
             float s = 1.0f / (1.0f + fast_expf(-2.0f * v));
-            tanh_abs = fmax(tanh_abs, fabs((double)(2.0f * s - 1.0f) - (double)tanhf(v)));
+            tanh_abs = worst_of(tanh_abs, fabs((double)(2.0f * s - 1.0f) - (double)tanhf(v)));
             if (fabsf(v) < 1e18f) {
                 double r = gelu_ref(v);
                 double scale = fmax(fmax(fabs(r), fabs((double)v) / 2.0), 1e-30);
-                gelu_rel = fmax(gelu_rel, fabs((double)y[i] - r) / scale);
+                gelu_rel = worst_of(gelu_rel, fabs((double)y[i] - r) / scale);
             }
             if (fabsf(v) < 1e6f) {
                 double r = gelu_grad_ref(v);
-                grad_rel = fmax(grad_rel, fabs((double)dy[i] - r) / fmax(fabs(r), 1.0));
+                grad_rel = worst_of(grad_rel, fabs((double)dy[i] - r) / fmax(fabs(r), 1.0));
             }
         }
     }
@@ -153,7 +153,7 @@ static void test_crossentropy(Rng *rng) {
                 const float *x = logits + (size_t)n * Vp;
                 double m = -INFINITY, sum = 0.0;
                 for (int i = 0; i < V; i++) {
-                    m = fmax(m, x[i]);
+                    m = worst_of(m, x[i]);
                 }
                 for (int i = 0; i < V; i++) {
                     sum += exp((double)x[i] - m);
@@ -169,7 +169,7 @@ static void test_crossentropy(Rng *rng) {
             crossentropy_backward_inplace(logits, stats, targets, scale, N, V, Vp);
             for (int n = 0; n < N; n++) {
                 double e = fabs(losses[n] - ref_loss[n]) / fmax(1.0, fabs(ref_loss[n]));
-                loss_err = e > loss_err || isnan(e) ? e : loss_err;
+                loss_err = worst_of(loss_err, e);
                 for (int i = 0; i < Vp; i++) {
                     float got = logits[(size_t)n * Vp + i];
                     if (i >= V || targets[n] < 0) {
@@ -224,10 +224,8 @@ static void test_tile_gemm(Rng *rng) {
             memcpy(got + (size_t)m * N, C + (size_t)m * ldc, (size_t)N * sizeof(float));
         }
         double e = relative_error_vs_double(got, ref, (size_t)M * N);
-        if (e > worst) {
-            worst = e;
-        }
-        if (e > 1e-5) {
+        worst = worst_of(worst, e);
+        if (!(e <= 1e-5)) {
             printf("  M %d N %d K %d a_t %d accumulate %d: %.3e\n", M, N, K, a_t, accumulate, e);
         }
         free(A);
@@ -270,7 +268,7 @@ static void attention_ref(double *out, double *att, double *dqkv, double *dscore
                                    ? 0.0
                                    : bias[((size_t)(g % num_bias) * NH + h) * T * T + t * T + u];
                     a[t * T + u] = dot * scale + b;
-                    maxval = fmax(maxval, a[t * T + u]);
+                    maxval = worst_of(maxval, a[t * T + u]);
                 }
                 for (int u = 0; u < T; u++) {
                     a[t * T + u] = exp(a[t * T + u] - maxval);
@@ -383,7 +381,7 @@ static void test_attention(Rng *rng) {
                 printf("  G %d T %d C %d NH %d map %d bias %d: tensor %d error %.3e\n", G, T, C, NH,
                        use_map, use_bias, i, e[i]);
             }
-            worst[i] = fmax(worst[i], e[i]);
+            worst[i] = worst_of(worst[i], e[i]);
         }
         free(map);
         free(qkv);
@@ -475,9 +473,9 @@ static void test_data_parallel(void) {
             for (int part = 0; part < 3; part++) {
                 double diff = 0.0, scale = max_abs(values[0] + at, sizes[part]);
                 for (size_t i = at; i < at + sizes[part]; i++) {
-                    diff = fmax(diff, fabs(values[1][i] - values[0][i]));
+                    diff = worst_of(diff, fabs(values[1][i] - values[0][i]));
                 }
-                worst[part] = fmax(worst[part], diff / scale);
+                worst[part] = worst_of(worst[part], diff / scale);
                 at += sizes[part];
             }
         }

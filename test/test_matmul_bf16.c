@@ -41,6 +41,7 @@
 #include "kernels/matmul.h"
 #include "core/rand.h"
 #include "core/utils.h"
+#include "test_helpers.h"
 
 static const double FP32_SLACK = 1e-5;
 static const double BF16_PER_TERM = 1.0 / 128.0 + 1.0 / 65536.0; // 2u + u^2, u = 2^-8
@@ -163,10 +164,10 @@ static void compare(const char *what, const float *got, const double *ref_rounde
         // fp32 rounding scales with every summand: the products and the initial value
         const double summands = abs_rounded[i] + (init != NULL ? fabs(init[i]) : 0.0);
         double e1 = fabs(got[i] - ref_rounded[i]) / (summands + 1e-30);
-        rounded_err = fmax(rounded_err, e1);
+        rounded_err = worst_of(rounded_err, e1);
         double d = (double)got[i] - fp32_got[i];
         double bound = BF16_PER_TERM * abs_fp32[i] + FP32_SLACK * (summands + abs_fp32[i]);
-        bound_use = fmax(bound_use, fabs(d) / (bound + 1e-30));
+        bound_use = worst_of(bound_use, fabs(d) / (bound + 1e-30));
         err2 += d * d;
         ref2 += (double)fp32_got[i] * fp32_got[i];
     }
@@ -181,10 +182,10 @@ static void compare(const char *what, const float *got, const double *ref_rounde
            ok ? "ok  " : "FAIL", what, rounded_err, FP32_SLACK, bound_use, normwise,
            statistic ? "<=" : "not checked below 512 outputs, tolerance", BF16_NORMWISE);
     failures += !ok;
-    worst_rounded = fmax(worst_rounded, rounded_err);
-    worst_bound_use = fmax(worst_bound_use, bound_use);
+    worst_rounded = worst_of(worst_rounded, rounded_err);
+    worst_bound_use = worst_of(worst_bound_use, bound_use);
     if (statistic) {
-        worst_normwise = fmax(worst_normwise, normwise);
+        worst_normwise = worst_of(worst_normwise, normwise);
     }
 }
 
@@ -200,7 +201,7 @@ static void compare_fp32(const char *what, const float *got, const float *want, 
     printf("%s dnnl-fp32 %s: norm-wise %.2e (<= %.0e)\n", ok ? "ok  " : "FAIL", what, normwise,
            DNNL_FP32_NORMWISE);
     failures += !ok;
-    worst_dnnl_fp32 = fmax(worst_dnnl_fp32, normwise);
+    worst_dnnl_fp32 = worst_of(worst_dnnl_fp32, normwise);
 }
 
 static float *normal(Rng *rng, size_t n, float std) {
@@ -275,7 +276,7 @@ static void check_shape(MatmulEngine *bf16, MatmulEngine *fp32, Rng *rng, int N,
     compare(what, gW, ref, abs_r, wW, abs32, dW0, nw);
     double bias_err = 0.0;
     for (int o = 0; o < OC; o++) { // dbias stays fp32: the fp32 kernel's sums exactly
-        bias_err = fmax(bias_err, fabs((double)gb[o] - wb[o]));
+        bias_err = worst_of(bias_err, fabs((double)gb[o] - wb[o]));
     }
     printf("%s %s dbias N=%d OC=%d: equals the fp32 sums (max diff %.1e)\n",
            bias_err == 0.0 ? "ok  " : "FAIL", engine, N, OC, bias_err);
@@ -357,14 +358,14 @@ static void compare_engines(MatmulEngine *a, MatmulEngine *b, Rng *rng, int N, i
         for (size_t i = 0; i < products[p].n; i++) {
             double summands = abs_r[i] + fabs(products[p].init[i]);
             double d = fabs((double)products[p].got[0][i] - products[p].got[1][i]);
-            worst = fmax(worst, d / (summands + 1e-30));
+            worst = worst_of(worst, d / (summands + 1e-30));
         }
         int ok = worst <= 2 * FP32_SLACK;
         printf("%s %s vs %s %s N=%d IC=%d OC=%d: %.2e of the summands (<= %.0e)\n",
                ok ? "ok  " : "FAIL", matmul_engine_kind(a), matmul_engine_kind(b),
                products[p].what, N, IC, OC, worst, 2 * FP32_SLACK);
         failures += !ok;
-        worst_engines = fmax(worst_engines, worst);
+        worst_engines = worst_of(worst_engines, worst);
     }
     float *all[] = {inp, W, bias, residual, dout, dinp0, dW0, inp_r, W_r, dout_r, init,
                     outs[0], outs[1], dinps[0], dinps[1], dWs[0], dWs[1]};

@@ -104,7 +104,7 @@ static double max_row_mean_ratio(const float *x, size_t rows, size_t C) {
             sq += (double)x[r * C + i] * x[r * C + i];
         }
         double ratio = fabs(sum / C) / sqrt(sq / C + 1e-30);
-        worst = ratio > worst ? ratio : worst;
+        worst = worst_of(worst, ratio);
     }
     return worst;
 }
@@ -117,7 +117,7 @@ static double stream_mean_ratio(const ViT *m) {
     for (int l = 0; l < c->num_layers; l++) {
         double r2 = max_row_mean_ratio(m->acts.residual2 + l * rows * C, rows, C);
         double r3 = max_row_mean_ratio(m->acts.residual3 + l * rows * C, rows, C);
-        worst = fmax(worst, fmax(r2, r3));
+        worst = worst_of(worst_of(worst, r2), r3);
     }
     return worst;
 }
@@ -129,16 +129,16 @@ static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept
     *foldable = 0.0;
     *kept = 1.0;
     const size_t E = (size_t)m->config.embed_dim, N0 = (size_t)B * m->res0 * m->res0;
-    *foldable = fmax(*foldable, max_row_mean_ratio(m->patch_out, N0, E)); // the patch norm
+    *foldable = worst_of(*foldable, max_row_mean_ratio(m->patch_out, N0, E)); // the patch norm
     for (int i = 0; i < m->num_blocks; i++) {
         const SwinBlock *k = &m->blocks[i];
         const float *x = i == 0 ? m->stream0
                          : k->stage != m->blocks[i - 1].stage ? m->merges[k->stage].out
                                                                : m->blocks[i - 1].out;
         size_t rows = (size_t)B * k->N;
-        double r = fmax(max_row_mean_ratio(x, rows, k->C), max_row_mean_ratio(k->resid2, rows, k->C));
+        double r = worst_of(max_row_mean_ratio(x, rows, k->C), max_row_mean_ratio(k->resid2, rows, k->C));
         if (k->rms_in_cbwc) {
-            *foldable = fmax(*foldable, r);
+            *foldable = worst_of(*foldable, r);
         } else {
             *kept = fmin(*kept, r);
         }
@@ -147,7 +147,7 @@ static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept
         const SwinMerge *mg = &m->merges[s];
         double r = max_row_mean_ratio(mg->merged, (size_t)B * mg->N_out, 4 * (size_t)mg->C_in);
         if (mg->rms_in_cbwc) {
-            *foldable = fmax(*foldable, r);
+            *foldable = worst_of(*foldable, r);
         } else {
             *kept = fmin(*kept, r);
         }
@@ -246,8 +246,8 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
                                              classifier_grads(&models[0]), np),
                               1e-4);
         }
-        worst_loss = fmax(worst_loss, fabs((double)losses[1] - losses[0]));
-        rms_loss_diff = fmax(rms_loss_diff, fabs((double)losses[2] - losses[0]));
+        worst_loss = worst_of(worst_loss, fabs((double)losses[1] - losses[0]));
+        rms_loss_diff = worst_of(rms_loss_diff, fabs((double)losses[2] - losses[0]));
         for (int i = 0; i < 3; i++) {
             classifier_update(&models[i], &adamw, 1.0f);
         }

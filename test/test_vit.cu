@@ -121,7 +121,7 @@ static ModeRun run_mode(const ViT *host, NormMode mode, const VisionDebugState *
     ViTCuda gpu;
     vitcuda_init(&gpu, &copy, s->B, attention);
     const size_t BK = (size_t)s->B * host->config.num_classes;
-    ModeRun r;
+    ModeRun r = {};
     r.logits = (float *)malloc_check(BK * sizeof(float), "logits");
     r.grads = (float *)malloc_check(host->num_parameters * sizeof(float), "grads");
     r.losses = (float *)malloc_check((size_t)steps * sizeof(float), "losses");

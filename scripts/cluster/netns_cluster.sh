@@ -9,6 +9,8 @@
 #   netns_cluster.sh check                 exit 0 if a cluster can be made here, else
 #                                          print the reason and exit 2 (suites SKIP)
 #   netns_cluster.sh check delay           the same for `link ... delay`
+#   netns_cluster.sh check netns           exit 0 if root can add a network namespace
+#                                          here (the kernel allows it), else exit 2
 #   netns_cluster.sh up DIR [HOSTS]        make HOSTS hosts (2 or 3; default 2) h1..hN;
 #                                          DIR gets hostfile, agent, mpirun, env
 #   netns_cluster.sh down DIR              remove everything `up DIR` made (idempotent)
@@ -67,6 +69,16 @@ check_reason() {
     if ! err=$(ip netns exec $probe sysctl -qw net.ipv4.tcp_retries2=5 2>&1); then
         ip netns del $probe 2>/dev/null; echo "a namespace's net.ipv4.tcp_retries2 cannot be set: $err"; return
     fi
+    ip netns del $probe
+}
+
+# why no network namespace can be added here (nothing printed: it can); the
+# rest of check_reason is programs that a machine can install
+netns_reason() {
+    [ "$(id -u)" = 0 ] || { echo "namespaces need root (uid $(id -u))"; return; }
+    command -v ip > /dev/null || { echo "no 'ip' (iproute2)"; return; }
+    local probe=fnprobe$$ err
+    if ! err=$(ip netns add $probe 2>&1); then echo "ip netns add failed: $err"; return; fi
     ip netns del $probe
 }
 
@@ -324,7 +336,8 @@ check)
     case ${1:-} in
     "") reason=$(check_reason) ;;
     delay) reason=$(delay_reason) ;;
-    *) die "check [delay], not 'check $1'" ;;
+    netns) reason=$(netns_reason) ;;
+    *) die "check [delay|netns], not 'check $1'" ;;
     esac
     [ -z "$reason" ] || { echo "$reason"; exit 2; } ;;
 up) [ $# -ge 1 ] || die "up DIR [HOSTS]"; up "$@" ;;

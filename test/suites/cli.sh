@@ -158,7 +158,7 @@ if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
         > "$work/vit2.out" 2>&1 && grep -q "mode rms" "$work/vit2.out" && ok \
         || fail "train_vit -e MODEL.bin: $(tail -5 "$work/vit2.out")"
 else
-    echo "skip: the train_vit runs ($fmnist not installed)"
+    fail "the train_vit runs: no Fashion-MNIST in $fmnist (make deps)"
 fi
 
 echo "cli: $checks check(s) passed, $fails failure(s)"

@@ -20,7 +20,8 @@
 #     2 x 1 with -z 1 equals -z 0 bit for bit; a
 #     2-host checkpoint resumes on 1 host (same ranks) bit for bit and on
 #     2 x 2 ranks with the same global batch within the same tolerance.
-# Without namespaces (not root, no iproute2): SKIP.
+# Without namespaces (not root, no iproute2): SKIP (exit 77); on CI as root
+# where the kernel allows namespaces, a failure (test/cluster_common.sh).
 # sanitized: skip the same C code runs under SAN in mpi_data_parallel/mpi_faults (one host); namespaces x ASan's slower start add minutes
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -91,37 +92,45 @@ gpt h2x2_ov0 2x2 1 -ov 0 && within h2x2_ov0 h2x2_z1 "GPT-2 2 x 2, overlapped vs 
 
 # a 2 x 2 checkpoint (step 10, shared storage) resumed with rank 0 on the other host
 mkdir -p "$work/resume_r"
-if gpt resume_r 2x2 1 -x 10 -n 5 && gpt resume_r2 2x2r 1 -n 5 -y 1 -o "$work/resume_r" &&
-    grep -q "output: rank 0 on host h2 " "$work/resume_r2.out"; then
-    identical resume_r h2x2_z1 "GPT-2 2 x 2 checkpoint of step 10 from h1 resumed with rank 0 on h2"
+if gpt resume_r 2x2 1 -x 10 -n 5 && gpt resume_r2 2x2r 1 -n 5 -y 1 -o "$work/resume_r"; then
+    if grep -q "output: rank 0 on host h2 " "$work/resume_r2.out"; then
+        identical resume_r h2x2_z1 "GPT-2 2 x 2 checkpoint of step 10 from h1 resumed with rank 0 on h2"
+    else
+        fail "GPT-2 2 x 2 resumed with rank 0 on h2: no 'output: rank 0 on host h2' line: $(grep '^output' "$work/resume_r2.out")"
+    fi
 fi
-# and with both ranks of a 2-rank run on one host
-if gpt resume_1 2x1 2 -x 10 -n 5 && gpt resume_12 1x2 2 -n 5 -y 1 -o "$work/resume_1"; then
-    identical resume_1 h2x1_z1 "GPT-2 2 x 1 checkpoint of step 10 resumed on 1 host x 2 ranks"
+# and with both ranks of a 2-rank run on one host (a copy: resume_1 stays at
+# step 10 for the split below)
+gpt resume_1 2x1 2 -x 10 -n 5
+if [ -f "$work/resume_1/state_00000010.bin" ]; then
+    cp -a "$work/resume_1" "$work/resume_1.12"
+    if gpt resume_12 1x2 2 -n 5 -y 1 -o "$work/resume_1.12"; then
+        identical resume_1.12 h2x1_z1 "GPT-2 2 x 1 checkpoint of step 10 resumed on 1 host x 2 ranks"
+    fi
+else
+    fail "GPT-2 2 x 1 run to step 10: no state_00000010.bin"
 fi
 
-# and on other splits of the same global batch (4 sequences, -d 128): 2 x 2
-# ranks x -b 1, 1 process x -b 4, and 1 process x -b 2 x 2 micro-steps,
-# where the loader cursor (per-rank batches) is rescaled from 10 to 20; the
-# losses those of the uninterrupted run of that global batch to rounding
-# (other sum orders). Without the rescale the last one would read other data.
-if [ -d "$work/resume_1" ]; then
-    for split in 2x2:1 1:4 1:2; do
-        layout=${split%:*} b=${split#*:}
-        ref=$([ $layout = 2x2 ] && echo h2x2_z1 || echo np1)
-        name=resume_s${layout}b$b
-        cp -a "$work/resume_1" "$work/$name.dir"
-        rm -f "$work/$name.dir"/{model,state}_000000{15,20}.bin
-        if gpt $name "$layout" $b -d 128 -n 5 -y 1 -o "$work/$name.dir" &&
-            grep -q "resum.* step 10" "$work/$name.out"; then
-            worst=$(max_loss_diff "$work/$ref" "$work/$name.dir" 20)
+# and on another split of the same global batch (4 sequences, -d 128): 2 x 2
+# ranks x -b 1, where the loader cursor (per-rank batches) is rescaled from
+# 10 to 5; the losses those of the uninterrupted 2 x 2 run to rounding (other
+# sum orders). The single-host splits (1 process x -b 4, x -b 2 x 2
+# micro-steps) are train_resume's: they need no namespaces.
+if [ -f "$work/resume_1/state_00000010.bin" ]; then
+    name=resume_s2x2b1
+    cp -a "$work/resume_1" "$work/$name.dir"
+    if gpt $name 2x2 1 -d 128 -n 5 -y 1 -o "$work/$name.dir"; then
+        if grep -q "resum.* step 10" "$work/$name.out"; then
+            worst=$(max_loss_diff "$work/h2x2_z1" "$work/$name.dir" 20)
             if [ "$worst" != missing ] && awk -v w="$worst" 'BEGIN { exit !(w <= 1e-5) }'; then
-                ok "GPT-2 2 x 1 x -b 2 checkpoint of step 10 resumed as $layout x -b $b: max loss difference $worst against an uninterrupted run of the global batch"
+                ok "GPT-2 2 x 1 x -b 2 checkpoint of step 10 resumed as 2 x 2 x -b 1: max loss difference $worst against the uninterrupted 2 x 2 run"
             else
-                fail "GPT-2 2 x 1 checkpoint resumed as $layout x -b $b: max loss difference $worst (tol 1e-5)"
+                fail "GPT-2 2 x 1 checkpoint resumed as 2 x 2 x -b 1: max loss difference $worst (tol 1e-5)"
             fi
+        else
+            fail "GPT-2 2 x 1 checkpoint resumed as 2 x 2 x -b 1: no 'resum... step 10' line: $(grep -m2 -i resum "$work/$name.out" | tr '\n' ' ')"
         fi
-    done
+    fi
 fi
 
 # host-local output: every host has its own $CLUSTER/local (docs/reliability.md)
@@ -192,11 +201,16 @@ if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
         else
             fail "ViT resume on 1 host x 2 ranks: $(tail -2 "$work/vr_1.out" | tr '\n' ' ')"
         fi
-        vit vr_4 2x2 8 -n 5 -y 1 -o "$work/vr_4.dir" && grep -q "at step 10" "$work/vr_4.out" &&
-            vit_close vr_4.dir v2x1 "ViT 2 x 1 checkpoint of step 10 resumed on 2 x 2 ranks x 8 (the same global batch)"
+        if vit vr_4 2x2 8 -n 5 -y 1 -o "$work/vr_4.dir"; then
+            if grep -q "at step 10" "$work/vr_4.out"; then
+                vit_close vr_4.dir v2x1 "ViT 2 x 1 checkpoint of step 10 resumed on 2 x 2 ranks x 8 (the same global batch)"
+            else
+                fail "ViT resume on 2 x 2 ranks x 8: no 'at step 10' line: $(grep -m2 -i resum "$work/vr_4.out" | tr '\n' ' ')"
+            fi
+        fi
     fi
 else
     fail "no Fashion-MNIST in $fmnist (make deps)"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $((fails + cluster_skip_failed))

@@ -36,6 +36,7 @@
 # Not in the fast tier: 5 runs of 200 steps.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/cpu_bf16
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
@@ -90,7 +91,7 @@ else
         grep -q 'FOLDNORM_BF16_MATMUL' "$work/force_onednn.out" &&
         ok "FOLDNORM_BF16_MATMUL=onednn is refused naming AVX-512, the fallback and -mp fp32" ||
         fail "FOLDNORM_BF16_MATMUL=onednn without oneDNN's bf16: exit $rc: $(tail -1 "$work/force_onednn.out")"
-    echo "SKIP oneDNN bf16 engine: $(grep -o 'oneDNN [0-9.]* has no bf16 matmul[^)]*)' "$work/force_onednn.out" | head -1)"
+    skip_part "oneDNN bf16 engine: $(grep -o 'oneDNN [0-9.]* has no bf16 matmul[^)]*)' "$work/force_onednn.out" | head -1)"
 fi
 compare_curves() { # WHAT A B
     $PY - "$work/$2/main.log" "$work/$3/main.log" "$1" <<'PYEOF'
@@ -162,4 +163,4 @@ if diff <(grep '^s:' "$work/ln_fp32_nofp32dnnl/main.log") <(grep '^s:' "$work/no
 else
     fail "without oneDNN the fp32 losses differ from the oneDNN build's"
 fi
-[ $fails -eq 0 ]
+suite_exit $fails

@@ -173,7 +173,11 @@ if "$E/emu_selftest" racecheck | grep -q 'race checking: on'; then
     # the negatives (a barrier, __syncwarp, an ldmatrix after a barrier, atomicAdd by every block) ran in "selftest ok"
     sed -n 's/^race detector negatives/ok   race detector negatives/p' "$work/selftest.log"
 else
-    echo "SKIP race detector: $("$E/emu_selftest" racecheck)"
+    if [ $san = 1 ]; then
+        skip_part "race detector selftests: the SAN=1 build has none (ASan and TSan do not combine)"
+    else
+        bad "race detector: this plain build has none ($("$E/emu_selftest" racecheck); mk/emu.mk builds it with -DEMU_RACE and -fsanitize=thread)"
+    fi
 fi
 
 export EMU_RACECHECK=0
@@ -330,7 +334,7 @@ done
 #     T = 256: the formulas are polynomials in T, and T = 1024 (d12's) takes ~10x
 #     longer; run it by hand: EMU_TRAFFIC=1 build/emu/attention_counts 1024
 if [ $san = 1 ]; then
-    echo "SKIP attention counts (SAN=1: no access hooks, nothing is counted)"
+    skip_part "attention counts (SAN=1: no access hooks, nothing is counted)"
 elif EMU_TRAFFIC=1 "$E/attention_counts" 256 > "$work/attention_counts.log" 2>&1 &&
      grep -qx OK "$work/attention_counts.log"; then
     ok "attention counts, one (b, h) at T=256 hs=64: tensor-core and GEMM FLOPs, bytes read and written of tc, cublas, flash = the formulas ($(grep -c ' ok$' "$work/attention_counts.log") counts)"
@@ -403,11 +407,11 @@ race_coverage
 
 # 4. the harness bites: mutants of the kernels must fail the emulated test
 if [ $san = 1 ]; then
-    echo "SKIP mutation check (SAN=1: whether the test sees wrong numbers is the plain run's question; each mutant is a rebuild)"
+    skip_part "mutation check (SAN=1: whether the test sees wrong numbers is the plain run's question; each mutant is a rebuild)"
 elif dev/cuda/emu/mutation_check.sh "$work/mutants" "$work/ln_small.bin" "$work/ln_small_state.bin" > "$work/mutants.log" 2>&1; then
     sed 's/^/     /' "$work/mutants.log"; ok "mutation check"
 else
     cat "$work/mutants.log"; bad "mutation check"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

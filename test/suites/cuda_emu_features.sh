@@ -25,6 +25,7 @@
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 EMU=${EMU_DIR:-build/emu}
 work=${1:-$(mktemp -d)}/cuda_emu_features
 rm -rf "$work"; mkdir -p "$work"
@@ -32,7 +33,7 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 for b in "$EMU/train_gpt2fp32cu" "$EMU/train_gpt2cu" bin/train_gpt2 bin/text_to_shard; do
-    [ -x "$b" ] || { echo "SKIP: $b not built (make emu; make train_gpt2 text_to_shard)"; exit 0; }
+    [ -x "$b" ] || { skip_part "$b not built (make emu; make train_gpt2 text_to_shard)"; suite_exit 0; }
 done
 export OMP_NUM_THREADS=1
 # the race detector (1.5-2.5x a run) only on the bf16 ZeRO-1 run: the rest are

@@ -3,10 +3,11 @@
 # test binaries exist (make finds nvcc), their input checks run on any
 # machine (bad or truncated files give a clear error and exit 1); where a
 # CUDA device is present, test_gpt2fp32cu and test_gpt2cu check all three
-# modes against fresh PyTorch reference states. Without a device that part
-# prints SKIP with the reason and passes.
+# modes against fresh PyTorch reference states. Without a device (or without
+# the binaries) that part prints SKIP with the reason and the suite exits 77.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/cuda_gpt2
 mkdir -p "$work"
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
@@ -18,8 +19,8 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 bins=()
 for b in test_gpt2fp32cu test_gpt2cu; do [ -x "bin/$b" ] && bins+=("$b"); done
 if [ ${#bins[@]} -eq 0 ]; then
-    echo "SKIP: no CUDA test binaries (nvcc not found at build time: make builds them where it is)"
-    exit 0
+    skip_part "no CUDA test binaries (nvcc not found at build time: make builds them where it is)"
+    suite_exit 0
 fi
 s=$(( seed % 1000000 ))
 $PY dev/reference/gpt2.py --mode ln --seed $s --model "$work/ln.bin" --state "$work/ln_state.bin" \
@@ -49,8 +50,8 @@ done
 # 2. the GPU checks, or SKIP with the reason (asked once, before more reference states)
 probe=$(bin/${bins[0]} "$work/ln.bin" "$work/ln_state.bin" 2>&1)
 if grep -q '^SKIP' <<< "$probe"; then
-    echo "SKIP GPU checks of ${bins[*]}: $(grep '^SKIP' <<< "$probe")"
-    [ $fails -eq 0 ]; exit
+    skip_part "GPU checks of ${bins[*]}: $(grep '^SKIP' <<< "$probe" | head -1)"
+    suite_exit $fails
 fi
 for b in "${bins[@]}"; do
     for mode in ln rms cbwc; do
@@ -66,4 +67,4 @@ for b in "${bins[@]}"; do
         fi
     done
 done
-[ $fails -eq 0 ]
+suite_exit $fails

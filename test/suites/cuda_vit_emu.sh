@@ -308,9 +308,9 @@ race_coverage
 
 # 4. the test bites: each mutant of the rewritten sources must fail it (as dev/cuda/emu/mutation_check.sh)
 if [ $san = 1 ]; then
-    echo "SKIP the mutants (SAN=1: whether the test sees wrong numbers is the plain run's question; each mutant is a rebuild)"
+    skip_part "the mutants (SAN=1: whether the test sees wrong numbers is the plain run's question; each mutant is a rebuild)"
     echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"
-    [ $fails -eq 0 ]; exit
+    suite_exit $fails
 fi
 flags=$(make -s emu-flags) || bad "make emu-flags"
 compile=$(sed -n 1p <<< "$flags") link=$(sed -n 2p <<< "$flags")
@@ -354,4 +354,4 @@ dev_mutant tc-causal-dkdv flash_attention_tc.cuh "s.replace('q0 = CAUSAL ? k_fir
 mutant tc-swin-mask swin_window_attention_tc.cuh "s.replace('(region_s[i] == region_s[j] ? 0.0f : SWIN_MASK_VALUE)', '0.0f')" sw_ln_a swin bf16
 
 echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"
-[ $fails -eq 0 ]
+suite_exit $fails

@@ -17,6 +17,7 @@
 # Every error must come without a sanitizer report (make SAN=1).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/file_integrity
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
@@ -180,7 +181,7 @@ if mount -t tmpfs -o size=$((ckpt_kb + 200))k tmpfs "$mnt" 2> "$work/mount.err";
         fail "ENOSPC: the step-2 checkpoint differs"
     umount "$mnt" || fail "umount $mnt"
 else
-    echo "SKIP ENOSPC on a tmpfs: mount is not permitted here ($(head -c 200 "$work/mount.err"))"
+    skip_part "ENOSPC on a tmpfs: mount is not permitted here ($(head -c 200 "$work/mount.err"))"
 fi
 
 # ---- files that are not files
@@ -214,7 +215,7 @@ if [ "$(id -u)" -ne 0 ]; then
 elif mount -t tmpfs -o ro,size=64k tmpfs "$ro" 2> "$work/mount.err"; then
     ro_ok=1
 else
-    ro_ok=0; echo "SKIP read-only folder: root ignores permissions and mount is not permitted ($(head -c 200 "$work/mount.err"))"
+    ro_ok=0; skip_part "read-only folder: root ignores permissions and mount is not permitted ($(head -c 200 "$work/mount.err"))"
 fi
 if [ $ro_ok = 1 ]; then
     expect_error "fold into a read-only folder" "readonly/x.bin: cannot create the temporary file .*(Read-only file system|Permission denied)" \
@@ -224,4 +225,4 @@ if [ $ro_ok = 1 ]; then
 fi
 no_leftovers "outputs" "$work"
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

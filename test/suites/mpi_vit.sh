@@ -17,6 +17,7 @@
 # trainer is built, 2 CPU ranks with flips log the losses of 2 GPU ranks.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
     echo "FAIL: this build has no MPI (scripts/deps/mpi.txt installs Debian's Open MPI)"
     exit 1
@@ -135,7 +136,7 @@ if [ -x "$emu" ]; then
         fail "flips: 1 rank with -b 8 logs the 2-rank losses: the comparison cannot tell flips apart"
     fi
 else
-    echo "skip CPU vs GPU ranks with flips: $emu not built (make emu; suite cuda_vit_emu builds it)"
+    skip_part "CPU vs GPU ranks with flips: $emu not built (make emu; suite cuda_vit_emu builds it)"
 fi
 
 # a stop signal to rank 1 alone: rank 0 learns of it through the max-reduction,
@@ -160,4 +161,4 @@ else
     fail "SIGUSR1 to rank 1 (pid '${r1}'): exit $rc, step '${step}': $(tail -3 "$work/usr1.out" | tr '\n' ' ')"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

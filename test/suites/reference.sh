@@ -24,6 +24,22 @@ esac
 $PY dev/reference/gpt2.py --mode "$mode" "${flags[@]}" --model "$work/$variant.bin" \
     --state "$work/${variant}_state.bin"
 bin/test_gpt2 "$work/$variant.bin" "$work/${variant}_state.bin"
+# the comparisons fail on NaN: one NaN in one gradient element (it then spreads
+# into the step losses), and one NaN in one step loss, must each fail the test
+# (FOLDNORM_TEST_INJECT_NAN, test/test_helpers.h)
+if [ "$variant" = ln_small ]; then
+    for what in grad loss; do
+        set +e
+        FOLDNORM_TEST_INJECT_NAN=$what bin/test_gpt2 "$work/$variant.bin" "$work/${variant}_state.bin" > "$work/nan_$what.out" 2>&1
+        rc=$?
+        set -e
+        if [ $rc -eq 1 ] && grep -q 'one NaN put in' "$work/nan_$what.out" && grep -q '^FAILED' "$work/nan_$what.out"; then
+            echo "ok   a NaN in one $what fails test_gpt2: $(grep -c 'FAIL$' "$work/nan_$what.out") check(s) FAIL"
+        else
+            echo "FAIL a NaN in one $what: test_gpt2 exit $rc"; sed 's/^/     /' "$work/nan_$what.out"; exit 1
+        fi
+    done
+fi
 # the suites' python3 (test/python: a fork of test/python_server.py, torch
 # imported once) must write what a fresh interpreter writes, byte for byte
 if [ "$variant" = ln_small ] && [ "$PY" != /usr/bin/python3 ]; then

@@ -11,6 +11,7 @@
 # resume with another -b / -t / -e, stale *.tmp files.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+. test/suite_outcome.sh
 work=${1:-$(mktemp -d)}/signals
 rm -rf "$work"; mkdir -p "$work"
 export OMP_NUM_THREADS=1
@@ -92,7 +93,7 @@ if [ -x "$emu" ]; then
             -n 6 -v 6 -m 1 -l 2e-3 -sd 5)
     stop_and_resume cuda_emu_term TERM 143 "$emu" '^s:2 trl' "${eflags[@]}"
 else
-    echo "skip the CUDA trainer: $emu not built (make emu; suite cuda_emu builds it)"
+    skip_part "the CUDA trainer: $emu not built (make emu; suite cuda_emu builds it)"
 fi
 
 # a second signal: exit at once with 128 + signal, no checkpoint completed
@@ -192,4 +193,4 @@ else
     fail "stale *.tmp: exit $rc, $(ls "$stale" | tr '\n' ' '), $(head -3 "$work/stale.out")"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

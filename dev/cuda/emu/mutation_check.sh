@@ -12,7 +12,8 @@
 #              tile and its use removed (checked by dev/cuda/attention_variants bf16)
 # The three barrier mutants must fail as races: the race detector's report
 # (dev/cuda/emu/emu_race.cpp), where the build has it (not SAN=1); without it
-# they must fail by their numbers, or SKIP where the numbers cannot show them.
+# they must fail by their numbers, or SKIP where the numbers cannot show them
+# (SAN=1 only: a plain build without the detector is a failure).
 # usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin   (exit 0: every mutant caught)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -22,6 +23,12 @@ flags=$(make -s emu-flags) || { echo "FAIL: make emu-flags"; exit 1; }
 compile=$(sed -n 1p <<< "$flags") link=$(sed -n 2p <<< "$flags")
 racecheck=0
 grep -q -- '-fsanitize=thread' <<< "$compile" && racecheck=1
+# only the SAN=1 build (ASan: TSan does not combine with it) may lack the
+# detector; a plain build without it would SKIP every barrier mutant
+if [ $racecheck = 0 ] && ! grep -q -- '-fsanitize=address' <<< "$compile"; then
+    echo "FAIL: this plain emulated build has no race detector (no -fsanitize=thread in: $compile); mk/emu.mk builds it"
+    exit 1
+fi
 fails=0
 # mutant NAME FILE PYTHON-EXPRESSION [PRECISION [RACE]] (s: the file's text -> the
 # mutated text; PRECISION fp32 (default) or bf16; RACE: the run must abort with the
