@@ -18,6 +18,7 @@ PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 echo "mc_eval: seed $seed"
 fails=0
+. test/suite_outcome.sh
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 for b in bin/train_gpt2 bin/text_to_shard; do [ -x "$b" ] || make -s "${b#bin/}"; done
@@ -47,7 +48,7 @@ if command -v mpirun > /dev/null; then
     np2=$(score np2 "$work/right.bin" mpirun "${root[@]}" --oversubscribe -np 2)
     [ "$np2" = 1.000000 ] && ok "2 ranks, each scoring its share: accuracy $np2" || bad "2 ranks: accuracy '$np2' (expected 1)"
 else
-    echo "SKIP 2 ranks: no mpirun"
+    skip_part "2 ranks: no mpirun"
 fi
 # bad files: each a variant of right.bin
 $PY - "$work/right.bin" "$work" <<'PY' || bad "making the bad files"
@@ -74,4 +75,4 @@ out=$(bin/train_gpt2 -e "$model" "${data[@]}" -b 2 -t 8 -x 0 -v 1 -m 1 -mc "$wor
 [ $? = 1 ] && echo "$out" | grep -q 'more than -t 8' && ok "rows longer than -t refused: $(echo "$out" | grep -m1 'more than' | sed 's|.*/||')" ||
     bad "rows longer than -t: $(echo "$out" | tail -1)"
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

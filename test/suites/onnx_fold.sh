@@ -24,7 +24,8 @@ if ! $PY test/onnx_fold_models.py "$work" --zoo > "$work/models.log" 2>&1; then
     bad "test/onnx_fold_models.py:"; grep -v Warn "$work/models.log" | tail -8; exit 1
 fi
 grep "exported in" "$work/models.log" | sed 's/^/     /'
-grep -q "^SKIP" "$work/models.txt" && echo "SKIP torchvision models: $(grep ^SKIP "$work/models.txt" | cut -f2)"
+. test/suite_outcome.sh
+grep -q "^SKIP" "$work/models.txt" && skip_part "torchvision models: $(grep ^SKIP "$work/models.txt" | cut -f2)"
 
 # Tolerance: the fold changes the arithmetic only by rounding (centred fp32
 # weights, an RMS norm summing other terms than LN's), each ~1e-7 relative
@@ -139,4 +140,4 @@ for case in "trunc:not an ONNX model" "ext:keeps its data in an external file (e
 done
 
 [ $fails -eq 0 ] && echo "onnx_fold: all passed" || echo "onnx_fold: $fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails

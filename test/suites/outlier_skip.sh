@@ -26,6 +26,7 @@ EMU=${EMU_DIR:-build/emu}
 work=${1:-$(mktemp -d)}/outlier_skip
 rm -rf "$work"; mkdir -p "$work"
 fails=0
+. test/suite_outcome.sh
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 for b in bin/train_gpt2 bin/text_to_shard bin/test_outlier; do [ -x "$b" ] || make -s "${b#bin/}"; done
@@ -107,7 +108,7 @@ if [ -x "$EMU/train_gpt2fp32cu" ]; then
     awk -v d="$d" 'BEGIN { exit !(d <= 1e-4) }' && ok "gpu: losses within $d of the CPU's (tolerance 1e-4)" ||
         bad "gpu: losses differ from the CPU's by $d (tolerance 1e-4)"
 else
-    echo "SKIP gpu: $EMU/train_gpt2fp32cu not built (make emu)"
+    skip_part "gpu: $EMU/train_gpt2fp32cu not built (make emu)"
 fi
 echo "$fails failed"
-[ $fails -eq 0 ]
+suite_exit $fails
