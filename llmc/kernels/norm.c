@@ -83,7 +83,7 @@ ROW_KERNEL void norm_row_backward(bool centre, float *dx, float *pg, float *pb, 
 
 void norm_forward(NormKind kind, float *out, float *mean, float *rstd, const float *inp,
                   const float *gain, const float *bias, int N, int C) {
-    const bool centre = kind == NORM_LAYER;
+    const bool centre = kind.centre;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *y = out + (size_t)n * C;
@@ -104,7 +104,7 @@ enum { MAX_CHUNKS = 32 };
 void norm_backward(NormKind kind, float *dinp, float *dgain, float *dbias, const float *dout,
                    const float *inp, const float *gain, const float *mean, const float *rstd,
                    int N, int C) {
-    const bool centre = kind == NORM_LAYER;
+    const bool centre = kind.centre;
     const int num_chunks = N < MAX_CHUNKS ? N : MAX_CHUNKS;
     // [chunk][gain, bias][C]
     float *partials = calloc_check((size_t)num_chunks * 2 * (size_t)C, sizeof(float),

@@ -6,11 +6,13 @@
 #ifndef FOLDNORM_NORM_H
 #define FOLDNORM_NORM_H
 
+#include "core/norm_mode.h" // NormKind: what a norm mode asks of this kernel
+
 #define NORM_EPS 1e-5f
+#define NORM_LAYER ((NormKind){.centre = true})
+#define NORM_RMS ((NormKind){.centre = false})
 
-typedef enum { NORM_LAYER = 0, NORM_RMS = 1 } NormKind;
-
-// mean is neither written nor read for NORM_RMS (may be NULL).
+// mean is neither written nor read without centring (NORM_RMS; may be NULL).
 void norm_forward(NormKind kind, float *out, float *mean, float *rstd, const float *inp,
                   const float *gain, const float *bias, int N, int C);
 // Adds to dinp, dgain and dbias. The gain/bias sums run over fixed row chunks

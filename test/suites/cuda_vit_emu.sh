@@ -335,7 +335,7 @@ open(p, 'w').write(t)" "$dir/llmc/cuda/$file"; then bad "mutant $name: no longer
 }
 mutant causal-dkdv flash_attention.cuh "s.replace('q0 = CAUSAL ? k_first : 0;', 'q0 = k_first;')" ln_small
 mutant uncentred-tokens vit_tokens.cuh "s.replace('to_float(p[c]) - mean)', 'to_float(p[c]))')" cbwc_small
-mutant swin-uncentred-dy swin_cuda.cuh "s.replace('if (m->mode != MODE_CBWC || !centred)', 'if (true)')" sw_cbwc_a swin
+mutant swin-uncentred-dy swin_cuda.cuh "s.replace('if (!norm_policy(m->mode)->cbwc || !centred)', 'if (true)')" sw_cbwc_a swin
 mutant tc-bidir-mask flash_attention_tc.cuh "s.replace('return tk < T && (!CAUSAL || tk <= tq) ? s * scale', 'return tk < T && tk <= tq ? s * scale')" ln_small vit bf16
 dev_mutant() { # NAME FILE PYTHON-EXPRESSION PROGRAM: the bf16 dev/cuda check must fail
     local name=$1 file=$2 expr=$3 prog=$4 dir=$work/mutant_$1
