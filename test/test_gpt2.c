@@ -29,7 +29,7 @@ int main(int argc, char **argv) {
     unsigned long long dropout_seed = 0;
     CliFlag flags[] = {
         {"-N", CLI_CHOICE, &mode_name, 0, 0,
-         "norm mode (default: the one recorded in the model file)", "ln|rms|cbwc", 0, 0},
+         "norm mode (default: the one recorded in the model file)", NORM_MODE_FLAG_WORDS, 0, 0},
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
         {"-lt", CLI_DOUBLE, &loss_tol, 0, 1,

@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
          0, 0},
         {"-e", CLI_STRING, &descriptor, 0, 0, "-w: model shape (default d2c64h4v256t64)",
          "descriptor", 0, 0},
-        {"-N", CLI_CHOICE, &mode, 0, 0, "-w: norm mode (default ln)", "ln|rms|cbwc", 0, 0},
+        {"-N", CLI_CHOICE, &mode, 0, 0, "-w: norm mode (default ln)", NORM_MODE_FLAG_WORDS, 0, 0},
         {"-eb", CLI_FLOAT, &eot_bias, -1000, 1000,
          "-w: the last token's logit, about (default 0: as drawn)", NULL,
          0, 0},

@@ -146,7 +146,7 @@ static void export_model(const char *model_path, const char *dir) {
     make_directories(dir);
     hf_gpt2_export(&model, dir);
     printf("%s (%s) -> %s/model.safetensors + config.json%s\n", model_path, norm_mode_name(model.mode), dir,
-           model.mode == MODE_CBWC ? ": the LayerNorm GPT-2 of its proxy weights (identical logits)" : "");
+           norm_policy(model.mode)->cbwc ? ": the LayerNorm GPT-2 of its proxy weights (identical logits)" : "");
     gpt2_free(&model);
 }
 

@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
         {"-e", CLI_STRING, &model_arg, 0, 0,
          "GPT-2 model file (llm.c format: ln, rms, cbwc or folded), or a descriptor (d12,\n"
          "d4c128h4v256t256) for a random model (required)", "file|descriptor", 0, 0},
-        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode of a random model (default ln)", "ln|rms|cbwc", 0, 0},
+        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode of a random model (default ln)", NORM_MODE_FLAG_WORDS, 0, 0},
         {"-sd", CLI_SEED, &seed, 0, 0, "seed of a random model (default 1337)", NULL, 0, 0},
         {"--fold", CLI_SWITCH, &fold, 0, 0, "fold an ln or cbwc model first (bin/fold)", NULL, 0, 0},
     };

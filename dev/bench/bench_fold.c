@@ -157,7 +157,7 @@ int main(int argc, char **argv) {
                     NormKind kind = (k == 0) == first_ln ? NORM_LAYER : NORM_RMS;
                     double ms = norms_ms(kind, 2 * L + 1, y, stats, stats + BT, x,
                                          ln.params.lnfw, ln.params.lnfb, (int)BT, C);
-                    *(kind == NORM_LAYER ? &t_nln[r] : &t_nrms[r]) = ms;
+                    *(kind.centre ? &t_nln[r] : &t_nrms[r]) = ms;
                 }
             }
             // fastest round: the least disturbed by other processes on a shared machine

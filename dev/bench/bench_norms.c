@@ -191,7 +191,7 @@ static double check_kind(NormKind kind, Buffers *b) {
     memset(b->dbias, 0, (size_t)C * sizeof(float));
     norm_forward(kind, b->y, b->mean, b->rstd, b->x, b->gain, b->bias, N, C);
     norm_backward(kind, b->dx, b->dgain, b->dbias, b->dy, b->x, b->gain, b->mean, b->rstd, N, C);
-    const char *name = kind == NORM_LAYER ? "layernorm" : "rmsnorm";
+    const char *name = kind.centre ? "layernorm" : "rmsnorm";
     if (!all_finite(b->y, nc) || !all_finite(b->dx, nc) || !all_finite(b->rstd, (size_t)N) ||
         !all_finite(b->dgain, (size_t)C) || !all_finite(b->dbias, (size_t)C)) {
         fatal("%s: non-finite output on random inputs (N=%d, C=%d)", name, N, C);
@@ -204,7 +204,7 @@ static double check_kind(NormKind kind, Buffers *b) {
         const float *x = b->x + row;
         const float *dy = b->dy + row;
         double mu = 0.0, var = 0.0;
-        if (kind == NORM_LAYER) {
+        if (kind.centre) {
             for (int c = 0; c < C; c++) {
                 mu += x[c];
             }
@@ -215,7 +215,7 @@ static double check_kind(NormKind kind, Buffers *b) {
         }
         double rs = 1.0 / sqrt(var / C + (double)NORM_EPS);
         check_close(&s, b->rstd[n], rs, "rstd");
-        if (kind == NORM_LAYER) {
+        if (kind.centre) {
             check_close(&s, b->mean[n], mu, "mean");
         }
         // docs/math.md section 1: dx = rs (dxhat - [mean(dxhat)] - xhat mean(dxhat xhat))
@@ -229,7 +229,7 @@ static double check_kind(NormKind kind, Buffers *b) {
             dgain_ref[c] += xhat * dy[c];
             dbias_ref[c] += dy[c];
         }
-        m1 = kind == NORM_LAYER ? m1 / C : 0.0;
+        m1 = kind.centre ? m1 / C : 0.0;
         m2 /= C;
         for (int c = 0; c < C; c++) {
             double xhat = (x[c] - mu) * rs;

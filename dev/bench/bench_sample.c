@@ -52,7 +52,7 @@ int main(int argc, char **argv) {
     CliFlag flags[] = {
         {"-e", CLI_STRING, &descriptor, 0, 0, "model descriptor, random init (default d12)",
          "descriptor", 0, 0},
-        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode (default ln)", "ln|rms|cbwc", 0, 0},
+        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode (default ln)", NORM_MODE_FLAG_WORDS, 0, 0},
         {"-pl", CLI_INT, &P, 1, 1 << 20, "prompt length, random tokens (default 64)", NULL, 0, 0},
         {"-g", CLI_INT, &G, 1, 1 << 20, "tokens to generate (default 256)", NULL, 0, 0},
         {"-sd", CLI_SEED, &seed, 0, 0, "seed of the weights and the prompt (default 1)", NULL, 0,

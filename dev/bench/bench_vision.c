@@ -93,7 +93,7 @@ int main(int argc, char **argv) {
     CliFlag flags[] = {
         {"-e", CLI_CHOICE, &family, 0, 0, "model: the demo ViT or Swin (default vit)", "vit|swin",
          0, 0},
-        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode (default ln)", "ln|rms|cbwc", 0, 0},
+        {"-N", CLI_CHOICE, &mode_name, 0, 0, "norm mode (default ln)", NORM_MODE_FLAG_WORDS, 0, 0},
         {"-b", CLI_INT, &B, 1, 65536, "batch size (default 128)", NULL, 0, 0},
         {"-r", CLI_INT, &rounds, 1, 100000, "timed steps (default 10)", NULL, 0, 0},
         {"-w", CLI_INT, &warmup, 0, 100000, "untimed warmup steps (default 2)", NULL, 0, 0},

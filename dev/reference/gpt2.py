@@ -19,6 +19,9 @@ Norm modes (eps = 1e-5 everywhere):
         and every attention / MLP output projection (each input column centred
         over the outputs, bias centred).  The centring happens inside the
         forward, so autograd yields the centred gradient dW = P dV.
+  prms  every norm is partial RMSNorm (Zhang and Sennrich 2019): the RMS of the
+        first k = ceil(p C) features scales all C, p = --prms-share (slot 8
+        holds 4 + 256 * p * 2^16)   y = g x / sqrt(mean(x[:k]^2) + eps) + b
   ln and cbwc are the same function of the stored weights (docs/math.md).
 
 --resid-dropout P adds train-mode residual dropout (Hugging Face GPT-2's
@@ -48,7 +51,9 @@ STATE_VERSION = 2
 HEADER_INTS = 256
 NORM_EPS = 1e-5
 
-MODES = ("ln", "rms", "cbwc")          # header slot 8: 0, 1, 2
+MODES = ("ln", "rms", "cbwc", "prms")  # header slot 8: 0, 1, 2, 4 (+ the share)
+FILE_VALUE = {"ln": 0, "rms": 1, "cbwc": 2, "prms": 4}
+SHARE_UNITS = 65536                    # prms's share in slot 8's upper bits, units of 2^-16
 
 # Parameter names in the model file's order (llm.c's order).
 PARAM_NAMES = ("wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw",
@@ -88,6 +93,13 @@ def layernorm(x, g, b):
 
 def rmsnorm(x, g, b):
     ms = (x * x).mean(dim=-1, keepdim=True)
+    return x * torch.rsqrt(ms + NORM_EPS) * g + b
+
+
+def prmsnorm(x, g, b, share):
+    C = x.shape[-1]
+    k = max(1, min(C, math.ceil(share * C)))
+    ms = (x[..., :k] * x[..., :k]).mean(dim=-1, keepdim=True)
     return x * torch.rsqrt(ms + NORM_EPS) * g + b
 
 
@@ -161,6 +173,7 @@ class GPT(nn.Module):
         super().__init__()
         self.V, self.Vp, self.maxT, self.L, self.NH, self.C = V, Vp, maxT, L, NH, C
         self.mode = mode
+        self.prms_share = 0.0625
         self.resid_dropout, self.dropout_seed, self.draw = 0.0, 0, 0
         for name, shape in param_shapes(Vp, maxT, L, C).items():
             setattr(self, name, nn.Parameter(torch.zeros(shape, dtype=torch.float32)))
@@ -170,6 +183,8 @@ class GPT(nn.Module):
         return [(n, getattr(self, n)) for n in PARAM_NAMES]
 
     def norm(self, x, g, b):
+        if self.mode == "prms":
+            return prmsnorm(x, g, b, self.prms_share)
         return layernorm(x, g, b) if self.mode == "ln" else rmsnorm(x, g, b)
 
     def linear(self, x, w, b):
@@ -258,9 +273,15 @@ def f32_bits(v):
     return int(np.array([v], dtype=np.float32).view(np.int32)[0])
 
 
+def mode_file_value(model):
+    if model.mode == "prms":
+        return FILE_VALUE["prms"] + 256 * round(model.prms_share * SHARE_UNITS)
+    return FILE_VALUE[model.mode]
+
+
 def write_model(path, model):
     h = header([MODEL_MAGIC, MODEL_VERSION, model.maxT, model.V, model.L,
-                model.NH, model.C, model.Vp, MODES.index(model.mode)])
+                model.NH, model.C, model.Vp, mode_file_value(model)])
     with open(path, "wb") as f:
         f.write(h.tobytes())
         for _, p in model.params():
@@ -289,8 +310,11 @@ def read_model(path):
         fail(f"C={C} not divisible by NH={NH}")
     if V > Vp:
         fail(f"V={V} > Vp={Vp}")
-    if not 0 <= mode < len(MODES):
-        fail(f"norm mode {mode} not in 0..2")
+    share = 0.0625
+    if mode & 255 == FILE_VALUE["prms"] and 1 <= mode >> 8 <= SHARE_UNITS:
+        mode, share = FILE_VALUE["prms"], (mode >> 8) / SHARE_UNITS
+    if mode not in FILE_VALUE.values():
+        fail(f"norm mode {mode} not one of {sorted(FILE_VALUE.values())}")
     shapes = param_shapes(Vp, maxT, L, C)
     n = sum(int(np.prod(s)) for s in shapes.values())
     if len(data) != 4 * HEADER_INTS + 4 * n:
@@ -304,7 +328,8 @@ def read_model(path):
         params[name] = flat[off:off + k].reshape(shapes[name]).astype(np.float32)
         off += k
     cfg = dict(V=V, Vp=Vp, maxT=maxT, L=L, NH=NH, C=C)
-    return cfg, MODES[mode], params
+    cfg["prms_share"] = share
+    return cfg, {v: k for k, v in FILE_VALUE.items()}[mode], params
 
 
 def write_state(path, x, y, logits, loss, grads, losses, hp):
@@ -335,6 +360,9 @@ def parse_args(argv):
                     "logits, loss, gradients, and the losses of N AdamW steps).")
     p.add_argument("--mode", choices=MODES,
                    help="norm mode; required unless --load (then it defaults to the file's mode)")
+    p.add_argument("--prms-share", type=float, default=0.0625,
+                   help="prms: share of the features the RMS is taken over (default 0.0625; "
+                        "--load: the file's)")
     g = p.add_argument_group("config (ignored with --load, which takes it from the file; "
                              "given values must then agree with it)")
     for k, v in SMALL.items():
@@ -408,6 +436,7 @@ def main(argv=None):
 
     if a.load is not None:
         cfg, file_mode, weights = read_model(a.load)
+        a.prms_share = cfg.pop("prms_share")
         for k in SMALL:
             given = getattr(a, k)
             if given is not None and given != cfg[k]:
@@ -427,6 +456,7 @@ def main(argv=None):
         for b in range(a.B):
             y[b, :int(torch.randint(0, a.T, (1,), generator=mgen))] = -1
     model = GPT(mode=mode, **cfg)
+    model.prms_share = a.prms_share
     model.resid_dropout, model.dropout_seed = a.resid_dropout, a.dropout_seed
     if weights is not None:
         with torch.no_grad():

@@ -12,7 +12,7 @@ file with the initial weights) and --state (images, labels, logits, loss,
 every gradient, losses of N AdamW steps).
 
 Norm modes (eps 1e-5): ln = LayerNorm everywhere; rms = RMSNorm with a bias
-everywhere; cbwc = the foldable norms become RMSNorm and the layers writing
+everywhere; prms = partial RMSNorm everywhere (vision_files.prms_norm); cbwc = the foldable norms become RMSNorm and the layers writing
 their input are centred (CBWC: weight centred over outputs, bias centred),
 so that cbwc computes the same function as ln. Foldable: the patch norm (the
 patch conv centred); without --centre-ops only the last stage's block
@@ -48,6 +48,8 @@ EPS = 1e-5
 def norm(kind, x, g, b):
     if kind == "ln":
         return F.layer_norm(x, (x.shape[-1],), g, b, EPS)
+    if kind == "prms":
+        return vf.prms_norm(x, g, b, EPS)
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + EPS) * g + b
 
 
@@ -147,7 +149,9 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
     paper = c and cfg.get("paper_variant", 0) == 1  # every norm RMS, every stream writer centred
 
     def kind(foldable):
-        return "ln" if mode == "ln" else "rms" if mode == "rms" or foldable or paper else "ln"
+        if mode in ("ln", "rms", "prms"):
+            return mode
+        return "rms" if foldable or paper else "ln"
 
     pw, pb = centred_out(P["patchw"], P["patchb"]) if c else (P["patchw"], P["patchb"])
     x = F.conv2d(images, pw, pb, stride=cfg["patch_size"]).permute(0, 2, 3, 1)   # (B, H, W, E)

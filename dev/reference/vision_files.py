@@ -2,6 +2,7 @@
 swin.py): the vision model file (magic 20261129) and the vision debug state
 (magic 20261130), both described in docs/formats.md."""
 
+import math
 import sys
 
 import numpy as np
@@ -11,10 +12,19 @@ MODEL_VERSION = 1
 STATE_MAGIC = 20261130
 STATE_VERSION = 1
 HEADER_INTS = 256
-MODES = ("ln", "rms", "cbwc")
+MODES = ("ln", "rms", "cbwc", "prms")
 # a folded model (bin/fold, mode 3) is read, never written: its file holds the
 # centred stream writers, and its foldable norms (as cbwc's) run as RMSNorm
 READ_MODES = MODES + ("folded",)
+# header slot 3's values (llmc/core/norm_mode.c); prms adds its share p in
+# units of 2^-16 above the low byte: the RMS of the first ceil(p C) features
+FILE_VALUE = {"ln": 0, "rms": 1, "cbwc": 2, "folded": 3, "prms": 4}
+SHARE_UNITS = 65536
+# the references' prms share: k = ceil(p C) >= 2 at their widths (C 8 to 32):
+# with k = 1 (-nf's default 0.0625 at C < 17) the RMS of one feature, 1/|x_0|,
+# is too ill-conditioned for a 1e-5 comparison (Swin's config B: 3e-3 apart in
+# fp32 while p = 0.5 agrees to 1.4e-7)
+PRMS_SHARE = 0.25
 FAMILIES = ("vit", "swin")
 
 # header slots (llmc/vision/vision_model.h)
@@ -36,7 +46,7 @@ def write_model(path, family, mode, fields, params):
     h[SLOT["magic"]] = MODEL_MAGIC
     h[SLOT["version"]] = MODEL_VERSION
     h[SLOT["family"]] = FAMILIES.index(family)
-    h[SLOT["mode"]] = MODES.index(mode)
+    h[SLOT["mode"]] = FILE_VALUE[mode] + (256 * round(PRMS_SHARE * SHARE_UNITS) if mode == "prms" else 0)
     for k, v in fields.items():
         if isinstance(v, (list, tuple)):
             h[SLOT[k]:SLOT[k] + len(v)] = v
@@ -63,10 +73,21 @@ def read_model(path, family):
         fail(f"not a vision model file (magic {h[0]}, version {h[1]})")
     if h[2] != FAMILIES.index(family):
         fail(f"family {h[2]} is not {family}")
-    if not 0 <= h[3] < len(READ_MODES):
-        fail(f"norm mode {h[3]} not in 0..{len(READ_MODES) - 1}")
+    value = int(h[3])
+    if value & 255 == FILE_VALUE["prms"] and value >> 8 == round(PRMS_SHARE * SHARE_UNITS):
+        value = FILE_VALUE["prms"]
+    names = {v: k for k, v in FILE_VALUE.items()}
+    if value not in names:
+        fail(f"norm mode {h[3]} not one of {sorted(names)} (prms: share {PRMS_SHARE} only)")
     flat = np.frombuffer(data, dtype="<f4", offset=4 * HEADER_INTS).astype(np.float32)
-    return h, READ_MODES[h[3]], flat
+    return h, names[value], flat
+
+
+def prms_norm(x, g, b, eps):
+    """Partial RMSNorm: the RMS of the first ceil(PRMS_SHARE C) features scales all C."""
+    C = x.shape[-1]
+    k = max(1, min(C, math.ceil(PRMS_SHARE * C)))
+    return x * (x[..., :k] * x[..., :k]).mean(-1, keepdim=True).add(eps).rsqrt() * g + b
 
 
 def write_state(path, family, images, labels, logits, loss, grads, losses, hp):

@@ -16,7 +16,7 @@ multi-head attention, GELU-tanh MLP of width mlp*C), the final norm over all
 tokens, a linear head on the cls token, cross-entropy with label smoothing.
 
 Norm modes (eps 1e-5): ln = LayerNorm everywhere; rms = RMSNorm with a bias
-everywhere; cbwc = RMSNorm everywhere and every tensor that writes the
+everywhere; prms = partial RMSNorm everywhere (vision_files.prms_norm); cbwc = RMSNorm everywhere and every tensor that writes the
 residual stream centred over C: the patch conv's weight centred over its
 output channels (and its bias), the cls token and each position row, and
 every attention / MLP output projection (weight columns and bias).
@@ -58,6 +58,8 @@ def shapes(cfg):
 def norm(mode, x, g, b):
     if mode == "ln":
         return F.layer_norm(x, (x.shape[-1],), g, b, EPS)
+    if mode == "prms":
+        return vf.prms_norm(x, g, b, EPS)
     return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + EPS) * g + b
 
 

@@ -164,9 +164,10 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
                                  int inference, AttentionKind attention) {
     memset(m, 0, sizeof(*m));
     m->inference = inference;
-    if (host->mode == MODE_FOLDED) {
+    if (norm_policy(host->mode)->folded) {
         fatal("gpt2cuda: folded models are not supported on the GPU yet");
     }
+    norm_mode_require_gpu(host->mode, "gpt2cuda");
     m->config = host->config;
     m->mode = host->mode;
     const GPT2Config *c = &m->config;
@@ -259,7 +260,7 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     const GPT2Config *cfg = &m->config;
     const int C = cfg->channels;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
-    const int centred = m->mode == MODE_CBWC;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     m->B = B;
@@ -379,7 +380,7 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     const int B = m->B, T = m->T, BT = B * T;
     const int C = cfg->channels;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
-    const int centred = m->mode == MODE_CBWC;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     ParamsOf<floatX> p = m->params_x;
@@ -420,7 +421,7 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
     // cbwc, one rank: the c_proj proxy weights are updated and projected in one
     // pass; with shards V needs whole columns, so the next forward projects it
-    const bool fuse_cbwc = m->mode == MODE_CBWC && !sharded;
+    const bool fuse_cbwc = norm_policy(m->mode)->cbwc && !sharded;
     const int L = m->config.num_layers, C = m->config.channels;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw

@@ -221,7 +221,7 @@ static inline void grad_sync_update(GradSync *gs, const AdamWConfig *cfg) {
         return;
     }
     grad_sync_all_gather_x(gs);
-    if (m->mode == MODE_CBWC) {
+    if (norm_policy(m->mode)->cbwc) {
         grad_sync_all_gather(gs, m->params_memory, NULL, GRAD_SYNC_CBWC_PROXIES);
     }
     m->master_partial = 1;

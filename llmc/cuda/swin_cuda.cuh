@@ -345,6 +345,7 @@ static inline void swincuda_init(SwinCuda *m, const Swin *host, int max_B,
     m->attention = attention;
     m->config = host->config;
     m->mode = host->mode;
+    norm_mode_require_gpu(m->mode, "swincuda");
     swincuda_layout(m);
     m->num_sms = cuda_device_sm_count();
     matmul_context_create(&m->mm);
@@ -402,12 +403,12 @@ static inline void swincuda_cbwc_refresh(SwinCuda *m) {
 
 // LN, or RMS for a foldable norm in cbwc and every norm in rms
 static inline bool swincuda_layer(const SwinCuda *m, int foldable) {
-    return m->mode == MODE_LN || (m->mode == MODE_CBWC && !foldable);
+    return norm_mode_kernel(m->mode, foldable).centre;
 }
 
 // the weights a layer reads: V for a centred layer in cbwc, else the proxy's floatX copy
 static inline const floatX *swincuda_weights(const SwinCuda *m, size_t offset, int centred) {
-    return (m->mode == MODE_CBWC && centred ? m->centred_memory : m->params_x_memory) + offset;
+    return (norm_policy(m->mode)->cbwc && centred ? m->centred_memory : m->params_x_memory) + offset;
 }
 
 static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const floatX *x, int B) {
@@ -449,7 +450,7 @@ static inline void swincuda_forward_queued(SwinCuda *m, const float *images, con
     const floatX *p = m->params_x_memory;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0, K = c->num_classes;
     m->B = B;
-    if (m->mode == MODE_CBWC && m->centred_stale)
+    if (norm_policy(m->mode)->cbwc && m->centred_stale)
         swincuda_cbwc_refresh(m);
     CUDA_CHECK(cudaMemcpyAsync(m->images, images,
                                (size_t)B * c->image_channels * c->image_size * c->image_size *
@@ -526,7 +527,7 @@ static inline void swincuda_zero_grad(SwinCuda *m) {
 
 // dy of a layer: centred (into branch) for a centred layer in cbwc
 static inline const floatX *swincuda_dy(SwinCuda *m, const floatX *d, int centred, int N, int OC) {
-    if (m->mode != MODE_CBWC || !centred)
+    if (!norm_policy(m->mode)->cbwc || !centred)
         return d;
     centre_rows_cuda(m->branch, d, N, OC, m->mm.stream);
     return m->branch;

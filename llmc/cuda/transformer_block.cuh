@@ -75,8 +75,8 @@ template <typename M, typename Mask = NoBranchMask>
 static inline void transformer_blocks_forward(M *m, int B, int T, int H, Mask mask = Mask()) {
     const int L = m->config.num_layers, C = m->config.channels, NH = m->config.num_heads;
     const int BT = B * T;
-    const bool layer = m->mode == MODE_LN;
-    const int centred = m->mode == MODE_CBWC;
+    const bool layer = norm_mode_kernel(m->mode, true).centre;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     const auto &p = m->params_x;
@@ -149,8 +149,8 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
                                                void *ctx, Mask mask = Mask()) {
     const int L = m->config.num_layers, C = m->config.channels, NH = m->config.num_heads;
     const int BT = B * T;
-    const bool layer = m->mode == MODE_LN;
-    const int centred = m->mode == MODE_CBWC;
+    const bool layer = norm_mode_kernel(m->mode, true).centre;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;

@@ -128,6 +128,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     memset(m, 0, sizeof(*m));
     m->config = host->config;
     m->mode = host->mode;
+    norm_mode_require_gpu(m->mode, "vitcuda");
     const ViTConfig *c = &m->config;
     if (c->channels % PACK_X != 0) {
         fatal("vitcuda: C=%d must be a multiple of %d (16-byte rows)", c->channels, PACK_X);
@@ -217,7 +218,7 @@ static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const
     const int C = c->channels, H = C * c->mlp_ratio;
     const int T = vit_num_tokens(c), K = c->num_classes;
     const int S = c->image_size, Cin = c->image_channels;
-    const int centred = m->mode == MODE_CBWC;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     m->B = B;
@@ -269,7 +270,7 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     const int B = m->B, T = vit_num_tokens(c), BT = B * T, Np = T - 1;
     const int C = c->channels, H = C * c->mlp_ratio;
     const int K = c->num_classes, PD = vitcuda_patch_dim(c);
-    const int centred = m->mode == MODE_CBWC;
+    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     ViTParamsOf<floatX> p = m->params_x;
@@ -309,7 +310,7 @@ static inline void vitcuda_update_queued(ViTCuda *m, const AdamWConfig *cfg) {
     cuda_moments_ensure(&m->m_memory, &m->v_memory, P);
     m->adamw_step += 1;
     const bool separate_x = (void *)m->params_x_memory != (void *)m->params_memory;
-    const bool cbwc = m->mode == MODE_CBWC;
+    const bool cbwc = norm_policy(m->mode)->cbwc;
     const ViTConfig *c = &m->config;
     const int L = c->num_layers, C = c->channels, H = C * c->mlp_ratio;
     const cudaStream_t st = m->mm.stream;

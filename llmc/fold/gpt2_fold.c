@@ -34,11 +34,11 @@ static int gpt2_tensor_flag(const char *name, int *layer) {
 
 void gpt2_fold(GPT2 *model, const char *source) {
     // a cbwc model is the ln model of its proxy weights (LN(Wx+b) = RMS(Vx+b~)),
-    // so both fold the same way; rms is another function, folded is done
-    if (model->mode != MODE_LN && model->mode != MODE_CBWC) {
-        fatal("%s: norm mode is '%s'; fold takes an ln or cbwc model (an rms model is a "
-              "different function of its weights, a folded one is folded already)",
-              source, norm_mode_name(model->mode));
+    // so both fold the same way; the policy says which modes are not
+    const char *refusal = norm_policy(model->mode)->fold_refusal;
+    if (refusal != NULL) {
+        fatal("%s: norm mode is '%s': %s (fold takes an ln or cbwc model)", source,
+              norm_mode_name(model->mode), refusal);
     }
     const GPT2Config *cfg = &model->config;
     const int L = cfg->num_layers, C = cfg->channels, Vp = cfg->padded_vocab_size;

@@ -132,14 +132,10 @@ static int swin_centre(const SwinConfig *c, const SwinOffsets *o, float *p, cons
 
 void vision_fold(VisionConfig *config, float *params, const char *source,
                  VisionFoldReport *report) {
-    if (config->mode == MODE_RMS) {
-        fatal("%s: norm mode is 'rms': nothing to fold (its norms are RMSNorm already, and an rms "
-              "model is a different function of its weights; fold takes an ln or cbwc model)",
-              source);
-    }
-    if (config->mode != MODE_LN && config->mode != MODE_CBWC) {
-        fatal("%s: norm mode is '%s'; fold takes an ln or cbwc model (a folded one is folded "
-              "already)", source, norm_mode_name(config->mode));
+    const char *refusal = norm_policy(config->mode)->fold_refusal;
+    if (refusal != NULL) {
+        fatal("%s: norm mode is '%s': %s (fold takes an ln or cbwc model)", source,
+              norm_mode_name(config->mode), refusal);
     }
     if (config->family == FAMILY_SWIN && config->swin.paper_variant) {
         fatal("%s: the Swin paper variant (header slot 15) is not an ln model of its weights "

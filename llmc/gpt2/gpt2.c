@@ -307,7 +307,7 @@ static void bf16_refresh(GPT2 *model) {
         matmul_to_bf16(model->params_bf16, model->params_memory, model->num_parameters);
         model->bf16_stale = 0;
     }
-    if (model->mode == MODE_CBWC && model->centred_bf16_stale) {
+    if (norm_policy(model->mode)->cbwc && model->centred_bf16_stale) {
         size_t sizes[CENTRED_TENSORS];
         centred_sizes(model, sizes);
         const size_t count = sizes[0] + sizes[1] + sizes[2] + sizes[3];
@@ -354,7 +354,7 @@ static LinearWeight param_weight(const GPT2 *model, int tensor) {
 // The forward's stream-writing matrices, as gpt2_stream_weights picks them:
 // the proxy W in ln/rms, cbwc's V (in centred_memory) in cbwc.
 static void stream_weights(const GPT2 *model, LinearWeight *attprojw, LinearWeight *fcprojw) {
-    if (model->mode != MODE_CBWC) {
+    if (!norm_policy(model->mode)->cbwc) {
         *attprojw = param_weight(model, PARAM_ATTPROJW);
         *fcprojw = param_weight(model, PARAM_FCPROJW);
         return;
@@ -432,7 +432,7 @@ static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, f
                       model->dropout_seed, dropout_stream(model, l, branch_index));
         dout = model->scratch.dbranch;
     }
-    if (model->mode == MODE_CBWC) {
+    if (norm_policy(model->mode)->cbwc) {
         cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
@@ -460,14 +460,14 @@ void gpt2_head_forward(const GPT2 *model, float *logits, const float *lnf, int N
     const int C = model->config.channels, Vp = model->config.padded_vocab_size;
     // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward(logits, lnf, model->params.wte, NULL, N, C, Vp);
-    if (model->mode == MODE_FOLDED) {
+    if (norm_policy(model->mode)->folded) {
         tied_head_mean_correction(logits, lnf, model->head_row_means, N, C, Vp);
     }
 }
 
 GPT2StreamWeights gpt2_stream_weights(GPT2 *model) {
     const ParameterTensors *p = &model->params;
-    if (model->mode != MODE_CBWC) {
+    if (!norm_policy(model->mode)->cbwc) {
         return (GPT2StreamWeights){p->attprojw, p->attprojb, p->fcprojw, p->fcprojb};
     }
     if (model->centred_stale) {
@@ -506,8 +506,8 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     const GPT2Config *cfg = &model->config;
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
-    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
-    const int centred = model->mode == MODE_CBWC;
+    const NormKind norm = norm_mode_kernel(model->mode, true);
+    const int centred = norm_policy(model->mode)->cbwc;
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
@@ -549,7 +549,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
         gpt2_head_forward(model, a.logits, a.lnf, BT);
     } else { // gpt2_head_forward in the model's matmul precision
         linear_forward(model, a.logits, NULL, a.lnf, wte, NULL, BT, C, Vp);
-        if (model->mode == MODE_FOLDED) {
+        if (norm_policy(model->mode)->folded) {
             tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
         }
     }
@@ -590,14 +590,14 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     if (model->mean_loss < 0.0f) {
         fatal("gpt2_backward: needs a forward pass with targets first");
     }
-    if (model->mode == MODE_FOLDED) {
+    if (!norm_policy(model->mode)->trainable) {
         fatal("gpt2_backward: a folded model is for inference only (train the ln model)");
     }
     const GPT2Config *cfg = &model->config;
     const int B = model->batch_size, T = model->seq_len, BT = B * T;
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
-    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const NormKind norm = norm_mode_kernel(model->mode, true);
     const size_t btc = (size_t)BT * C;
     ParameterTensors p = model->params;
     ParameterTensors g = model->grads;
@@ -648,7 +648,7 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
         grads_ready(model, l);
     }
     encoder_backward(g.wte, g.wpe, s.dresidual, model->inputs, B, T, C,
-                     model->mode == MODE_CBWC);
+                     norm_policy(model->mode)->cbwc);
     grads_ready(model, -1);
     model->mean_loss = -1.0f; // the logits now hold their gradient
 }

@@ -34,14 +34,13 @@ int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode
                            c.max_seq_len, c.vocab_size, c.padded_vocab_size, c.num_layers,
                            c.num_heads, c.channels, why);
     }
-    int m = header[GPT2_HEADER_SLOT_NORM_MODE];
-    if (m < MODE_LN || m > MODE_FOLDED) {
-        return input_error(err, err_bytes,
-                           "unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)",
-                           m, GPT2_HEADER_SLOT_NORM_MODE);
+    NormMode m;
+    if (norm_mode_from_file(header[GPT2_HEADER_SLOT_NORM_MODE], GPT2_HEADER_SLOT_NORM_MODE, &m,
+                            err, err_bytes) != 0) {
+        return -1;
     }
     // folded files: all 2L+1 norms RMS and every stream layer centred (the one layout run here)
-    if (m == MODE_FOLDED && (header[GPT2_HEADER_SLOT_FOLDED_NORMS] != 2 * c.num_layers + 1 ||
+    if (norm_policy(m)->folded && (header[GPT2_HEADER_SLOT_FOLDED_NORMS] != 2 * c.num_layers + 1 ||
                              header[GPT2_HEADER_SLOT_FOLDED_LAYERS] != GPT2_FOLDED_ALL)) {
         return input_error(err, err_bytes,
                            "folded model records %d folded norms and layer flags %d (expected %d "
@@ -51,7 +50,7 @@ int gpt2_header_parse(const int32_t header[256], GPT2Config *cfg, NormMode *mode
                            GPT2_FOLDED_ALL);
     }
     *cfg = c;
-    *mode = (NormMode)m;
+    *mode = m;
     return 0;
 }
 
@@ -84,7 +83,7 @@ static int gpt2_read_body(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
         total += sizes[i];
     }
     // folded: the tied head's row means m_t (Vp floats) follow the parameters
-    size_t extra = mode == MODE_FOLDED ? (size_t)cfg.padded_vocab_size : 0;
+    size_t extra = norm_policy(mode)->folded ? (size_t)cfg.padded_vocab_size : 0;
     size_t expected = 256 * sizeof(int32_t) + (total + extra) * sizeof(float);
     if (r->size != expected) {
         return input_error(err, err_bytes,
@@ -105,7 +104,7 @@ static int gpt2_read_body(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
                     err_bytes) != 0) {
         return -1;
     }
-    if (mode == MODE_FOLDED) {
+    if (norm_policy(mode)->folded) {
         model->head_row_means = malloc(extra * sizeof(float));
         if (model->head_row_means == NULL) {
             return input_error(err, err_bytes, "out of memory for the head row means");
@@ -124,7 +123,7 @@ static int gpt2_read_body(GPT2 *model, Reader *r, char *err, size_t err_bytes) {
         }
         p += sizes[i];
     }
-    if (mode == MODE_FOLDED &&
+    if (norm_policy(mode)->folded &&
         check_finite(model->head_row_means, extra, "head row mean m_t", err, err_bytes) != 0) {
         return -1;
     }
@@ -162,14 +161,14 @@ static void write_model(FILE *f, const char *path, const void *ctx) {
     header[5] = model->config.num_heads;
     header[6] = model->config.channels;
     header[7] = model->config.padded_vocab_size;
-    header[GPT2_HEADER_SLOT_NORM_MODE] = (int32_t)model->mode;
-    if (model->mode == MODE_FOLDED) {
+    header[GPT2_HEADER_SLOT_NORM_MODE] = norm_mode_file_value(model->mode);
+    if (norm_policy(model->mode)->folded) {
         header[GPT2_HEADER_SLOT_FOLDED_NORMS] = model->folded_norms;
         header[GPT2_HEADER_SLOT_FOLDED_LAYERS] = model->folded_layers;
     }
     fwrite_check(header, sizeof(int32_t), 256, f, path);
     fwrite_check(model->params_memory, sizeof(float), model->num_parameters, f, path);
-    if (model->mode == MODE_FOLDED) {
+    if (norm_policy(model->mode)->folded) {
         fwrite_check(model->head_row_means, sizeof(float), (size_t)model->config.padded_vocab_size,
                      f, path);
     }

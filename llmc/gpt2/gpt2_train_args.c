@@ -8,8 +8,7 @@
 #include "core/schedule.h"
 #include "kernels/matmul.h"
 
-// -N's and -mp's words are the enums' values in order (CLI_ENUM stores the index)
-_Static_assert(MODE_LN == 0 && MODE_RMS == 1 && MODE_CBWC == 2, "-N: ln|rms|cbwc");
+// -mp's words are the enum's values in order (CLI_ENUM stores the index)
 _Static_assert(MATMUL_FP32 == 0 && MATMUL_BF16 == 1, "-mp: fp32|bf16");
 _Static_assert(LR_COSINE == 0 && LR_LINEAR == 1 && LR_CONSTANT == 2 && LR_WSD == 3,
                "-k: " LR_SCHEDULE_WORDS);
@@ -47,8 +46,8 @@ Gpt2TrainArgs gpt2_train_args_defaults(void) {
 
 int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
     const CliFlag core[] = {
-        {"-N", CLI_ENUM, &a->norm_mode, 0, 0,
-         "norm mode (default: the model file's, ln for descriptors)", "ln|rms|cbwc", 0, 0},
+        NORM_MODE_CLI_FLAGS(&a->norm_mode,
+                            "norm mode (default: the model file's, ln for descriptors)"),
         {"-e", CLI_STRING, &a->model, 0, 0,
          "model file (llm.c format) or descriptor d<L>[c<C>h<NH>v<V>t<maxT>]\n"
          "e.g. d12, d2, d4c128h4v50257t256 (default d4c128h4v50257t256 on the CPU,\n"

@@ -10,7 +10,7 @@
 
 typedef struct {
     // model and data (every trainer)
-    int norm_mode;          // a NormMode (-N); -1: the model file's (ln for descriptors)
+    int norm_mode;          // -N's word index (norm_mode_from_flag); -1: the model file's (ln for descriptors)
     const char *model;      // model file or descriptor (d12, d4c128h4v256t256, ...)
     const char *train_pattern;
     const char *val_pattern;

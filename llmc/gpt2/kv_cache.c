@@ -66,8 +66,8 @@ static void forward_rows(KVCache *cache, GPT2 *model, const int *tokens, int t0,
     const size_t T = (size_t)cfg->max_seq_len;
     // as gpt2_forward: LayerNorm in ln, RMSNorm otherwise; cbwc centres the
     // embedding rows at run time, a folded file holds them centred
-    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
-    const int centred = model->mode == MODE_CBWC;
+    const NormKind norm = norm_mode_kernel(model->mode, true);
+    const int centred = norm_policy(model->mode)->cbwc;
     const ParameterTensors p = model->params;
     const GPT2StreamWeights sw = gpt2_stream_weights(model);
     float *x = cache->x, *ln = cache->ln;

@@ -266,10 +266,10 @@ static void write_config(const GPT2Config *c, const char *path) {
 }
 
 void hf_gpt2_export(const GPT2 *model, const char *dir) {
-    if (model->mode == MODE_RMS || model->mode == MODE_FOLDED) {
-        fatal("%s models have no LayerNorm GPT-2 equivalent (rms is a different function; unfold a "
-              "folded model's source instead); export an ln or cbwc model",
-              norm_mode_name(model->mode));
+    const char *refusal = norm_policy(model->mode)->fold_refusal;
+    if (refusal != NULL) {
+        fatal("%s models have no LayerNorm GPT-2 equivalent (%s); export an ln or cbwc model "
+              "(a folded model's source)", norm_mode_name(model->mode), refusal);
     }
     const GPT2Config *c = &model->config;
     int L = c->num_layers, n = 4 + 12 * L;

@@ -324,7 +324,7 @@ static Weights export_weights(Builder *b, const GPT2 *model) {
     const int L = cfg->num_layers, C = cfg->channels, V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
     const int maxT = cfg->max_seq_len;
     Weights w = {p->wte, p->wte, p->wpe, p->attprojw, p->attprojb, p->fcprojw, p->fcprojb};
-    if (model->mode == MODE_CBWC) {
+    if (norm_policy(model->mode)->cbwc) {
         float *wte = b_alloc(b, (size_t)Vp * C * sizeof(float));
         float *wpe = b_alloc(b, (size_t)maxT * C * sizeof(float));
         float *aw = b_alloc(b, (size_t)L * C * C * sizeof(float));
@@ -341,7 +341,7 @@ static Weights export_weights(Builder *b, const GPT2 *model) {
                                  4 * C);
         }
         w = (Weights){wte, p->wte, wpe, aw, ab, fw, fb};
-    } else if (model->mode == MODE_FOLDED) {
+    } else if (norm_policy(model->mode)->folded) {
         float *head = b_alloc(b, (size_t)V * C * sizeof(float));
         for (int t = 0; t < V; t++) {
             for (int c = 0; c < C; c++) {
@@ -363,7 +363,11 @@ size_t gpt2_onnx_save(const GPT2 *model, const char *path) {
     memset(&b, 0, sizeof(b));
     Weights w = export_weights(&b, model);
 
-    Shared s = {.rms = model->mode != MODE_LN, .C = C};
+    const char *refusal = norm_policy(model->mode)->onnx_refusal;
+    if (refusal != NULL) {
+        fatal("%s: norm mode %s: %s", path, norm_mode_name(model->mode), refusal);
+    }
+    Shared s = {.rms = !norm_mode_kernel(model->mode, true).centre, .C = C};
     if (s.rms) { // LayerNormalization takes epsilon as an attribute
         s.eps = init_scalar(&b, "norm_eps", NORM_EPS);
         s.two = init_scalar(&b, "two", 2.0f);

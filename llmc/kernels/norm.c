@@ -81,14 +81,60 @@ ROW_KERNEL void norm_row_backward(bool centre, float *dx, float *pg, float *pb, 
     }
 }
 
+// Partial RMSNorm (no centring): rs = 1 / sqrt(mean(x_c^2, c < K) + eps)
+// scales all C features.
+static void partial_row_forward(float *y, float *rstd, const float *x, const float *gain,
+                                const float *bias, int K, int C) {
+    float sq = 0.0f;
+    for (int c = 0; c < K; c++) {
+        sq += x[c] * x[c];
+    }
+    const float rs = 1.0f / sqrtf(sq / (float)K + NORM_EPS);
+    for (int c = 0; c < C; c++) {
+        y[c] = gain[c] * (x[c] * rs) + bias[c];
+    }
+    *rstd = rs;
+}
+
+// d rs / d x_c = -rs^3 x_c / K for c < K (0 beyond), so with dxhat = g dy and
+// S = sum over all C of dxhat_j xhat_j: dx_c += rs (dxhat_c - [c < K] xhat_c S / K).
+static void partial_row_backward(float *dx, float *pg, float *pb, const float *dy, const float *x,
+                                 const float *gain, float rs, int K, int C) {
+    float s = 0.0f;
+    for (int c = 0; c < C; c++) {
+        s += gain[c] * dy[c] * x[c] * rs;
+    }
+    const float s_mean = s / (float)K;
+    for (int c = 0; c < C; c++) {
+        const float xhat = x[c] * rs;
+        dx[c] += rs * (gain[c] * dy[c] - (c < K ? xhat * s_mean : 0.0f));
+        pg[c] += xhat * dy[c];
+        pb[c] += dy[c];
+    }
+}
+
+int norm_partial_features(NormKind kind, int C) {
+    if (kind.partial_share <= 0.0f || kind.partial_share >= 1.0f) {
+        return C;
+    }
+    const int k = (int)ceilf(kind.partial_share * (float)C);
+    return k < 1 ? 1 : k > C ? C : k;
+}
+
 void norm_forward(NormKind kind, float *out, float *mean, float *rstd, const float *inp,
                   const float *gain, const float *bias, int N, int C) {
-    const bool centre = kind == NORM_LAYER;
+    const bool centre = kind.centre;
+    const int K = norm_partial_features(kind, C);
+    if (centre && K < C) {
+        fatal("norm_forward: partial RMSNorm does not centre");
+    }
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         float *y = out + (size_t)n * C;
         const float *x = inp + (size_t)n * C;
-        if (centre) {
+        if (K < C) {
+            partial_row_forward(y, rstd + n, x, gain, bias, K, C);
+        } else if (centre) {
             norm_row_forward(true, y, mean + n, rstd + n, x, gain, bias, C);
         } else {
             norm_row_forward(false, y, NULL, rstd + n, x, gain, bias, C);
@@ -104,7 +150,8 @@ enum { MAX_CHUNKS = 32 };
 void norm_backward(NormKind kind, float *dinp, float *dgain, float *dbias, const float *dout,
                    const float *inp, const float *gain, const float *mean, const float *rstd,
                    int N, int C) {
-    const bool centre = kind == NORM_LAYER;
+    const bool centre = kind.centre;
+    const int K = norm_partial_features(kind, C);
     const int num_chunks = N < MAX_CHUNKS ? N : MAX_CHUNKS;
     // [chunk][gain, bias][C]
     float *partials = calloc_check((size_t)num_chunks * 2 * (size_t)C, sizeof(float),
@@ -116,7 +163,10 @@ void norm_backward(NormKind kind, float *dinp, float *dgain, float *dbias, const
         const int n0 = (int)((long)N * k / num_chunks), n1 = (int)((long)N * (k + 1) / num_chunks);
         for (int n = n0; n < n1; n++) {
             const size_t row = (size_t)n * C;
-            if (centre) {
+            if (K < C) {
+                partial_row_backward(dinp + row, pg, pb, dout + row, inp + row, gain, rstd[n], K,
+                                     C);
+            } else if (centre) {
                 norm_row_backward(true, dinp + row, pg, pb, dout + row, inp + row, gain, mean[n],
                                   rstd[n], C);
             } else {

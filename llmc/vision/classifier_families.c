@@ -65,7 +65,7 @@ static void swin_op_describe(const Classifier *m, VisionConfig *c) {
     *c = (VisionConfig){.family = FAMILY_SWIN, .mode = m->swin.mode, .swin = m->swin.config};
 }
 static void swin_op_set_mode(Classifier *m, NormMode mode) {
-    if (m->swin.config.paper_variant && mode != MODE_CBWC) {
+    if (m->swin.config.paper_variant && !norm_policy(mode)->cbwc) {
         fatal("mode %s: this Swin is the paper variant, a cbwc model (docs/math.md section 3)",
               norm_mode_name(mode));
     }

@@ -90,7 +90,7 @@ void swin_build(Swin *m, const SwinConfig *config, NormMode mode) {
     if (why != NULL) {
         fatal("bad Swin config: %s", why);
     }
-    if (config->paper_variant && mode != MODE_CBWC) {
+    if (config->paper_variant && !norm_policy(mode)->cbwc) {
         fatal("the Swin paper variant is a cbwc model, not %s", norm_mode_name(mode));
     }
     m->config = *config;
@@ -248,19 +248,13 @@ static void swin_refresh_centred(Swin *m) {
 
 // cbwc and folded: RMS on the foldable norms (folded: the file holds V and P b).
 static NormKind norm_kind(const Swin *m, int foldable) {
-    if (m->mode == MODE_LN) {
-        return NORM_LAYER;
-    }
-    if (m->mode == MODE_RMS) {
-        return NORM_RMS;
-    }
-    return foldable ? NORM_RMS : NORM_LAYER;
+    return norm_mode_kernel(m->mode, foldable);
 }
 
 // Weights a layer reads: the centred copy for a CBWC layer in cbwc, else the
 // stored ones (a folded model stores the centred ones).
 static const float *effective(const Swin *m, size_t offset, int centred_layer) {
-    return m->mode == MODE_CBWC && centred_layer ? m->centred_memory + offset
+    return norm_policy(m->mode)->cbwc && centred_layer ? m->centred_memory + offset
                                                  : m->params_memory + offset;
 }
 
@@ -290,7 +284,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
         swin_allocate_activations(m, B);
     }
     const SwinConfig *c = &m->config;
-    if (m->mode == MODE_CBWC && m->centred_stale) {
+    if (norm_policy(m->mode)->cbwc && m->centred_stale) {
         swin_refresh_centred(m);
     }
     const float *p = m->params_memory;
@@ -365,7 +359,7 @@ void swin_zero_grad(Swin *m) {
 static void linear_backward(const Swin *m, int centred_layer, float *dinp, float *dW, float *dbias,
                             const float *dout, const float *inp, const float *W, int N, int IC,
                             int OC) {
-    if (m->mode == MODE_CBWC && centred_layer) {
+    if (norm_policy(m->mode)->cbwc && centred_layer) {
         cbwc_centre_rows(m->s_branch, dout, N, OC);
         dout = m->s_branch;
     }
@@ -399,7 +393,7 @@ static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int 
 }
 
 void swin_backward(Swin *m, float loss_scale) {
-    if (m->mode == MODE_FOLDED) {
+    if (!norm_policy(m->mode)->trainable) {
         fatal("swin_backward: a folded model is for inference only (train its ln or cbwc model)");
     }
     if (m->mean_loss < 0.0f) {
@@ -469,7 +463,7 @@ void swin_update(Swin *m, const AdamWConfig *cfg, float grad_clip) {
 }
 
 void swin_update_shard(Swin *m, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi) {
-    if (m->mode == MODE_FOLDED) {
+    if (!norm_policy(m->mode)->trainable) {
         fatal("swin_update: a folded model is for inference only (train its ln or cbwc model)");
     }
     // tensors are laid out back to back (add_tensor)

@@ -145,7 +145,7 @@ static const char *swin_tables_error(const SwinConfig *c) {
 const char *vision_config_error(const VisionConfig *config) {
     if (config->family == FAMILY_SWIN) {
         const char *why = swin_config_error(&config->swin);
-        if (why == NULL && config->swin.paper_variant && config->mode != MODE_CBWC) {
+        if (why == NULL && config->swin.paper_variant && !norm_policy(config->mode)->cbwc) {
             why = "the paper variant is a cbwc model (norm mode 2)";
         }
         return why != NULL ? why : swin_tables_error(&config->swin);

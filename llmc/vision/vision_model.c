@@ -20,11 +20,11 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
     h[VH_MAGIC] = VISION_MODEL_MAGIC;
     h[VH_VERSION] = VISION_MODEL_VERSION;
     h[VH_FAMILY] = (int32_t)config->family;
-    h[VH_NORM_MODE] = (int32_t)config->mode;
+    h[VH_NORM_MODE] = norm_mode_file_value(config->mode);
     h[VH_IMAGE_SIZE] = vision_config_image_size(config);
     h[VH_IMAGE_CHANNELS] = vision_config_image_channels(config);
     h[VH_NUM_CLASSES] = vision_config_num_classes(config);
-    h[VH_FOLDED_NORMS] = config->mode == MODE_FOLDED ? vision_num_foldable_norms(config) : 0;
+    h[VH_FOLDED_NORMS] = norm_policy(config->mode)->folded ? vision_num_foldable_norms(config) : 0;
     if (config->family == FAMILY_VIT) {
         const ViTConfig *c = &config->vit;
         h[VH_PATCH_SIZE] = c->patch_size;
@@ -51,7 +51,10 @@ void vision_header_from_config(const VisionConfig *config, int32_t h[VISION_HEAD
 void vision_config_from_header(const int32_t h[VISION_HEADER_INTS], VisionConfig *config) {
     memset(config, 0, sizeof(*config));
     config->family = (VisionFamily)h[VH_FAMILY];
-    config->mode = (NormMode)h[VH_NORM_MODE];
+    char err[160];
+    if (norm_mode_from_file(h[VH_NORM_MODE], VH_NORM_MODE, &config->mode, err, sizeof(err)) != 0) {
+        fatal("vision model header: %s", err); // vision_header_parse refuses it first
+    }
     config->vit = (ViTConfig){.image_size = h[VH_IMAGE_SIZE],
                               .image_channels = h[VH_IMAGE_CHANNELS],
                               .patch_size = h[VH_PATCH_SIZE],
@@ -101,10 +104,9 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
                            vision_family_name((VisionFamily)header[VH_FAMILY]), header[VH_FAMILY],
                            vision_family_name(expected));
     }
-    if (header[VH_NORM_MODE] < MODE_LN || header[VH_NORM_MODE] > MODE_FOLDED) {
-        return input_error(err, err_bytes,
-                           "unknown norm mode %d in header slot %d (0=ln, 1=rms, 2=cbwc, 3=folded)",
-                           header[VH_NORM_MODE], VH_NORM_MODE);
+    NormMode mode;
+    if (norm_mode_from_file(header[VH_NORM_MODE], VH_NORM_MODE, &mode, err, err_bytes) != 0) {
+        return -1;
     }
     VisionConfig config;
     vision_config_from_header(header, &config);
@@ -113,7 +115,7 @@ int vision_header_parse(const int32_t header[VISION_HEADER_INTS], VisionFamily e
         return bad_config(&config, why, err, err_bytes);
     }
     // a folded file and this reader must agree on which norms run as RMSNorm
-    const int folded_norms = config.mode == MODE_FOLDED ? vision_num_foldable_norms(&config) : 0;
+    const int folded_norms = norm_policy(config.mode)->folded ? vision_num_foldable_norms(&config) : 0;
     if (header[VH_FOLDED_NORMS] != folded_norms) {
         return input_error(err, err_bytes,
                            "%s model records %d folded norms in header slot %d; its config "

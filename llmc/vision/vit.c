@@ -138,8 +138,8 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
     const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
     const int T = vit_num_tokens(c), Np = T - 1, K = c->num_classes, BT = B * T;
     const int PD = c->image_channels * c->patch_size * c->patch_size;
-    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
-    const int centred = model->mode == MODE_CBWC;
+    const NormKind norm = norm_mode_kernel(model->mode, true);
+    const int centred = norm_policy(model->mode)->cbwc;
     if (centred && model->centred_stale) {
         vit_refresh_centred(model);
     }
@@ -210,7 +210,7 @@ void vit_zero_grad(ViT *model) {
 static void stream_writer_backward(const ViT *model, float *dinp, float *dW, float *dbias,
                                    const float *dout, const float *inp, const float *W, int N,
                                    int IC, int OC) {
-    if (model->mode == MODE_CBWC) {
+    if (norm_policy(model->mode)->cbwc) {
         cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
         dout = model->scratch.dbranch;
     }
@@ -218,7 +218,7 @@ static void stream_writer_backward(const ViT *model, float *dinp, float *dW, flo
 }
 
 void vit_backward(ViT *model, float loss_scale) {
-    if (model->mode == MODE_FOLDED) {
+    if (!norm_policy(model->mode)->trainable) {
         fatal("vit_backward: a folded model is for inference only (train its ln or cbwc model)");
     }
     if (model->mean_loss < 0.0f) {
@@ -229,7 +229,7 @@ void vit_backward(ViT *model, float loss_scale) {
     const int L = c->num_layers, C = c->channels, NH = c->num_heads, H = C * c->mlp_ratio;
     const int T = vit_num_tokens(c), Np = T - 1, K = c->num_classes, BT = B * T;
     const int PD = c->image_channels * c->patch_size * c->patch_size;
-    const NormKind norm = model->mode == MODE_LN ? NORM_LAYER : NORM_RMS;
+    const NormKind norm = norm_mode_kernel(model->mode, true);
     const size_t btc = (size_t)BT * C;
     const ViTParams p = model->params;
     ViTParams g = model->grads;
@@ -281,7 +281,7 @@ void vit_backward(ViT *model, float loss_scale) {
             dpos_sum[(size_t)t * C + i] = sum;
         }
     }
-    if (model->mode == MODE_CBWC) {
+    if (norm_policy(model->mode)->cbwc) {
         cbwc_centre_rows(dpos_sum, dpos_sum, T, C);
     }
     for (size_t i = 0; i < (size_t)T * C; i++) {
@@ -310,7 +310,7 @@ void vit_update(ViT *model, const AdamWConfig *cfg, float grad_clip) {
 }
 
 void vit_update_shard(ViT *model, const AdamWConfig *cfg, float grad_scale, size_t lo, size_t hi) {
-    if (model->mode == MODE_FOLDED) {
+    if (!norm_policy(model->mode)->trainable) {
         fatal("vit_update: a folded model is for inference only (train its ln or cbwc model)");
     }
     unsigned char decay[VIT_NUM_PARAM_TENSORS];

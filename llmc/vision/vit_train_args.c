@@ -7,9 +7,6 @@
 
 #define MAX_COUNT 1073741824.0 // 2^30
 
-// -N's words are NormMode's values in order (CLI_ENUM stores the index)
-_Static_assert(MODE_LN == 0 && MODE_RMS == 1 && MODE_CBWC == 2, "-N: ln|rms|cbwc");
-
 VitTrainArgs vit_train_args_defaults(void) {
     VitTrainArgs a = {.model = "vit",
                       .train_data = FMNIST_DIR,
@@ -41,8 +38,7 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
          "heads 3,6,12,24, window 7, MLP 4; for 224x224 RGB shards) | a model file\n"
          "to start from (its family and config) (default vit)",
          "model", 0, 0},
-        {"-N", CLI_ENUM, &p->norm_mode, 0, 0, "norm mode (default: the -e file's, else ln)",
-         "ln|rms|cbwc", 0, 0},
+        NORM_MODE_CLI_FLAGS(&p->norm_mode, "norm mode (default: the -e file's, else ln)"),
         {"-i", CLI_STRING, &p->train_data, 0, 0,
          "train data: a Fashion-MNIST folder with {train,t10k}-{images-idx3,labels-idx1}-\n"
          "ubyte.gz (default " FMNIST_DIR "), or an image shard\n"
@@ -190,9 +186,9 @@ static SwinConfig swin_config_from_flags(const ShapeFlags *f, int tiny) {
 }
 
 void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const VisionSplit *data) {
-    const NormMode mode = args->norm_mode >= 0 ? (NormMode)args->norm_mode : MODE_LN;
+    const NormMode mode = norm_mode_from_flag(args->norm_mode);
     const int swin = strcmp(args->model, "swin") == 0 || strcmp(args->model, "swin-tiny") == 0;
-    if (args->shape.paper_variant == 1 && (!swin || mode != MODE_CBWC)) {
+    if (args->shape.paper_variant == 1 && (!swin || !norm_policy(mode)->cbwc)) {
         fatal("-pv 1 (the paper's Swin variant) needs -e swin or swin-tiny and -N cbwc, got -e %s "
               "-N %s%s",
               args->model, norm_mode_name(mode),
@@ -205,11 +201,11 @@ void vit_train_build_model(Classifier *model, const VitTrainArgs *args, const Vi
         }
         fclose(probe);
         classifier_load(model, args->model, -1);
-        if (classifier_mode(model) == MODE_FOLDED) {
+        if (!norm_policy(classifier_mode(model))->trainable) {
             fatal("-e %s: a folded model is for inference only (train its ln or cbwc model; "
                   "evaluate this one with train_vit -ev 1)", args->model);
         }
-        if (args->norm_mode >= 0 && mode != MODE_CBWC && model->family == FAMILY_SWIN &&
+        if (args->norm_mode >= 0 && !norm_policy(mode)->cbwc && model->family == FAMILY_SWIN &&
             model->swin.config.paper_variant) {
             fatal("-N %s: %s is the Swin paper variant, a cbwc model (header slot 15)",
                   norm_mode_name(mode), args->model);
@@ -259,12 +255,12 @@ void vit_train_check_model_fits(const Classifier *model, const char *name,
 void vit_train_check_resumed(const Classifier *model, const VitTrainArgs *args,
                              const VisionSplit *data) {
     vit_train_check_model_fits(model, args->output_dir, data);
-    if (classifier_mode(model) == MODE_FOLDED) {
+    if (!norm_policy(classifier_mode(model))->trainable) {
         fatal("%s: the checkpoint's model file is folded (inference only)", args->output_dir);
     }
-    if (args->norm_mode >= 0 && (NormMode)args->norm_mode != classifier_mode(model)) {
+    if (args->norm_mode >= 0 && norm_mode_from_flag(args->norm_mode) != classifier_mode(model)) {
         fatal("-N %s: the checkpoint in %s was trained in mode %s",
-              norm_mode_name((NormMode)args->norm_mode),
+              norm_mode_name(norm_mode_from_flag(args->norm_mode)),
               args->output_dir, norm_mode_name(classifier_mode(model)));
     }
 }

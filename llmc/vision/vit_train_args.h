@@ -20,7 +20,7 @@ typedef struct {
 
 typedef struct {
     const char *model;      // vit | swin | swin-tiny | a model file
-    int norm_mode;          // a NormMode (-N); -1: the loaded file's, ln for a fresh model
+    int norm_mode;          // -N's word index (norm_mode_from_flag); -1: the loaded file's, ln for a fresh model
     const char *train_data; // a Fashion-MNIST folder or an image shard
     const char *test_data;  // NULL: the -i folder, or the -i shard's _val twin
     const char *output_dir; // NULL: no log, no checkpoints

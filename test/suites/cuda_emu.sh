@@ -21,7 +21,8 @@
 #      docs/cuda.md's formulas (build/emu/attention_counts)
 #   3. train_gpt2cu / train_gpt2fp32cu: a few steps with -o, gradient
 #      accumulation, forward-only passes, two ranks as threads over the
-#      emulated NCCL, resume where train_gpt2.cu has it; -at cublas, flash, cudnn
+#      emulated NCCL, resume where train_gpt2.cu has it; -at cublas, flash, cudnn;
+#      -N prms refused (partial RMSNorm is CPU only: the norm policy's reason)
 #   4. the mutation check: a removed __syncthreads and a broken index must fail
 #      the test (also the tensor-core kernel's causal mask and an operand
 #      index, in bf16; the removed barriers, the tensor-core tile's among them,
@@ -376,6 +377,15 @@ elif grep -q "error: train_gpt2fp32cu: -at tc: the tensor-core kernels take bf16
     ok "train_gpt2fp32cu -at tc refused with the reason"
 else
     bad "train_gpt2fp32cu -at tc: $(cat "$work/train_fp32_tc.log")"
+fi
+# partial RMSNorm runs on the CPU only: the policy's refusal, before any step
+if "$E/train_gpt2fp32cu" -N prms "${train_flags[@]}" > "$work/train_prms.log" 2>&1; then
+    bad "train_gpt2fp32cu -N prms: accepted"
+elif grep -q "error: gpt2cuda: norm mode prms: partial RMSNorm runs on the CPU only" "$work/train_prms.log" &&
+     ! grep -q '^step' "$work/train_prms.log"; then
+    ok "train_gpt2fp32cu -N prms refused with the reason"
+else
+    bad "train_gpt2fp32cu -N prms: $(tail -3 "$work/train_prms.log")"
 fi
 # gradient accumulation (-d = 2 B T) and the forward-only benchmark (one layer's attention buffer)
 if "$E/train_gpt2fp32cu" -N cbwc "${train_flags[@]}" -d 128 -x 2 > "$work/accum.log" 2>&1 &&

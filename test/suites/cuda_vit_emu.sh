@@ -25,7 +25,8 @@
 #      -e swin equal to train_vit
 #      (ln, cbwc -K 1), its model file loads on the CPU; train_vitcu -e swin;
 #      test_swincu (tc by default) also -at window; the trainers' -at: ViT
-#      cublas, flash and cudnn, Swin window, and what a family or build refuses
+#      cublas, flash and cudnn, Swin window, and what a family or build refuses;
+#      -N prms refused for ViT and Swin (partial RMSNorm is CPU only)
 #   4. mutants that must fail test_vitfp32cu: the bidirectional dk/dv kernel
 #      skipping the queries before its keys (the causal loop), and the cbwc
 #      centring of the tokens dropped; test_swinfp32cu: Swin's cbwc output
@@ -136,6 +137,18 @@ same_curve() {
                      d = a[$2] - v; if (d < 0) d = -d; if (d > 1e-5 * (v < 0 ? -v : v > 1 ? v : 1)) bad = 1 } }
                    END { exit (bad || n == 0 || n != m) }' "$1/main.log" "$2/main.log"
 }
+# partial RMSNorm runs on the CPU only (ViT and Swin): the policy's refusal
+for family in vit swin; do
+    prms_flags=(-e vit "${flags[@]}")
+    [ $family = swin ] && prms_flags=(-e swin -i "$fmnist" -P 2 -W 7 -E 16 -b 8 -x 1 -nt 8 -ne 8)
+    if "$E/train_vitfp32cu" -N prms "${prms_flags[@]}" > "$work/train_prms_$family.log" 2>&1; then
+        bad "train_vitfp32cu -e $family -N prms: accepted"
+    elif grep -q "cuda: norm mode prms: partial RMSNorm runs on the CPU only" "$work/train_prms_$family.log"; then
+        ok "train_vitfp32cu -e $family -N prms refused with the reason"
+    else
+        bad "train_vitfp32cu -e $family -N prms: $(tail -3 "$work/train_prms_$family.log")"
+    fi
+done
 for mode in ln cbwc; do
     r=0; [ $mode = ln ] && r=1
     if EMU_RACECHECK=$r "$E/train_vitfp32cu" -N $mode "${flags[@]}" -o "$work/fp32_$mode" > "$work/train_fp32_$mode.log" 2>&1 &&
@@ -335,7 +348,7 @@ open(p, 'w').write(t)" "$dir/llmc/cuda/$file"; then bad "mutant $name: no longer
 }
 mutant causal-dkdv flash_attention.cuh "s.replace('q0 = CAUSAL ? k_first : 0;', 'q0 = k_first;')" ln_small
 mutant uncentred-tokens vit_tokens.cuh "s.replace('to_float(p[c]) - mean)', 'to_float(p[c]))')" cbwc_small
-mutant swin-uncentred-dy swin_cuda.cuh "s.replace('if (m->mode != MODE_CBWC || !centred)', 'if (true)')" sw_cbwc_a swin
+mutant swin-uncentred-dy swin_cuda.cuh "s.replace('if (!norm_policy(m->mode)->cbwc || !centred)', 'if (true)')" sw_cbwc_a swin
 mutant tc-bidir-mask flash_attention_tc.cuh "s.replace('return tk < T && (!CAUSAL || tk <= tq) ? s * scale', 'return tk < T && tk <= tq ? s * scale')" ln_small vit bf16
 dev_mutant() { # NAME FILE PYTHON-EXPRESSION PROGRAM: the bf16 dev/cuda check must fail
     local name=$1 file=$2 expr=$3 prog=$4 dir=$work/mutant_$1

@@ -83,8 +83,11 @@ expect_error() { # NAME PATTERN COMMAND...
 }
 $PY dev/reference/gpt2.py --mode rms --seed 3 --L 1 --C 32 --NH 2 --V 256 --Vp 256 --maxT 16 --B 1 --T 8 \
     --model "$work/rms.bin" --state "$work/rms_state.bin" > /dev/null
-expect_error fold_rms "rms.bin: norm mode is 'rms'; fold takes an ln or cbwc model" bin/fold "$work/rms.bin" "$work/x.bin"
-expect_error fold_folded "norm mode is 'folded'; fold takes an ln or cbwc model" bin/fold "$work/trained_folded.bin" "$work/x.bin"
+expect_error fold_rms "rms.bin: norm mode is 'rms': nothing to fold.*fold takes an ln or cbwc model" bin/fold "$work/rms.bin" "$work/x.bin"
+$PY dev/reference/gpt2.py --mode prms --seed 3 --L 1 --C 32 --NH 2 --V 256 --Vp 256 --maxT 16 --B 1 --T 8 \
+    --model "$work/prms.bin" --state "$work/prms_state.bin" > /dev/null
+expect_error fold_prms "prms.bin: norm mode is 'prms': partial RMSNorm is not the ln model of its weights" bin/fold "$work/prms.bin" "$work/x.bin"
+expect_error fold_folded "norm mode is 'folded': it is folded already.*fold takes an ln or cbwc model" bin/fold "$work/trained_folded.bin" "$work/x.bin"
 expect_error fold_text "not a GPT-2 model file" bin/fold docs/graphs/gpt2-d12.txt "$work/x.bin"
 expect_error fold_missing "cannot open" bin/fold "$work/none.bin" "$work/x.bin"
 size=$(stat -c %s "$work/trained_folded.bin")

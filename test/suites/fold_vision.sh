@@ -126,6 +126,8 @@ expect_error() { # NAME PATTERN COMMAND...
 }
 bin/train_vit -e vit -N rms -C 16 -L 1 -H 2 -b 8 -x 1 -nt 8 -ne 8 -o "$work/rms" > /dev/null 2>&1 || bad "train_vit -N rms"
 expect_error fold_rms "model_00000001.bin: norm mode is 'rms': nothing to fold" bin/fold "$work/rms/model_00000001.bin" "$work/x.bin"
+bin/train_vit -e swin -N prms -nf 0.25 -P 2 -W 7 -E 16 -b 8 -x 1 -nt 8 -ne 8 -o "$work/prms" > /dev/null 2>&1 || bad "train_vit -e swin -N prms"
+expect_error fold_prms "model_00000001.bin: norm mode is 'prms': partial RMSNorm is not the ln model" bin/fold "$work/prms/model_00000001.bin" "$work/x.bin"
 expect_error fold_folded "vit_ln.folded.bin: norm mode is 'folded'.*folded already" bin/fold "$work/vit_ln.folded.bin" "$work/x.bin"
 expect_error fold_text "vit-tiny.txt: not a GPT-2 model file .* nor a ViT/Swin model file" bin/fold docs/graphs/vit-tiny.txt "$work/x.bin"
 expect_error train_folded "folded model is for inference only" bin/train_vit -e "$work/vit_ln.folded.bin" -x 1 -b 8 -nt 8 -ne 8

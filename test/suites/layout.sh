@@ -3,7 +3,9 @@
 # each includes only itself and the folders below it, siblings not each
 # other. Mutations show the check can fail: a core/ file including gpt2/, a
 # vision/ file including gpt2/ (siblings), and a bare include of another
-# folder's header, each in a scratch tree, must be reported.
+# folder's header, each in a scratch tree, must be reported; so must a
+# model file that compares a norm mode with a MODE_* constant, or switches on
+# one, instead of asking the policy (llmc/core/norm_mode.h).
 # tier: check
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,4 +35,21 @@ mutant() {
 mutant upward core/x.c gpt2/gpt2.h 'core/ includes "gpt2/gpt2.h"'
 mutant sibling vision/x.c gpt2/gpt2.h 'vision/ includes "gpt2/gpt2.h"'
 mutant bare gpt2/x.c utils.h '"utils.h" is not in llmc/gpt2/'
+# mode_mutant NAME LINE: a scratch tree whose gpt2/x.c (under llmc) holds LINE
+mode_mutant() {
+    local tree=$work/$1 rel=gpt2/x.c
+    mkdir -p "$tree/llmc/core" "$tree/llmc/gpt2"
+    cp llmc/core/norm_mode.h "$tree/llmc/core/"
+    printf '#include "core/norm_mode.h"\nint f(NormMode mode) {\n%s\n}\n' "$2" > "$tree/llmc/$rel"
+    if $PY test/layout_rules.py "$tree" > "$work/$1.out" 2>&1; then
+        echo "FAIL mutant $1 ($2) passed"; fails=1
+    elif grep -qF "llmc/$rel:3: compares or switches on a norm mode" "$work/$1.out"; then
+        echo "ok   mutant $1 caught: $(head -1 "$work/$1.out" | cut -c1-100)"
+    else
+        echo "FAIL mutant $1: $(head -1 "$work/$1.out")"; fails=1
+    fi
+}
+mode_mutant mode_equal '    return mode == MODE_CBWC;'
+mode_mutant mode_order '    return MODE_FOLDED > mode;'
+mode_mutant mode_case '    switch (mode) { case MODE_LN: return 1; default: return 0; }'
 exit $fails

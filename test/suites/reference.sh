@@ -4,8 +4,11 @@
 # logits, the loss, every parameter gradient and the losses of AdamW steps.
 # Variants: each norm mode on the default small shape (10 steps), and on an
 # odd one (3 layers, 6 heads, T < maxT, V not a multiple of 128, GPT-2 init).
+# prms (partial RMSNorm): the default share 0.0625 on the small shape (C 64:
+# the RMS of 4 features), 0.3 on the odd one (C 96: 29 features, k not a
+# power of two), read by bin/test_gpt2 from the model file's slot 8.
 # tier: check
-# variants: ln_small ln_odd rms_small rms_odd cbwc_small cbwc_odd
+# variants: ln_small ln_odd rms_small rms_odd cbwc_small cbwc_odd prms_small prms_odd
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}
@@ -21,6 +24,7 @@ odd) flags=(--seed $((seed + 1)) --L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 
             --init gpt2 --steps 5 --lr 3e-3) ;;
 *) echo "reference: unknown shape '$shape' (small or odd)" >&2; exit 2 ;;
 esac
+[ "$variant" = prms_odd ] && flags+=(--prms-share 0.3)
 $PY dev/reference/gpt2.py --mode "$mode" "${flags[@]}" --model "$work/$variant.bin" \
     --state "$work/${variant}_state.bin"
 bin/test_gpt2 "$work/$variant.bin" "$work/${variant}_state.bin"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Swin vs the independent PyTorch reference (dev/reference/swin.py): logits,
 # loss, every gradient (relative position bias tables included) and AdamW-step
-# losses in ln, rms and cbwc, on configs with >= 2 windows per side and a
+# losses in ln, rms, cbwc and prms (partial RMSNorm, p = 0.25), on configs with >= 2 windows per side and a
 # shift (W-MSA + SW-MSA with the mask), with and without the centring ops;
 # then ln == cbwc from the same weights over 30 AdamW steps (rms differs), the
 # foldable set asserted, and the norms kept LN shown to have non-zero-mean inputs;
@@ -22,7 +22,7 @@ echo "swin_reference: seed $seed"
 cfg_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 12 --depths 2,2 --heads 2,4 --window 4 --B 2"
 # B: 24x24 RGB, patch 2 -> 12x12, window 3: 4x4 windows shift 1; 6x6: 2x2 windows shift 1; 3x3
 cfg_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3 --mlp-ratio 4 --B 3 --num-classes 4"
-for mode in ln rms cbwc; do
+for mode in ln rms cbwc prms; do
     for centre in 0 1; do
         [ $quick = 1 ] && [ $centre = 1 ] && [ $mode != cbwc ] && continue
         echo "== $mode, config A, centring ops $centre"

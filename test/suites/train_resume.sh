@@ -18,7 +18,7 @@ cat llmc/*/*.c llmc/*/*.h train_gpt2.c > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/src" 0.1 > /dev/null || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
-for mode in ln rms cbwc; do
+for mode in ln rms cbwc prms; do
     flags=(-N $mode -e d2c64h4v256t64 -i "$work/src_train_*.bin" -j "$work/src_val_*.bin"
            -b 4 -t 32 -x 8 -n 4 -v 4 -m 2 -l 3e-3 -u 2 -q 0.1 -c 0.1 -sd 7)
     bin/train_gpt2 "${flags[@]}" -o "$work/$mode.full" > "$work/$mode.full.out" 2>&1 || { fail "$mode: full run"; continue; }

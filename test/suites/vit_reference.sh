@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ViT vs the independent PyTorch reference (dev/reference/vit.py): logits,
-# loss, every gradient and AdamW-step losses in ln, rms and cbwc, two shapes;
+# loss, every gradient and AdamW-step losses in ln, rms, cbwc and prms (partial
+# RMSNorm, p = 0.25: dev/reference/vision_files.py), two shapes;
 # then ln == cbwc from the same weights over 40 AdamW steps (rms differs),
 # with the centred set of docs/math.md section 3 asserted (zero-mean norm inputs).
 # In the fast tier (FOLDNORM_TEST_TIER=check) the odd shape is left out.
@@ -12,7 +13,7 @@ PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
 echo "vit_reference: seed $seed"
 [ -x bin/test_vit ] || make -s test_vit
-for mode in ln rms cbwc; do
+for mode in ln rms cbwc prms; do
     echo "== $mode, small (8x8, 2 channels, patch 2, C 24, 3 heads, 2 layers)"
     $PY dev/reference/vit.py --mode $mode --seed $((seed + 11)) --steps 6 \
         --model "$work/vit_$mode.bin" --state "$work/vit_${mode}_state.bin"
