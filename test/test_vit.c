@@ -15,6 +15,11 @@
 //   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
 //   foldable), while in ln mode it is not.
 //
+// test_vit --one-step MODEL STATE AFTER CONTROL
+//   one AdamW step equals torch.optim.AdamW's with timm's two parameter groups
+//   (no decay on norms, biases, pos, cls, relative-position tables) and
+//   differs from the step with decay on every tensor (check_one_step).
+//
 // test_vit --paper-vs-ln SWIN SEED
 //   from a Swin file's weights: cbwc gives ln's logits, also with the
 //   centring ops (-K 1), while the paper variant does not (docs/math.md 3).
@@ -89,6 +94,87 @@ static int check_reference(const char *model_path, const char *state_path, doubl
         classifier_backward(&model, 1.0f / (float)s.B);
     }
     classifier_free(&model);
+    vision_debug_state_free(&s);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+// max|a - b| over n values; NaN when any difference is NaN.
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= worst)) {
+            worst = d; // also takes a NaN, which then stays
+        }
+        if (isnan(worst)) {
+            return worst;
+        }
+    }
+    return worst;
+}
+
+// One AdamW step from MODEL on STATE's batch against the reference's model
+// after the same step with timm's two parameter groups (AFTER), and, as the
+// negative control, after the step with decay on every tensor (CONTROL).
+// Tolerance: the states are written with eps 1e-3, where the step
+// lr * g / (|g| + eps) moves by at most lr / eps times the gradient's error
+// (<= 1e-5 of max|g| ~ 0.1 by the reference check), so lr 1e-2 gives
+// <= 1e-8 plus the fp32 rounding of parameters ~0.2 (1.5e-8): tol 1e-6. The
+// control must differ by > 10 * tol wherever the two groupings differ (decay
+// lr * wd * |p| ~ 1e-4 .. 5e-3 at wd 0.5).
+static int check_one_step(const char *model_path, const char *state_path, const char *after_path,
+                          const char *control_path) {
+    const double tol = 1e-6, control_margin = 10.0;
+    Classifier model, after, control;
+    classifier_load(&model, model_path, -1);
+    classifier_load(&after, after_path, (int)model.family);
+    classifier_load(&control, control_path, (int)model.family);
+    size_t np = classifier_num_parameters(&model);
+    if (classifier_num_parameters(&after) != np || classifier_num_parameters(&control) != np) {
+        fatal("%s, %s: not the parameter count of %s", after_path, control_path, model_path);
+    }
+    VisionDebugState s;
+    state_load(&s, state_path, &model);
+    printf("test_vit --one-step: %s %s, lr %g, wd %g, eps %g: one AdamW step vs torch's with "
+           "timm's groups (tol %.0e) and vs decay on every tensor (must differ by > %.0e)\n",
+           vision_family_name(model.family), model_path, s.adamw.learning_rate,
+           s.adamw.weight_decay, s.adamw.eps, tol, control_margin * tol);
+    classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
+    classifier_zero_grad(&model);
+    classifier_backward(&model, 1.0f / (float)s.B);
+    classifier_update(&model, &s.adamw, s.grad_clip);
+    const float *ours = classifier_params(&model), *ref = classifier_params(&after);
+    const float *ctl = classifier_params(&control);
+    int ok = 1, controls = 0;
+    double worst = 0.0, closest_control = INFINITY;
+    size_t offset = 0;
+    for (int i = 0; i < classifier_num_tensors(&model); i++) {
+        size_t n = classifier_tensor_size(&model, i);
+        double d = max_abs_diff(ours + offset, ref + offset, n);
+        if (!(d <= tol)) {
+            ok = check_error(classifier_tensor_name(&model, i), d, tol) && ok;
+        }
+        worst = d > worst || isnan(d) ? d : worst;
+        if (max_abs_diff(ref + offset, ctl + offset, n) > 0.0) { // a tensor the rule spares
+            double c = max_abs_diff(ours + offset, ctl + offset, n);
+            controls++;
+            if (!(c > control_margin * tol)) {
+                printf("  %s: the control (decayed) is within %.3e of ours\n",
+                       classifier_tensor_name(&model, i), c);
+                ok = 0;
+            }
+            closest_control = c < closest_control ? c : closest_control;
+        }
+        offset += n;
+    }
+    ok = check_error("params", worst, tol) && ok;
+    printf("  control: %d spared tensors, the closest differs by %.3e (%.0fx tol)\n", controls,
+           closest_control, closest_control / tol);
+    ok = ok && controls > 0;
+    classifier_free(&model);
+    classifier_free(&after);
+    classifier_free(&control);
     vision_debug_state_free(&s);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok;
@@ -327,7 +413,7 @@ static int check_paper_vs_ln(const char *model_path, unsigned long long seed) {
 
 int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
-    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0;
+    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
@@ -338,6 +424,10 @@ int main(int argc, char **argv) {
         {"--paper-vs-ln", CLI_SWITCH, &paper_vs_ln, 0, 0,
          "SWIN.bin SEED: from its weights cbwc == ln (also with -K 1), the paper variant != ln",
          NULL, 0, 0},
+        {"--one-step", CLI_SWITCH, &one_step, 0, 0,
+         "MODEL.bin STATE.bin AFTER.bin CONTROL.bin: one AdamW step vs the reference's with "
+         "timm's parameter groups (AFTER) and not with decay on every tensor (CONTROL)",
+         NULL, 0, 0},
         {"--count", CLI_SWITCH, &count_only, 0, 0, "MODEL.bin: print the parameter count", NULL,
          0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
@@ -345,11 +435,12 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "test_vit",
                     .synopsis = "[options] MODEL.bin STATE.bin | --equivalence MODEL.bin SEED STEPS"
-                                " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin",
+                                " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin"
+                                " | --one-step MODEL.bin STATE.bin AFTER.bin CONTROL.bin",
                     .about = "Checks a ViT / Swin against a debug state of dev/reference/vit.py or swin.py.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
-                    .min_positional = 1, .max_positional = 3};
-    const char *args[3];
+                    .min_positional = 1, .max_positional = 4};
+    const char *args[4];
     int n = cli_parse(&spec, argc, argv, args);
     if (count_only) {
         if (n != 1) cli_error(&spec, "--count takes one model file");
@@ -365,6 +456,10 @@ int main(int argc, char **argv) {
         unsigned long long seed =
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         return check_paper_vs_ln(args[0], seed) ? 0 : 1;
+    }
+    if (one_step) {
+        if (n != 4) cli_error(&spec, "--one-step takes MODEL.bin STATE.bin AFTER.bin CONTROL.bin");
+        return check_one_step(args[0], args[1], args[2], args[3]) ? 0 : 1;
     }
     if (equivalence) {
         if (n != 3) cli_error(&spec, "--equivalence takes MODEL.bin SEED STEPS");

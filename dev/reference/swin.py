@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import param_groups  # noqa: E402
 import vision_files as vf  # noqa: E402
 
 EPS = 1e-5
@@ -253,6 +254,9 @@ def main(argv=None):
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--smoothing", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--after-step", help="write the model after one AdamW step (timm's groups) here")
+    p.add_argument("--after-step-all-decayed",
+                   help="write the model after one AdamW step with decay on every tensor here")
     a = p.parse_args(argv)
     if a.load is None and a.mode is None:
         p.error("--mode is required unless --load is given")
@@ -294,12 +298,12 @@ def main(argv=None):
         P = init_params(arch, gen)
     names = [n for n, _, _ in arch.tensors]
     params = [P[n] for n in names]
+    fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
+                                  "num_classes", "mlp_ratio", "window", "centre_ops",
+                                  "paper_variant")}
+    fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
+                  depths=cfg["depths"], heads=cfg["heads"])
     if a.model:
-        fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
-                                      "num_classes", "mlp_ratio", "window", "centre_ops",
-                                      "paper_variant")}
-        fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
-                      depths=cfg["depths"], heads=cfg["heads"])
         vf.write_model(a.model, "swin", mode, fields, [q.detach().numpy() for q in params])
     decayed = {n for n, _, d in arch.tensors if d}
     opt = torch.optim.AdamW(
@@ -310,6 +314,13 @@ def main(argv=None):
     loss.backward()
     logits0, loss0 = logits.detach().numpy().copy(), loss.item()
     grads0 = [q.grad.detach().numpy().copy() for q in params]
+    hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
+              smoothing=a.smoothing)
+    for path, decay_all in ((a.after_step, False), (a.after_step_all_decayed, True)):
+        if path:
+            start = [q.detach().numpy() for q in params]
+            vf.write_model(path, "swin", mode, fields, param_groups.one_step(
+                start, grads0, [n in decayed for n in names], hp, decay_all))
     losses = [loss0]
     for _ in range(a.steps):
         if a.clip > 0:
@@ -321,8 +332,6 @@ def main(argv=None):
         losses.append(loss.item())
     losses = losses[:a.steps]
     if a.state:
-        hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
-                  smoothing=a.smoothing)
         vf.write_state(a.state, "swin", images.numpy(), labels.numpy(), logits0, loss0,
                        grads0, losses, hp)
     print(f"swin.py: mode {mode}, {sum(q.numel() for q in params)} parameters, "
