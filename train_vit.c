@@ -65,12 +65,12 @@ static VitTrainArgs parse_args(int argc, char **argv, int *evaluate_only) {
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
-// takes batches r, r + ranks, ... (as train_vit.cu) and the sums are reduced.
+// Mean loss (no smoothing), top-1 and top-5 accuracy over the whole split:
+// rank r takes batches r, r + ranks, ... (as train_vit.cu) and the sums are reduced.
 static void evaluate(Classifier *model, const Comm *comm, const VisionSplit *s, int B,
-                     float *images, int *labels, int *indices, float *mean_loss,
-                     float *accuracy) {
-    double loss_sum = 0.0, correct = 0.0; // counts are exact in a double
+                     float *images, int *labels, int *indices, float *mean_loss, float *top1,
+                     float *top5) {
+    double loss_sum = 0.0, correct = 0.0, correct5 = 0.0; // counts are exact in a double
     const int K = classifier_num_classes(model);
     for (int start = comm->rank * B; start < s->count; start += B * comm->world_size) {
         int n = s->count - start < B ? s->count - start : B;
@@ -80,12 +80,15 @@ static void evaluate(Classifier *model, const Comm *comm, const VisionSplit *s, 
         vision_make_batch(images, labels, s, indices, n, NULL);
         classifier_forward(model, images, labels, 0.0f, n);
         loss_sum += (double)classifier_mean_loss(model) * n;
-        correct += classifier_correct_count(classifier_logits(model), labels, n, K);
+        correct += classifier_topk_count(classifier_logits(model), labels, n, K, 1);
+        correct5 += classifier_topk_count(classifier_logits(model), labels, n, K, 5);
     }
     comm_sum_double(comm, &loss_sum);
     comm_sum_double(comm, &correct);
+    comm_sum_double(comm, &correct5);
     *mean_loss = (float)(loss_sum / s->count);
-    *accuracy = (float)correct / (float)s->count;
+    *top1 = (float)correct / (float)s->count;
+    *top5 = (float)correct5 / (float)s->count;
 }
 
 static void print_model(const Classifier *model) {
@@ -134,10 +137,10 @@ static float cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
                                              grad_clip);
 }
 
-static void cpu_evaluate(void *ctx, float *loss, float *accuracy) {
+static void cpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
     CpuTrainer *t = ctx;
     evaluate(t->model, t->comm, t->test, t->args->batch_size, t->images, t->labels,
-             t->eval_indices, loss, accuracy);
+             t->eval_indices, loss, top1, top5);
 }
 
 // A checkpoint of the run after `step` with the next batch at (epoch, batch),
@@ -173,11 +176,12 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
                                                        sizeof(float), "batch"), "batch");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *indices = malloc_check((size_t)B * sizeof(int), "eval indices");
-    float loss, accuracy;
-    evaluate(&model, comm, &test, B, images, labels, indices, &loss, &accuracy);
-    printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f\n",
+    float loss, accuracy, top5;
+    evaluate(&model, comm, &test, B, images, labels, indices, &loss, &accuracy, &top5);
+    printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f "
+           "test_top5 %.4f\n",
            vision_family_name(model.family), norm_mode_name(classifier_mode(&model)), test.count,
-           accuracy, loss);
+           accuracy, loss, top5);
     free(images);
     free(labels);
     free(indices);
@@ -290,9 +294,9 @@ int main(int argc, char **argv) {
     VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng, &logger);
     if (r.stopped_by == 0) {
         printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f "
-               "train_images_per_s %.1f median_images_per_s %.1f\n",
+               "train_images_per_s %.1f median_images_per_s %.1f test_top5 %.4f\n",
                vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
-               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s, r.test_top5);
     }
     free(trainer.images);
     free(trainer.labels);

@@ -108,12 +108,12 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
-// takes batches r, r + world, ... and the sums are reduced.
+// Mean loss (no smoothing), top-1 and top-5 accuracy over the whole split:
+// rank r takes batches r, r + world, ... and the sums are reduced.
 static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, int B, float *images,
-                     int *labels, int *indices, float *mean_loss, float *accuracy) {
+                     int *labels, int *indices, float *mean_loss, float *top1, float *top5) {
     double loss_sum = 0.0;
-    int correct = 0;
+    int correct = 0, correct5 = 0;
     const int K = classifier_cuda_num_classes(model);
     for (int start = mg->rank * B; start < s->count; start += B * mg->world) {
         const int n = s->count - start < B ? s->count - start : B;
@@ -121,13 +121,16 @@ static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, 
         vision_make_batch(images, labels, s, indices, n, NULL);
         classifier_cuda_forward(model, images, labels, 0.0f, n);
         loss_sum += (double)classifier_cuda_mean_loss(model) * n;
-        correct += classifier_correct_count(classifier_cuda_logits(model), labels, n, K);
+        correct += classifier_topk_count(classifier_cuda_logits(model), labels, n, K, 1);
+        correct5 += classifier_topk_count(classifier_cuda_logits(model), labels, n, K, 5);
     }
     // the ranks' sums, exact in a double (counts below 2^53)
     loss_sum = multi_gpu_sum_double(mg, loss_sum);
     const double total_correct = multi_gpu_sum_double(mg, (double)correct);
+    const double total_correct5 = multi_gpu_sum_double(mg, (double)correct5);
     *mean_loss = (float)(loss_sum / s->count);
-    *accuracy = (float)(total_correct / s->count);
+    *top1 = (float)(total_correct / s->count);
+    *top5 = (float)(total_correct5 / s->count);
 }
 
 // Page-locked batch buffers: the forward's cudaMemcpyAsync from them is a true DMA.
@@ -223,10 +226,10 @@ static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
 
 static float gpu_step_loss(void *ctx) { return ((GpuTrainer *)ctx)->sync->loss; }
 
-static void gpu_evaluate(void *ctx, float *loss, float *accuracy) {
+static void gpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
     GpuTrainer *t = (GpuTrainer *)ctx;
     evaluate(t->model, t->mg, t->test, t->args->batch_size, t->images, t->labels, t->eval_indices,
-             loss, accuracy);
+             loss, top1, top5);
 }
 
 // train_vit's checkpoint (model_STEP.bin + state_STEP.bin) after `step`
@@ -405,9 +408,10 @@ int main(int argc, char **argv) {
     if (r.stopped_by == 0 && lead) {
         // median_images_per_s as train_vit's (scripts/study.sh reads it), after the fields check.sh reads
         printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f "
-               "median_images_per_s %.1f\n",
+               "median_images_per_s %.1f test_top5 %.4f\n",
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
-               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s,
+               r.test_top5);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);

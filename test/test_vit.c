@@ -20,6 +20,10 @@
 //   (no decay on norms, biases, pos, cls, relative-position tables) and
 //   differs from the step with decay on every tensor (check_one_step).
 //
+// test_vit --topk FILE
+//   top-1 and top-5 hit counts (the test pass's accuracies) equal torch.topk's
+//   on the same logits (check_topk).
+//
 // test_vit --paper-vs-ln SWIN SEED
 //   from a Swin file's weights: cbwc gives ln's logits, also with the
 //   centring ops (-K 1), while the paper variant does not (docs/math.md 3).
@@ -30,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/classifier_loss.h"
 #include "vision/classifier.h"
 #include "core/cli.h"
 #include "interop/debug_state.h"
@@ -177,6 +182,59 @@ static int check_one_step(const char *model_path, const char *state_path, const 
     classifier_free(&control);
     vision_debug_state_free(&s);
     printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+// --topk FILE: cases of (int32 N, K; N*K fp32 logits; N int32 labels; int32
+// torch's top-1 and top-5 hit counts), written by test/suites/topk_accuracy.sh
+// from torch.topk, until the end of the file. Counts are integers: equal
+// exactly. Negative control: where K > 6 the top-4 and top-6 counts differ
+// from torch's top-5 (the data tells k apart). Then a row whose label's logit
+// is NaN is never a hit.
+static int check_topk(const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    int ok = 1, cases = 0;
+    int32_t shape[2];
+    while (fread(shape, sizeof(int32_t), 2, f) == 2) {
+        const int N = shape[0], K = shape[1];
+        if (N < 1 || K < 1 || N > (1 << 20) || K > (1 << 20) / N) {
+            fatal("%s: case %d: N %d, K %d out of range", path, cases, N, K);
+        }
+        float *logits = malloc_check((size_t)N * K * sizeof(float), "logits");
+        int32_t *labels = malloc_check((size_t)N * sizeof(int32_t), "labels"), torch_hits[2];
+        fread_check(logits, sizeof(float), (size_t)N * K, f, path, "logits");
+        fread_check(labels, sizeof(int32_t), (size_t)N, f, path, "labels");
+        fread_check(torch_hits, sizeof(int32_t), 2, f, path, "torch's counts");
+        int *y = malloc_check((size_t)N * sizeof(int), "labels");
+        for (int n = 0; n < N; n++) {
+            if (labels[n] < 0 || labels[n] >= K) {
+                fatal("%s: case %d: label %d not in [0, %d)", path, cases, labels[n], K);
+            }
+            y[n] = labels[n];
+        }
+        int top1 = classifier_topk_count(logits, y, N, K, 1);
+        int top5 = classifier_topk_count(logits, y, N, K, 5);
+        int top4 = classifier_topk_count(logits, y, N, K, 4);
+        int top6 = classifier_topk_count(logits, y, N, K, 6);
+        int same = top1 == torch_hits[0] && top5 == torch_hits[1];
+        int control = K <= 6 || (top4 != torch_hits[1] && top6 != torch_hits[1]);
+        printf("  N %4d K %3d: top-1 %4d (torch %4d), top-5 %4d (torch %4d); control top-4 %d, "
+               "top-6 %d  %s\n", N, K, top1, torch_hits[0], top5, torch_hits[1], top4, top6,
+               same && control ? "ok" : "FAIL");
+        ok &= same && control;
+        cases++;
+        free(logits);
+        free(labels);
+        free(y);
+    }
+    fclose(f);
+    float nan_row[3] = {NAN, 0.0f, 1.0f};
+    int label0 = 0;
+    int nan_hits = classifier_topk_count(nan_row, &label0, 1, 3, 3);
+    printf("  a NaN logit at the label: %d hits of 1 (top-3 of 3)  %s\n", nan_hits,
+           nan_hits == 0 ? "ok" : "FAIL");
+    ok &= nan_hits == 0 && cases > 0;
+    printf("%s (%d cases)\n", ok ? "OK" : "FAILED", cases);
     return ok;
 }
 
@@ -413,7 +471,7 @@ static int check_paper_vs_ln(const char *model_path, unsigned long long seed) {
 
 int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
-    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0;
+    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0, topk = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
@@ -428,6 +486,8 @@ int main(int argc, char **argv) {
          "MODEL.bin STATE.bin AFTER.bin CONTROL.bin: one AdamW step vs the reference's with "
          "timm's parameter groups (AFTER) and not with decay on every tensor (CONTROL)",
          NULL, 0, 0},
+        {"--topk", CLI_SWITCH, &topk, 0, 0,
+         "FILE: top-1 and top-5 hit counts equal torch.topk's on the logits in FILE", NULL, 0, 0},
         {"--count", CLI_SWITCH, &count_only, 0, 0, "MODEL.bin: print the parameter count", NULL,
          0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
@@ -436,7 +496,8 @@ int main(int argc, char **argv) {
     CliSpec spec = {.program = "test_vit",
                     .synopsis = "[options] MODEL.bin STATE.bin | --equivalence MODEL.bin SEED STEPS"
                                 " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin"
-                                " | --one-step MODEL.bin STATE.bin AFTER.bin CONTROL.bin",
+                                " | --one-step MODEL.bin STATE.bin AFTER.bin CONTROL.bin"
+                                " | --topk LOGITS.bin",
                     .about = "Checks a ViT / Swin against a debug state of dev/reference/vit.py or swin.py.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
                     .min_positional = 1, .max_positional = 4};
@@ -456,6 +517,10 @@ int main(int argc, char **argv) {
         unsigned long long seed =
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         return check_paper_vs_ln(args[0], seed) ? 0 : 1;
+    }
+    if (topk) {
+        if (n != 1) cli_error(&spec, "--topk takes one file");
+        return check_topk(args[0]) ? 0 : 1;
     }
     if (one_step) {
         if (n != 4) cli_error(&spec, "--one-step takes MODEL.bin STATE.bin AFTER.bin CONTROL.bin");
