@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "vision/classifier.h"
 #include "core/cli.h"
 #include "interop/debug_state.h"
@@ -58,12 +59,31 @@ static void state_load(VisionDebugState *s, const char *path, const Classifier *
 
 // forward_only: logits and loss alone (a folded model, which has no backward,
 // against the state of the ln model it came from).
+// The drop-path scales (B, blocks, 2) the reference wrote (dev/reference/
+// drop_path.py), or NULL when path is NULL; dies naming the file.
+static float *drop_scales_load(const char *path, const Classifier *model, int B) {
+    if (path == NULL) {
+        return NULL;
+    }
+    const size_t n = (size_t)B * classifier_num_blocks(model) * DROP_PATH_BRANCHES;
+    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
+    FILE *f = fopen_check(path, "rb");
+    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
+    if (fgetc(f) != EOF) {
+        fatal("%s: longer than B x blocks x 2 = %zu scales", path, n);
+    }
+    fclose(f);
+    return scales;
+}
+
 static int check_reference(const char *model_path, const char *state_path, double rel_tol,
-                           double loss_tol, int forward_only) {
+                           double loss_tol, int forward_only, const char *drop_path) {
     Classifier model;
     classifier_load(&model, model_path, -1);
     VisionDebugState s;
     state_load(&s, state_path, &model);
+    float *drop_scales = drop_scales_load(drop_path, &model, s.B);
+    classifier_set_drop_path(&model, drop_scales); // the same masks at every step
     int K = classifier_num_classes(&model), ok = 1;
     printf("test_vit: %s %s, %zu parameters, B=%d, mode %s, %d steps\n",
            vision_family_name(model.family), model_path, classifier_num_parameters(&model), s.B,
@@ -75,6 +95,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
     if (forward_only) {
         classifier_free(&model);
         vision_debug_state_free(&s);
+        free(drop_scales);
         printf("%s\n", ok ? "OK" : "FAILED");
         return ok;
     }
@@ -100,6 +121,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
     }
     classifier_free(&model);
     vision_debug_state_free(&s);
+    free(drop_scales);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok;
 }
@@ -323,7 +345,8 @@ static int check_foldable_sets(const Classifier *model) {
     return check_error("fold-set", ok ? 0.0 : 1.0, 0.5);
 }
 
-static int check_equivalence(const char *model_path, unsigned long long seed, int steps) {
+static int check_equivalence(const char *model_path, unsigned long long seed, int steps,
+                             float drop_rate) {
     Classifier models[3]; // ln, cbwc, rms from the same file
     NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
     for (int i = 0; i < 3; i++) {
@@ -339,13 +362,26 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
     rng_seed(&rng, seed);
     AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = 0.05f};
-    printf("test_vit --equivalence: %s, seed %llu, %d steps, B=%d\n", model_path, seed, steps, B);
-    int ok = 1;
+    // drop-path: fresh masks each step from rng, the same for the three models
+    const size_t num_scales = (size_t)B * classifier_num_blocks(&models[0]) * DROP_PATH_BRANCHES;
+    float *drop_scales = drop_rate > 0.0f ? malloc_check(num_scales * sizeof(float), "scales") : NULL;
+    for (int i = 0; i < 3; i++) {
+        classifier_set_drop_path(&models[i], drop_scales);
+    }
+    printf("test_vit --equivalence: %s, seed %llu, %d steps, B=%d, drop-path %g\n", model_path,
+           seed, steps, B, drop_rate);
+    int ok = 1, dropped = 0;
     double worst_loss = 0.0, rms_logit_diff = 0.0, rms_loss_diff = 0.0;
     for (int step = 0; step < steps; step++) {
         rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
         for (int b = 0; b < B; b++) {
             labels[b] = (int)(rng_u32(&rng) % (uint32_t)K);
+        }
+        if (drop_scales != NULL) {
+            drop_path_draw(drop_scales, B, classifier_num_blocks(&models[0]), drop_rate, &rng);
+            for (size_t j = 0; j < num_scales; j++) {
+                dropped += drop_scales[j] == 0.0f;
+            }
         }
         for (int i = 0; i < 3; i++) {
             classifier_forward(&models[i], images, labels, 0.1f, B);
@@ -396,6 +432,11 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
             classifier_update(&models[i], &adamw, 1.0f);
         }
     }
+    if (drop_scales != NULL) {
+        printf("  drop-path: %d of %zu branches dropped\n", dropped, (size_t)steps * num_scales);
+        ok &= dropped > 0;
+    }
+    free(drop_scales);
     printf("  ln vs cbwc: largest loss difference over %d steps %.3e\n", steps, worst_loss);
     ok &= check_error("loss diff", worst_loss, 1e-4);
     printf("  rms vs ln logits at step 0: %.3e, largest loss difference %.3e (must differ)\n",
@@ -471,12 +512,20 @@ static int check_paper_vs_ln(const char *model_path, unsigned long long seed) {
 
 int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
+    const char *drop_path = NULL;
+    double drop_rate = 0.0;
     int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0, topk = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
         {"-lt", CLI_DOUBLE, &loss_tol, 0, 1, "tolerance for the losses (default 1e-5)", NULL,
          CLI_OPEN_LO, 0},
+        {"-dp", CLI_STRING, &drop_path, 0, 0,
+         "the drop-path scales (B, blocks, 2) the reference applied (its --drop-path-scales)",
+         "file", 0, 0},
+        {"--drop-path-rate", CLI_DOUBLE, &drop_rate, 0, 0.99,
+         "--equivalence with drop-path at this rate (linear over depth), masks drawn per step",
+         NULL, 0, 0},
         {"--equivalence", CLI_SWITCH, &equivalence, 0, 0,
          "MODEL.bin SEED STEPS: ln and cbwc+rms from the same weights stay equal", NULL, 0, 0},
         {"--paper-vs-ln", CLI_SWITCH, &paper_vs_ln, 0, 0,
@@ -531,8 +580,8 @@ int main(int argc, char **argv) {
         unsigned long long seed =
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         int steps = (int)cli_positional_int(&spec, "STEPS", args[2], 1, 1000000);
-        return check_equivalence(args[0], seed, steps) ? 0 : 1;
+        return check_equivalence(args[0], seed, steps, (float)drop_rate) ? 0 : 1;
     }
     if (n != 2) cli_error(&spec, "expected MODEL.bin STATE.bin");
-    return check_reference(args[0], args[1], rel_tol, loss_tol, forward_only) ? 0 : 1;
+    return check_reference(args[0], args[1], rel_tol, loss_tol, forward_only, drop_path) ? 0 : 1;
 }

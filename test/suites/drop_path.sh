@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Stochastic depth (drop-path, llmc/kernels/drop_path.c) in the CPU ViT and
+# Swin: with the drop-path scales (B, blocks, 2) the PyTorch references drew
+# (dev/reference/drop_path.py: per sample and branch, Swin's linear rule over
+# depth), logits, loss, every gradient and the AdamW-step losses within the
+# reference check's 1e-5 (test_vit -dp), at B 16 so that the per-thread
+# replicas take slices of the scales; negative control: the same state checked
+# without the masks fails. Then ln == cbwc with fresh masks every step (ViT
+# 40 steps, Swin config B 30 steps with and without the centring ops): the
+# equivalence check's tolerances (logits 1e-5, gradients 1e-4, losses 1e-4;
+# measured ~1e-7..4e-7), the rms control differing. In the fast tier
+# (FOLDNORM_TEST_TIER=check): the ViT ln reference check and its control only.
+# tier: check
+set -euo pipefail
+quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
+cd "$(dirname "$0")/../.."
+work=${1:-$(mktemp -d)}
+PY=${PYTHON:-/usr/bin/python3}
+seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+echo "drop_path: seed $seed"
+[ -x bin/test_vit ] || make -s test_vit
+cfg_a="--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 12 --depths 2,2 --heads 2,4 --window 4"
+cfg_b="--image-size 24 --patch-size 2 --image-channels 3 --embed-dim 8 --depths 2,2,2 --heads 2,2,4 --window 3 --num-classes 4"
+reference() { # name reference.py args...
+    local name=$1 ref=$2; shift 2
+    echo "== $name: against the reference's gradients with the same masks"
+    # shellcheck disable=SC2086
+    $PY "dev/reference/$ref" "$@" --seed $((seed + ${#name})) --steps 3 --B 16 --model "$work/$name.bin" \
+        --state "$work/${name}_s.bin" --drop-path-scales "$work/${name}_dp.bin"
+    bin/test_vit -dp "$work/${name}_dp.bin" "$work/$name.bin" "$work/${name}_s.bin" | grep -v "  ok$"
+    if bin/test_vit "$work/$name.bin" "$work/${name}_s.bin" > "$work/${name}_control.txt"; then
+        echo "FAIL: $name without the masks passes too (the masks did nothing)"; exit 1
+    fi
+    echo "  control: without the masks, $(grep -c FAIL "$work/${name}_control.txt") checks fail"
+}
+reference vit_ln vit.py --mode ln --num-layers 3 --drop-path 0.5
+if [ $quick = 1 ]; then echo "drop_path: all checks of the fast tier passed"; exit 0; fi
+reference vit_cbwc vit.py --mode cbwc --num-layers 3 --drop-path 0.5
+echo "== ViT: ln == cbwc with drop-path 0.3, 40 steps"
+$PY dev/reference/vit.py --mode ln --seed $((seed + 3)) --num-layers 3 --model "$work/vit_eq.bin"
+bin/test_vit --drop-path-rate 0.3 --equivalence "$work/vit_eq.bin" $((seed + 4)) 40
+# shellcheck disable=SC2086
+reference swin_a_cbwc swin.py --mode cbwc $cfg_a --drop-path 0.4
+# shellcheck disable=SC2086
+reference swin_b_ln swin.py --mode ln $cfg_b --drop-path 0.4
+for centre in 0 1; do
+    echo "== Swin config B, centring ops $centre: ln == cbwc with drop-path 0.3, 30 steps"
+    # shellcheck disable=SC2086
+    $PY dev/reference/swin.py --mode ln --seed $((seed + 5 + centre)) $cfg_b --centre-ops $centre \
+        --model "$work/sw_eq$centre.bin"
+    bin/test_vit --drop-path-rate 0.3 --equivalence "$work/sw_eq$centre.bin" $((seed + 7 + centre)) 30
+done
+echo "drop_path: all checks passed"
