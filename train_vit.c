@@ -17,6 +17,7 @@
 #include "core/checkpoint_files.h"
 #include "vision/classifier.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "vision/classifier_parallel.h"
 #include "core/cli.h"
 #include "core/comm.h"
@@ -110,6 +111,7 @@ typedef struct {
     Rng *rng;            // the loop's shuffling RNG (the checkpoints' RNG)
     Rng rank_flips;      // several ranks: each flips from a stream of its own per batch
     Rng *flips;          // the RNG the flips come from, or NULL (no flips)
+    float *drop_scales;  // -dp: the global batch's drop-path scales (ranks * B, blocks, 2), or NULL
     float *images;       // one batch (this rank's slice)
     int *labels, *eval_indices;
 } CpuTrainer;
@@ -123,10 +125,20 @@ static float cpu_forward_backward(void *ctx, int epoch, int batch) {
         rng_seed(&t->rank_flips, vision_batch_flips_seed(t->args->seed, t->comm->rank, epoch, batch));
     }
     vision_make_batch(t->images, t->labels, t->train, t->order + first, B, t->flips);
+    if (t->drop_scales != NULL) { // every rank draws the global batch's masks, takes its own
+        const int blocks = classifier_num_blocks(t->model);
+        Rng drop_rng;
+        rng_seed(&drop_rng, drop_path_batch_seed(t->args->seed, epoch, batch));
+        drop_path_draw(t->drop_scales, B * t->comm->world_size, blocks, t->args->drop_path,
+                       &drop_rng);
+        classifier_set_drop_path(t->model, t->drop_scales + (size_t)t->comm->rank * B * blocks *
+                                                                DROP_PATH_BRANCHES);
+    }
     classifier_forward(t->model, t->images, t->labels, t->args->smoothing, B);
     double loss_mean = classifier_mean_loss(t->model);
     classifier_zero_grad(t->model);
     classifier_backward(t->model, 1.0f / (float)B);
+    classifier_set_drop_path(t->model, NULL); // the test pass keeps every branch
     comm_mean_double(t->comm, &loss_mean); // the global batch's loss, the mean of equal slices
     return (float)loss_mean;
 }
@@ -278,6 +290,12 @@ int main(int argc, char **argv) {
     // one rank flips from the shuffling RNG; several each from a stream of their
     // own per batch (vision_batch_flips_seed: as train_vitcu's ranks)
     trainer.flips = args.flip ? (comm.world_size > 1 ? &trainer.rank_flips : &rng) : NULL;
+    if (args.drop_path > 0.0f) {
+        const size_t per_image = (size_t)classifier_num_blocks(&model) * DROP_PATH_BRANCHES;
+        trainer.drop_scales = malloc_check(
+            mul_size_check((size_t)global_B, per_image * sizeof(float), "drop-path scales"),
+            "drop-path scales");
+    }
     const VisionTrainHooks hooks = {.ctx = &trainer,
                                     .forward_backward = cpu_forward_backward,
                                     .update = cpu_update,
@@ -299,6 +317,7 @@ int main(int argc, char **argv) {
                r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s, r.test_top5);
     }
     free(trainer.images);
+    free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
     logger_free(&logger);

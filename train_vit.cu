@@ -282,6 +282,8 @@ int main(int argc, char **argv) {
     stop_signal_install();
     GpuArgs gpu;
     VitTrainArgs args = parse_args(argc, argv, &gpu);
+    if (args.drop_path > 0.0f) fatal("-dp %g: stochastic depth is not on the GPU yet (train_vit has it)",
+                                     (double)args.drop_path);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE; // before any work, as train_gpt2cu
     // every process's, before the resume's run.txt check (-b x processes)
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);

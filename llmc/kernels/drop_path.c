@@ -16,6 +16,12 @@ void drop_path_draw(float *scales, int B, int num_blocks, float rate, Rng *rng) 
     }
 }
 
+unsigned long long drop_path_batch_seed(unsigned long long seed, int epoch, int batch) {
+    // distinct odd multipliers (splitmix64's, golden ratio) per coordinate
+    return (seed ^ 0xD209A7ULL) + 0xBF58476D1CE4E5B9ULL * (unsigned long long)epoch +
+           0x9E3779B97F4A7C15ULL * (unsigned long long)batch;
+}
+
 void drop_path_residual_add(float *out, const float *residual, const float *branch,
                             const float *scales, size_t stride, int B, size_t n) {
 #pragma omp parallel for schedule(static)

@@ -24,6 +24,10 @@ void drop_path_draw(float *scales, int B, int num_blocks, float rate, Rng *rng);
 // = scales[b * stride]; out may alias residual or branch.
 void drop_path_residual_add(float *out, const float *residual, const float *branch,
                             const float *scales, size_t stride, int B, size_t n);
+// The seed of global batch (epoch, batch)'s masks, from the run's seed: a
+// stream of its own per batch, so the masks depend on neither the rank count
+// nor the prefetch, and a resume draws them again bit for bit.
+unsigned long long drop_path_batch_seed(unsigned long long seed, int epoch, int batch);
 // dst[b] = scale_b * src[b] (the branch's output gradient; dst may alias src).
 void drop_path_scale(float *dst, const float *src, const float *scales, size_t stride, int B,
                      size_t n);

@@ -8,7 +8,9 @@
 # without the masks fails. Then ln == cbwc with fresh masks every step (ViT
 # 40 steps, Swin config B 30 steps with and without the centring ops): the
 # equivalence check's tolerances (logits 1e-5, gradients 1e-4, losses 1e-4;
-# measured ~1e-7..4e-7), the rms control differing. In the fast tier
+# measured ~1e-7..4e-7), the rms control differing. train_vit -dp: a resume
+# gives the uninterrupted run's model and state bit for bit; control: -dp 0
+# trains another model (SKIP without Fashion-MNIST). In the fast tier
 # (FOLDNORM_TEST_TIER=check): the ViT ln reference check and its control only.
 # tier: check
 set -euo pipefail
@@ -50,4 +52,26 @@ for centre in 0 1; do
         --model "$work/sw_eq$centre.bin"
     bin/test_vit --drop-path-rate 0.3 --equivalence "$work/sw_eq$centre.bin" $((seed + 7 + centre)) 30
 done
+fmnist=/usr/share/datasets/fashion-mnist
+if [ ! -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
+    echo "SKIP train_vit -dp: no Fashion-MNIST in $fmnist (Debian's fashion-mnist)"
+    exit 0
+fi
+[ -x bin/train_vit ] || make -s train_vit
+echo "== train_vit -dp 0.3 (Swin, cbwc): a resume from step 4 gives step 8's model and state bit for bit"
+run=(bin/train_vit -e swin -E 8 -D 2,2 -A 1,2 -N cbwc -b 32 -x 8 -nt 256 -ne 64 -u 2 -pe 4 -n 4 -sd $((seed % 1000 + 1)))
+rm -rf "$work/full" "$work/resumed" "$work/nodp"
+"${run[@]}" -dp 0.3 -o "$work/full" > "$work/full.out"
+cp -r "$work/full" "$work/resumed"
+rm "$work/resumed/model_00000008.bin" "$work/resumed/state_00000008.bin"
+"${run[@]}" -dp 0.3 -o "$work/resumed" -y 1 > "$work/resumed.out"
+for f in model_00000008.bin state_00000008.bin; do
+    cmp "$work/full/$f" "$work/resumed/$f" || { echo "FAIL: $f differs after the resume"; exit 1; }
+done
+echo "  ok: the same model and state (augment RNG, moments) at step 8"
+"${run[@]}" -dp 0 -o "$work/nodp" > "$work/nodp.out"
+if cmp -s "$work/full/model_00000008.bin" "$work/nodp/model_00000008.bin"; then
+    echo "FAIL: -dp 0.3 trained the model -dp 0 trains (the masks did nothing)"; exit 1
+fi
+echo "  control: -dp 0 gives another model"
 echo "drop_path: all checks passed"
