@@ -126,6 +126,33 @@ static int check_reference(const char *model_path, const char *state_path, doubl
     return ok;
 }
 
+// --drop-path-rule RATE BLOCKS: drop_path_draw's masks over B = 20000 images
+// from SEED, one line per block: its drop fraction and the kept scale
+// (test/suites/drop_path.sh compares them with torch.linspace(0, RATE, BLOCKS)).
+static int print_drop_path_rule(float rate, int blocks, unsigned long long seed) {
+    const int B = 20000;
+    float *scales = malloc_check((size_t)B * blocks * DROP_PATH_BRANCHES * sizeof(float), "scales");
+    Rng rng;
+    rng_seed(&rng, seed);
+    drop_path_draw(scales, B, blocks, rate, &rng);
+    for (int i = 0; i < blocks; i++) {
+        long dropped = 0;
+        float kept_scale = 0.0f;
+        for (int b = 0; b < B; b++) {
+            for (int j = 0; j < DROP_PATH_BRANCHES; j++) {
+                float s = scales[((size_t)b * blocks + i) * DROP_PATH_BRANCHES + j];
+                dropped += s == 0.0f;
+                kept_scale = s != 0.0f ? s : kept_scale;
+            }
+        }
+        printf("block %d dropped %.6f of %d scale %.9g\n", i,
+               (double)dropped / ((double)B * DROP_PATH_BRANCHES), B * DROP_PATH_BRANCHES,
+               kept_scale);
+    }
+    free(scales);
+    return 1;
+}
+
 // max|a - b| over n values; NaN when any difference is NaN.
 static double max_abs_diff(const float *a, const float *b, size_t n) {
     double worst = 0.0;
@@ -514,6 +541,7 @@ int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
     const char *drop_path = NULL;
     double drop_rate = 0.0;
+    int drop_rule = 0;
     int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0, topk = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
@@ -526,6 +554,8 @@ int main(int argc, char **argv) {
         {"--drop-path-rate", CLI_DOUBLE, &drop_rate, 0, 0.99,
          "--equivalence with drop-path at this rate (linear over depth), masks drawn per step",
          NULL, 0, 0},
+        {"--drop-path-rule", CLI_SWITCH, &drop_rule, 0, 0,
+         "RATE BLOCKS SEED: print drop_path_draw's drop fraction and scale per block", NULL, 0, 0},
         {"--equivalence", CLI_SWITCH, &equivalence, 0, 0,
          "MODEL.bin SEED STEPS: ln and cbwc+rms from the same weights stay equal", NULL, 0, 0},
         {"--paper-vs-ln", CLI_SWITCH, &paper_vs_ln, 0, 0,
@@ -566,6 +596,15 @@ int main(int argc, char **argv) {
         unsigned long long seed =
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         return check_paper_vs_ln(args[0], seed) ? 0 : 1;
+    }
+    if (drop_rule) {
+        if (n != 3) cli_error(&spec, "--drop-path-rule takes RATE BLOCKS SEED");
+        float rate = (float)atof(args[0]);
+        if (!(rate >= 0.0f && rate < 1.0f)) cli_error(&spec, "RATE must be in [0, 1)");
+        int blocks = (int)cli_positional_int(&spec, "BLOCKS", args[1], 1, 1000);
+        unsigned long long seed =
+            (unsigned long long)cli_positional_int(&spec, "SEED", args[2], 0, LONG_MAX);
+        return print_drop_path_rule(rate, blocks, seed) ? 0 : 1;
     }
     if (topk) {
         if (n != 1) cli_error(&spec, "--topk takes one file");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stochastic depth (drop-path, llmc/kernels/drop_path.c) in the CPU ViT and
-# Swin: with the drop-path scales (B, blocks, 2) the PyTorch references drew
+# Swin: drop_path_draw's drop fraction per block follows torch.linspace(0,
+# rate, blocks) within 6 binomial sigmas, kept branches scaled 1 / (1 - p); with the drop-path scales (B, blocks, 2) the PyTorch references drew
 # (dev/reference/drop_path.py: per sample and branch, Swin's linear rule over
 # depth), logits, loss, every gradient and the AdamW-step losses within the
 # reference check's 1e-5 (test_vit -dp), at B 16 so that the per-thread
@@ -35,6 +36,25 @@ reference() { # name reference.py args...
     fi
     echo "  control: without the masks, $(grep -c FAIL "$work/${name}_control.txt") checks fail"
 }
+echo "== the linear rule: drop_path_draw's drop fraction per block vs torch.linspace(0, 0.2, 12)"
+bin/test_vit --drop-path-rule 0.2 12 $((seed + 1)) > "$work/rule.txt"
+$PY - "$work/rule.txt" <<'PYEOF'
+import math
+import sys
+import torch
+rates = torch.linspace(0, 0.2, 12, dtype=torch.float64).tolist()
+worst = 0.0
+for line, p in zip(open(sys.argv[1]).read().splitlines(), rates):
+    w = line.split()
+    frac, n, scale = float(w[3]), int(w[5]), float(w[7])
+    # 6 binomial standard deviations (rate * i / n instead, the last block is off by 8 at n = 40000)
+    sigma = math.sqrt(max(p * (1 - p), 1e-12) / n)
+    z = abs(frac - p) / sigma if p > 0 else (0.0 if frac == 0 else math.inf)
+    worst = max(worst, z)
+    if not (z <= 6 and abs(scale - 1 / (1 - p)) <= 1e-6):
+        sys.exit(f"FAIL {line}: expected rate {p:.6f}, scale {1 / (1 - p):.7f}")
+print(f"  ok: 12 blocks, worst deviation {worst:.2f} sigma (6 allowed), scales 1 / (1 - p)")
+PYEOF
 reference vit_ln vit.py --mode ln --num-layers 3 --drop-path 0.5
 if [ $quick = 1 ]; then echo "drop_path: all checks of the fast tier passed"; exit 0; fi
 reference vit_cbwc vit.py --mode cbwc --num-layers 3 --drop-path 0.5
