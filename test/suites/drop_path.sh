@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stochastic depth (drop-path, llmc/kernels/drop_path.c) in the CPU ViT and
 # Swin: drop_path_draw's drop fraction per block follows torch.linspace(0,
-# rate, blocks) within 6 binomial sigmas, kept branches scaled 1 / (1 - p); with the drop-path scales (B, blocks, 2) the PyTorch references drew
+# rate, blocks) within 6 binomial sigmas, kept branches scaled 1 / (1 - p);
+# with the drop-path scales (B, blocks, 2) the PyTorch references drew
 # (dev/reference/drop_path.py: per sample and branch, Swin's linear rule over
 # depth), logits, loss, every gradient and the AdamW-step losses within the
 # reference check's 1e-5 (test_vit -dp), at B 16 so that the per-thread
