@@ -26,6 +26,7 @@
 
 extern "C" {
 #include "vision/batch_prefetch.h"
+#include "kernels/drop_path.h"
 #include "core/checkpoint_files.h"
 #include "vision/classifier.h"
 #include "kernels/classifier_loss.h"
@@ -191,6 +192,8 @@ typedef struct {
     Classifier *host;     // the checkpoints' host copy (parameters, moments overwritten)
     float *images;        // the test batches
     int *labels, *eval_indices;
+    int world, rank;
+    float *drop_scales;   // -dp: the global batch's drop-path scales (world * B, L, 2), or NULL
 } GpuTrainer;
 
 static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batch) {
@@ -204,17 +207,26 @@ static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batc
 
 static float gpu_forward_backward(void *ctx, int epoch, int batch) {
     GpuTrainer *t = (GpuTrainer *)ctx;
-    (void)epoch, (void)batch; // the prefetch hands the batches out in the loop's order
+    // the prefetch hands the batches out in the loop's order; (epoch, batch) seed the masks
     const int B = t->args->batch_size;
     const float *images; // this rank's slice of the global batch
     const int *labels;
     batch_prefetch_take(t->prefetch, &images, &labels);
     queue_batches(t->prefetch, t->order, t->epoch, &t->next_batch, t->end_batch, B, t->mg,
                   &t->flips);
+    if (t->drop_scales != NULL) { // train_vit's masks: the global batch's, this rank's slice
+        const int blocks = classifier_num_blocks(t->host);
+        Rng drop_rng;
+        rng_seed(&drop_rng, drop_path_batch_seed(t->args->seed, epoch, batch));
+        drop_path_draw(t->drop_scales, B * t->world, blocks, t->args->drop_path, &drop_rng);
+        classifier_cuda_set_drop_path(
+            t->model, t->drop_scales + (size_t)t->rank * B * blocks * DROP_PATH_BRANCHES, B);
+    }
     // queued: the loss is averaged over the ranks and read with the norm (gpu_step_loss)
     classifier_cuda_forward_queued(t->model, images, labels, t->args->smoothing, B);
     classifier_cuda_zero_grad(t->model);
     classifier_cuda_backward(t->model, 1.0f / (float)B);
+    classifier_cuda_set_drop_path(t->model, NULL, B); // the test pass keeps every branch
     return NAN;
 }
 
@@ -282,8 +294,6 @@ int main(int argc, char **argv) {
     stop_signal_install();
     GpuArgs gpu;
     VitTrainArgs args = parse_args(argc, argv, &gpu);
-    if (args.drop_path > 0.0f) fatal("-dp %g: stochastic depth is not on the GPU yet (train_vit has it)",
-                                     (double)args.drop_path);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE; // before any work, as train_gpt2cu
     // every process's, before the resume's run.txt check (-b x processes)
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
@@ -371,6 +381,14 @@ int main(int argc, char **argv) {
     trainer.eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
     Rng rank_flips; // several processes: each rank flips its slice from its own stream
     trainer.flips = FlipSource{NULL, mg.world > 1, args.seed, mg.rank};
+    trainer.world = mg.world;
+    trainer.rank = mg.rank;
+    if (args.drop_path > 0.0f) {
+        trainer.drop_scales = (float *)malloc_check(
+            mul_size_check((size_t)global_B, (size_t)classifier_num_blocks(&host) * DROP_PATH_BRANCHES *
+                                                 sizeof(float), "drop-path scales"),
+            "drop-path scales");
+    }
     if (args.flip) trainer.flips.rng = mg.world == 1 ? &rng : &rank_flips;
     trainer.flips.per_batch = trainer.flips.per_batch && trainer.flips.rng != NULL;
     BatchPrefetch *prefetch = batch_prefetch_create(&train, B, PREFETCH_DEPTH, gpu.data_workers,
@@ -417,6 +435,7 @@ int main(int argc, char **argv) {
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);
+    free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
     free(order);

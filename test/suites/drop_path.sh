@@ -12,7 +12,9 @@
 # equivalence check's tolerances (logits 1e-5, gradients 1e-4, losses 1e-4;
 # measured ~1e-7..4e-7), the rms control differing. train_vit -dp: a resume
 # gives the uninterrupted run's model and state bit for bit; control: -dp 0
-# trains another model (SKIP without Fashion-MNIST). In the fast tier
+# trains another model (SKIP without Fashion-MNIST); the emulated
+# train_vitfp32cu -dp (ViT and Swin) follows train_vit -dp's curve within
+# 1e-5 relative, and -dp 0's differs by > 1e-4. In the fast tier
 # (FOLDNORM_TEST_TIER=check): the ViT ln reference check and its control only.
 # tier: check
 set -euo pipefail
@@ -95,4 +97,37 @@ if cmp -s "$work/full/model_00000008.bin" "$work/nodp/model_00000008.bin"; then
     echo "FAIL: -dp 0.3 trained the model -dp 0 trains (the masks did nothing)"; exit 1
 fi
 echo "  control: -dp 0 gives another model"
+# the GPU ViT and Swin (llmc/cuda/drop_path.cuh; ViT through
+# transformer_block.cuh's branch mask), emulated: a logic check, not a device run
+emu=build/emu/train_vitfp32cu
+if [ ! -x $emu ]; then
+    echo "SKIP train_vitfp32cu -dp: $emu not built (make emu)"
+    exit 0
+fi
+echo "== $emu -dp 0.3 (emulated, ViT cbwc): the CPU trainer's curve (1e-5 relative, as cuda_vit_emu); -dp 0 differs"
+gpu=(-e vit -C 16 -L 3 -H 2 -b 16 -x 6 -nt 96 -ne 32 -u 1 -pe 1 -N cbwc -sd $((seed % 1000 + 1)))
+rm -rf "$work/g_cpu" "$work/g_gpu" "$work/g_gpu0"
+bin/train_vit "${gpu[@]}" -dp 0.3 -o "$work/g_cpu" > /dev/null
+$emu "${gpu[@]}" -dp 0.3 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
+$emu "${gpu[@]}" -dp 0 -o "$work/g_gpu0" > "$work/g_gpu0.out" 2>&1 || { tail "$work/g_gpu0.out"; exit 1; }
+# largest |a - b| / max(1, |b|) over the trl lines of two runs
+curve_diff() {
+    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
+                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
+                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
+}
+same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_gpu0" "$work/g_gpu")
+echo "  CPU vs emulated GPU with -dp 0.3: $same; emulated GPU -dp 0 vs 0.3: $other"
+$PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
+    { echo "FAIL: the GPU ViT's drop-path"; exit 1; }
+echo "== $emu -dp 0.4 (emulated, Swin cbwc, 3 steps): the CPU trainer's curve; train_vit -dp 0 differs"
+sw=(-e swin -E 8 -D 2,2 -A 1,2 -b 8 -x 3 -nt 24 -ne 8 -u 1 -pe 1 -N cbwc -sd $((seed % 1000 + 1)))
+rm -rf "$work/s_cpu" "$work/s_gpu" "$work/s_cpu0"
+bin/train_vit "${sw[@]}" -dp 0.4 -o "$work/s_cpu" > /dev/null
+bin/train_vit "${sw[@]}" -dp 0 -o "$work/s_cpu0" > /dev/null
+$emu "${sw[@]}" -dp 0.4 -o "$work/s_gpu" > "$work/s_gpu.out" 2>&1 || { tail "$work/s_gpu.out"; exit 1; }
+same=$(curve_diff "$work/s_cpu" "$work/s_gpu"); other=$(curve_diff "$work/s_cpu0" "$work/s_gpu")
+echo "  CPU vs emulated GPU with -dp 0.4: $same; CPU -dp 0 vs emulated GPU -dp 0.4: $other"
+$PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
+    { echo "FAIL: the GPU Swin's drop-path"; exit 1; }
 echo "drop_path: all checks passed"
