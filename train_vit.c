@@ -17,6 +17,7 @@
 #include "core/checkpoint_files.h"
 #include "vision/classifier.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "vision/classifier_parallel.h"
 #include "core/cli.h"
 #include "core/comm.h"
@@ -65,12 +66,12 @@ static VitTrainArgs parse_args(int argc, char **argv, int *evaluate_only) {
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
-// takes batches r, r + ranks, ... (as train_vit.cu) and the sums are reduced.
+// Mean loss (no smoothing), top-1 and top-5 accuracy over the whole split:
+// rank r takes batches r, r + ranks, ... (as train_vit.cu) and the sums are reduced.
 static void evaluate(Classifier *model, const Comm *comm, const VisionSplit *s, int B,
-                     float *images, int *labels, int *indices, float *mean_loss,
-                     float *accuracy) {
-    double loss_sum = 0.0, correct = 0.0; // counts are exact in a double
+                     float *images, int *labels, int *indices, float *mean_loss, float *top1,
+                     float *top5) {
+    double loss_sum = 0.0, correct = 0.0, correct5 = 0.0; // counts are exact in a double
     const int K = classifier_num_classes(model);
     for (int start = comm->rank * B; start < s->count; start += B * comm->world_size) {
         int n = s->count - start < B ? s->count - start : B;
@@ -80,12 +81,15 @@ static void evaluate(Classifier *model, const Comm *comm, const VisionSplit *s, 
         vision_make_batch(images, labels, s, indices, n, NULL);
         classifier_forward(model, images, labels, 0.0f, n);
         loss_sum += (double)classifier_mean_loss(model) * n;
-        correct += classifier_correct_count(classifier_logits(model), labels, n, K);
+        correct += classifier_topk_count(classifier_logits(model), labels, n, K, 1);
+        correct5 += classifier_topk_count(classifier_logits(model), labels, n, K, 5);
     }
     comm_sum_double(comm, &loss_sum);
     comm_sum_double(comm, &correct);
+    comm_sum_double(comm, &correct5);
     *mean_loss = (float)(loss_sum / s->count);
-    *accuracy = (float)correct / (float)s->count;
+    *top1 = (float)correct / (float)s->count;
+    *top5 = (float)correct5 / (float)s->count;
 }
 
 static void print_model(const Classifier *model) {
@@ -107,6 +111,7 @@ typedef struct {
     Rng *rng;            // the loop's shuffling RNG (the checkpoints' RNG)
     Rng rank_flips;      // several ranks: each flips from a stream of its own per batch
     Rng *flips;          // the RNG the flips come from, or NULL (no flips)
+    float *drop_scales;  // -dp: the global batch's drop-path scales (ranks * B, blocks, 2), or NULL
     float *images;       // one batch (this rank's slice)
     int *labels, *eval_indices;
 } CpuTrainer;
@@ -120,10 +125,20 @@ static float cpu_forward_backward(void *ctx, int epoch, int batch) {
         rng_seed(&t->rank_flips, vision_batch_flips_seed(t->args->seed, t->comm->rank, epoch, batch));
     }
     vision_make_batch(t->images, t->labels, t->train, t->order + first, B, t->flips);
+    if (t->drop_scales != NULL) { // every rank draws the global batch's masks, takes its own
+        const int blocks = classifier_num_blocks(t->model);
+        Rng drop_rng;
+        rng_seed(&drop_rng, drop_path_batch_seed(t->args->seed, epoch, batch));
+        drop_path_draw(t->drop_scales, B * t->comm->world_size, blocks, t->args->drop_path,
+                       &drop_rng);
+        classifier_set_drop_path(t->model, t->drop_scales + (size_t)t->comm->rank * B * blocks *
+                                                                DROP_PATH_BRANCHES);
+    }
     classifier_forward(t->model, t->images, t->labels, t->args->smoothing, B);
     double loss_mean = classifier_mean_loss(t->model);
     classifier_zero_grad(t->model);
     classifier_backward(t->model, 1.0f / (float)B);
+    classifier_set_drop_path(t->model, NULL); // the test pass keeps every branch
     comm_mean_double(t->comm, &loss_mean); // the global batch's loss, the mean of equal slices
     return (float)loss_mean;
 }
@@ -134,10 +149,10 @@ static float cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
                                              grad_clip);
 }
 
-static void cpu_evaluate(void *ctx, float *loss, float *accuracy) {
+static void cpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
     CpuTrainer *t = ctx;
     evaluate(t->model, t->comm, t->test, t->args->batch_size, t->images, t->labels,
-             t->eval_indices, loss, accuracy);
+             t->eval_indices, loss, top1, top5);
 }
 
 // A checkpoint of the run after `step` with the next batch at (epoch, batch),
@@ -173,11 +188,12 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
                                                        sizeof(float), "batch"), "batch");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *indices = malloc_check((size_t)B * sizeof(int), "eval indices");
-    float loss, accuracy;
-    evaluate(&model, comm, &test, B, images, labels, indices, &loss, &accuracy);
-    printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f\n",
+    float loss, accuracy, top5;
+    evaluate(&model, comm, &test, B, images, labels, indices, &loss, &accuracy, &top5);
+    printf("eval: family %s mode %s test images %d test_accuracy %.4f test_loss %.4f "
+           "test_top5 %.4f\n",
            vision_family_name(model.family), norm_mode_name(classifier_mode(&model)), test.count,
-           accuracy, loss);
+           accuracy, loss, top5);
     free(images);
     free(labels);
     free(indices);
@@ -274,6 +290,12 @@ int main(int argc, char **argv) {
     // one rank flips from the shuffling RNG; several each from a stream of their
     // own per batch (vision_batch_flips_seed: as train_vitcu's ranks)
     trainer.flips = args.flip ? (comm.world_size > 1 ? &trainer.rank_flips : &rng) : NULL;
+    if (args.drop_path > 0.0f) {
+        const size_t per_image = (size_t)classifier_num_blocks(&model) * DROP_PATH_BRANCHES;
+        trainer.drop_scales = malloc_check(
+            mul_size_check((size_t)global_B, per_image * sizeof(float), "drop-path scales"),
+            "drop-path scales");
+    }
     const VisionTrainHooks hooks = {.ctx = &trainer,
                                     .forward_backward = cpu_forward_backward,
                                     .update = cpu_update,
@@ -290,11 +312,12 @@ int main(int argc, char **argv) {
     VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng, &logger);
     if (r.stopped_by == 0) {
         printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f "
-               "train_images_per_s %.1f median_images_per_s %.1f\n",
+               "train_images_per_s %.1f median_images_per_s %.1f test_top5 %.4f\n",
                vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
-               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s, r.test_top5);
     }
     free(trainer.images);
+    free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
     logger_free(&logger);

@@ -26,6 +26,7 @@
 
 extern "C" {
 #include "vision/batch_prefetch.h"
+#include "kernels/drop_path.h"
 #include "core/checkpoint_files.h"
 #include "vision/classifier.h"
 #include "kernels/classifier_loss.h"
@@ -108,12 +109,12 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     return a;
 }
 
-// Mean loss (no smoothing) and top-1 accuracy over the whole split: rank r
-// takes batches r, r + world, ... and the sums are reduced.
+// Mean loss (no smoothing), top-1 and top-5 accuracy over the whole split:
+// rank r takes batches r, r + world, ... and the sums are reduced.
 static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, int B, float *images,
-                     int *labels, int *indices, float *mean_loss, float *accuracy) {
+                     int *labels, int *indices, float *mean_loss, float *top1, float *top5) {
     double loss_sum = 0.0;
-    int correct = 0;
+    int correct = 0, correct5 = 0;
     const int K = classifier_cuda_num_classes(model);
     for (int start = mg->rank * B; start < s->count; start += B * mg->world) {
         const int n = s->count - start < B ? s->count - start : B;
@@ -121,13 +122,16 @@ static void evaluate(ClassifierCuda *model, MultiGpu *mg, const VisionSplit *s, 
         vision_make_batch(images, labels, s, indices, n, NULL);
         classifier_cuda_forward(model, images, labels, 0.0f, n);
         loss_sum += (double)classifier_cuda_mean_loss(model) * n;
-        correct += classifier_correct_count(classifier_cuda_logits(model), labels, n, K);
+        correct += classifier_topk_count(classifier_cuda_logits(model), labels, n, K, 1);
+        correct5 += classifier_topk_count(classifier_cuda_logits(model), labels, n, K, 5);
     }
     // the ranks' sums, exact in a double (counts below 2^53)
     loss_sum = multi_gpu_sum_double(mg, loss_sum);
     const double total_correct = multi_gpu_sum_double(mg, (double)correct);
+    const double total_correct5 = multi_gpu_sum_double(mg, (double)correct5);
     *mean_loss = (float)(loss_sum / s->count);
-    *accuracy = (float)(total_correct / s->count);
+    *top1 = (float)(total_correct / s->count);
+    *top5 = (float)(total_correct5 / s->count);
 }
 
 // Page-locked batch buffers: the forward's cudaMemcpyAsync from them is a true DMA.
@@ -188,6 +192,8 @@ typedef struct {
     Classifier *host;     // the checkpoints' host copy (parameters, moments overwritten)
     float *images;        // the test batches
     int *labels, *eval_indices;
+    int world, rank;
+    float *drop_scales;   // -dp: the global batch's drop-path scales (world * B, L, 2), or NULL
 } GpuTrainer;
 
 static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batch) {
@@ -201,17 +207,26 @@ static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batc
 
 static float gpu_forward_backward(void *ctx, int epoch, int batch) {
     GpuTrainer *t = (GpuTrainer *)ctx;
-    (void)epoch, (void)batch; // the prefetch hands the batches out in the loop's order
+    // the prefetch hands the batches out in the loop's order; (epoch, batch) seed the masks
     const int B = t->args->batch_size;
     const float *images; // this rank's slice of the global batch
     const int *labels;
     batch_prefetch_take(t->prefetch, &images, &labels);
     queue_batches(t->prefetch, t->order, t->epoch, &t->next_batch, t->end_batch, B, t->mg,
                   &t->flips);
+    if (t->drop_scales != NULL) { // train_vit's masks: the global batch's, this rank's slice
+        const int blocks = classifier_num_blocks(t->host);
+        Rng drop_rng;
+        rng_seed(&drop_rng, drop_path_batch_seed(t->args->seed, epoch, batch));
+        drop_path_draw(t->drop_scales, B * t->world, blocks, t->args->drop_path, &drop_rng);
+        classifier_cuda_set_drop_path(
+            t->model, t->drop_scales + (size_t)t->rank * B * blocks * DROP_PATH_BRANCHES, B);
+    }
     // queued: the loss is averaged over the ranks and read with the norm (gpu_step_loss)
     classifier_cuda_forward_queued(t->model, images, labels, t->args->smoothing, B);
     classifier_cuda_zero_grad(t->model);
     classifier_cuda_backward(t->model, 1.0f / (float)B);
+    classifier_cuda_set_drop_path(t->model, NULL, B); // the test pass keeps every branch
     return NAN;
 }
 
@@ -223,10 +238,10 @@ static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
 
 static float gpu_step_loss(void *ctx) { return ((GpuTrainer *)ctx)->sync->loss; }
 
-static void gpu_evaluate(void *ctx, float *loss, float *accuracy) {
+static void gpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
     GpuTrainer *t = (GpuTrainer *)ctx;
     evaluate(t->model, t->mg, t->test, t->args->batch_size, t->images, t->labels, t->eval_indices,
-             loss, accuracy);
+             loss, top1, top5);
 }
 
 // train_vit's checkpoint (model_STEP.bin + state_STEP.bin) after `step`
@@ -366,6 +381,14 @@ int main(int argc, char **argv) {
     trainer.eval_indices = (int *)malloc_check((size_t)B * sizeof(int), "eval indices");
     Rng rank_flips; // several processes: each rank flips its slice from its own stream
     trainer.flips = FlipSource{NULL, mg.world > 1, args.seed, mg.rank};
+    trainer.world = mg.world;
+    trainer.rank = mg.rank;
+    if (args.drop_path > 0.0f) {
+        trainer.drop_scales = (float *)malloc_check(
+            mul_size_check((size_t)global_B, (size_t)classifier_num_blocks(&host) * DROP_PATH_BRANCHES *
+                                                 sizeof(float), "drop-path scales"),
+            "drop-path scales");
+    }
     if (args.flip) trainer.flips.rng = mg.world == 1 ? &rng : &rank_flips;
     trainer.flips.per_batch = trainer.flips.per_batch && trainer.flips.rng != NULL;
     BatchPrefetch *prefetch = batch_prefetch_create(&train, B, PREFETCH_DEPTH, gpu.data_workers,
@@ -405,12 +428,14 @@ int main(int argc, char **argv) {
     if (r.stopped_by == 0 && lead) {
         // median_images_per_s as train_vit's (scripts/study.sh reads it), after the fields check.sh reads
         printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f "
-               "median_images_per_s %.1f\n",
+               "median_images_per_s %.1f test_top5 %.4f\n",
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
-               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s);
+               FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s,
+               r.test_top5);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);
+    free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
     free(order);

@@ -15,6 +15,15 @@
 //   proj and mlp fc2 centred, every norm's input is zero-mean (so every LN is
 //   foldable), while in ln mode it is not.
 //
+// test_vit --one-step MODEL STATE AFTER CONTROL
+//   one AdamW step equals torch.optim.AdamW's with timm's two parameter groups
+//   (no decay on norms, biases, pos, cls, relative-position tables) and
+//   differs from the step with decay on every tensor (check_one_step).
+//
+// test_vit --topk FILE
+//   top-1 and top-5 hit counts (the test pass's accuracies) equal torch.topk's
+//   on the same logits (check_topk).
+//
 // test_vit --paper-vs-ln SWIN SEED
 //   from a Swin file's weights: cbwc gives ln's logits, also with the
 //   centring ops (-K 1), while the paper variant does not (docs/math.md 3).
@@ -25,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "vision/classifier.h"
 #include "core/cli.h"
 #include "interop/debug_state.h"
@@ -48,12 +59,31 @@ static void state_load(VisionDebugState *s, const char *path, const Classifier *
 
 // forward_only: logits and loss alone (a folded model, which has no backward,
 // against the state of the ln model it came from).
+// The drop-path scales (B, blocks, 2) the reference wrote (dev/reference/
+// drop_path.py), or NULL when path is NULL; dies naming the file.
+static float *drop_scales_load(const char *path, const Classifier *model, int B) {
+    if (path == NULL) {
+        return NULL;
+    }
+    const size_t n = (size_t)B * classifier_num_blocks(model) * DROP_PATH_BRANCHES;
+    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
+    FILE *f = fopen_check(path, "rb");
+    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
+    if (fgetc(f) != EOF) {
+        fatal("%s: longer than B x blocks x 2 = %zu scales", path, n);
+    }
+    fclose(f);
+    return scales;
+}
+
 static int check_reference(const char *model_path, const char *state_path, double rel_tol,
-                           double loss_tol, int forward_only) {
+                           double loss_tol, int forward_only, const char *drop_path) {
     Classifier model;
     classifier_load(&model, model_path, -1);
     VisionDebugState s;
     state_load(&s, state_path, &model);
+    float *drop_scales = drop_scales_load(drop_path, &model, s.B);
+    classifier_set_drop_path(&model, drop_scales); // the same masks at every step
     int K = classifier_num_classes(&model), ok = 1;
     printf("test_vit: %s %s, %zu parameters, B=%d, mode %s, %d steps\n",
            vision_family_name(model.family), model_path, classifier_num_parameters(&model), s.B,
@@ -65,6 +95,7 @@ static int check_reference(const char *model_path, const char *state_path, doubl
     if (forward_only) {
         classifier_free(&model);
         vision_debug_state_free(&s);
+        free(drop_scales);
         printf("%s\n", ok ? "OK" : "FAILED");
         return ok;
     }
@@ -90,7 +121,169 @@ static int check_reference(const char *model_path, const char *state_path, doubl
     }
     classifier_free(&model);
     vision_debug_state_free(&s);
+    free(drop_scales);
     printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+// --drop-path-rule RATE BLOCKS: drop_path_draw's masks over B = 20000 images
+// from SEED, one line per block: its drop fraction and the kept scale
+// (test/suites/drop_path.sh compares them with torch.linspace(0, RATE, BLOCKS)).
+static int print_drop_path_rule(float rate, int blocks, unsigned long long seed) {
+    const int B = 20000;
+    float *scales = malloc_check((size_t)B * blocks * DROP_PATH_BRANCHES * sizeof(float), "scales");
+    Rng rng;
+    rng_seed(&rng, seed);
+    drop_path_draw(scales, B, blocks, rate, &rng);
+    for (int i = 0; i < blocks; i++) {
+        long dropped = 0;
+        float kept_scale = 0.0f;
+        for (int b = 0; b < B; b++) {
+            for (int j = 0; j < DROP_PATH_BRANCHES; j++) {
+                float s = scales[((size_t)b * blocks + i) * DROP_PATH_BRANCHES + j];
+                dropped += s == 0.0f;
+                kept_scale = s != 0.0f ? s : kept_scale;
+            }
+        }
+        printf("block %d dropped %.6f of %d scale %.9g\n", i,
+               (double)dropped / ((double)B * DROP_PATH_BRANCHES), B * DROP_PATH_BRANCHES,
+               kept_scale);
+    }
+    free(scales);
+    return 1;
+}
+
+// max|a - b| over n values; NaN when any difference is NaN.
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (!(d <= worst)) {
+            worst = d; // also takes a NaN, which then stays
+        }
+        if (isnan(worst)) {
+            return worst;
+        }
+    }
+    return worst;
+}
+
+// One AdamW step from MODEL on STATE's batch against the reference's model
+// after the same step with timm's two parameter groups (AFTER), and, as the
+// negative control, after the step with decay on every tensor (CONTROL).
+// Tolerance: the states are written with eps 1e-3, where the step
+// lr * g / (|g| + eps) moves by at most lr / eps times the gradient's error
+// (<= 1e-5 of max|g| ~ 0.1 by the reference check), so lr 1e-2 gives
+// <= 1e-8 plus the fp32 rounding of parameters ~0.2 (1.5e-8): tol 1e-6. The
+// control must differ by > 10 * tol wherever the two groupings differ (decay
+// lr * wd * |p| ~ 1e-4 .. 5e-3 at wd 0.5).
+static int check_one_step(const char *model_path, const char *state_path, const char *after_path,
+                          const char *control_path) {
+    const double tol = 1e-6, control_margin = 10.0;
+    Classifier model, after, control;
+    classifier_load(&model, model_path, -1);
+    classifier_load(&after, after_path, (int)model.family);
+    classifier_load(&control, control_path, (int)model.family);
+    size_t np = classifier_num_parameters(&model);
+    if (classifier_num_parameters(&after) != np || classifier_num_parameters(&control) != np) {
+        fatal("%s, %s: not the parameter count of %s", after_path, control_path, model_path);
+    }
+    VisionDebugState s;
+    state_load(&s, state_path, &model);
+    printf("test_vit --one-step: %s %s, lr %g, wd %g, eps %g: one AdamW step vs torch's with "
+           "timm's groups (tol %.0e) and vs decay on every tensor (must differ by > %.0e)\n",
+           vision_family_name(model.family), model_path, s.adamw.learning_rate,
+           s.adamw.weight_decay, s.adamw.eps, tol, control_margin * tol);
+    classifier_forward(&model, s.images, s.labels, s.smoothing, s.B);
+    classifier_zero_grad(&model);
+    classifier_backward(&model, 1.0f / (float)s.B);
+    classifier_update(&model, &s.adamw, s.grad_clip);
+    const float *ours = classifier_params(&model), *ref = classifier_params(&after);
+    const float *ctl = classifier_params(&control);
+    int ok = 1, controls = 0;
+    double worst = 0.0, closest_control = INFINITY;
+    size_t offset = 0;
+    for (int i = 0; i < classifier_num_tensors(&model); i++) {
+        size_t n = classifier_tensor_size(&model, i);
+        double d = max_abs_diff(ours + offset, ref + offset, n);
+        if (!(d <= tol)) {
+            ok = check_error(classifier_tensor_name(&model, i), d, tol) && ok;
+        }
+        worst = d > worst || isnan(d) ? d : worst;
+        if (max_abs_diff(ref + offset, ctl + offset, n) > 0.0) { // a tensor the rule spares
+            double c = max_abs_diff(ours + offset, ctl + offset, n);
+            controls++;
+            if (!(c > control_margin * tol)) {
+                printf("  %s: the control (decayed) is within %.3e of ours\n",
+                       classifier_tensor_name(&model, i), c);
+                ok = 0;
+            }
+            closest_control = c < closest_control ? c : closest_control;
+        }
+        offset += n;
+    }
+    ok = check_error("params", worst, tol) && ok;
+    printf("  control: %d spared tensors, the closest differs by %.3e (%.0fx tol)\n", controls,
+           closest_control, closest_control / tol);
+    ok = ok && controls > 0;
+    classifier_free(&model);
+    classifier_free(&after);
+    classifier_free(&control);
+    vision_debug_state_free(&s);
+    printf("%s\n", ok ? "OK" : "FAILED");
+    return ok;
+}
+
+// --topk FILE: cases of (int32 N, K; N*K fp32 logits; N int32 labels; int32
+// torch's top-1 and top-5 hit counts), written by test/suites/topk_accuracy.sh
+// from torch.topk, until the end of the file. Counts are integers: equal
+// exactly. Negative control: where K > 6 the top-4 and top-6 counts differ
+// from torch's top-5 (the data tells k apart). Then a row whose label's logit
+// is NaN is never a hit.
+static int check_topk(const char *path) {
+    FILE *f = fopen_check(path, "rb");
+    int ok = 1, cases = 0;
+    int32_t shape[2];
+    while (fread(shape, sizeof(int32_t), 2, f) == 2) {
+        const int N = shape[0], K = shape[1];
+        if (N < 1 || K < 1 || N > (1 << 20) || K > (1 << 20) / N) {
+            fatal("%s: case %d: N %d, K %d out of range", path, cases, N, K);
+        }
+        float *logits = malloc_check((size_t)N * K * sizeof(float), "logits");
+        int32_t *labels = malloc_check((size_t)N * sizeof(int32_t), "labels"), torch_hits[2];
+        fread_check(logits, sizeof(float), (size_t)N * K, f, path, "logits");
+        fread_check(labels, sizeof(int32_t), (size_t)N, f, path, "labels");
+        fread_check(torch_hits, sizeof(int32_t), 2, f, path, "torch's counts");
+        int *y = malloc_check((size_t)N * sizeof(int), "labels");
+        for (int n = 0; n < N; n++) {
+            if (labels[n] < 0 || labels[n] >= K) {
+                fatal("%s: case %d: label %d not in [0, %d)", path, cases, labels[n], K);
+            }
+            y[n] = labels[n];
+        }
+        int top1 = classifier_topk_count(logits, y, N, K, 1);
+        int top5 = classifier_topk_count(logits, y, N, K, 5);
+        int top4 = classifier_topk_count(logits, y, N, K, 4);
+        int top6 = classifier_topk_count(logits, y, N, K, 6);
+        int same = top1 == torch_hits[0] && top5 == torch_hits[1];
+        int control = K <= 6 || (top4 != torch_hits[1] && top6 != torch_hits[1]);
+        printf("  N %4d K %3d: top-1 %4d (torch %4d), top-5 %4d (torch %4d); control top-4 %d, "
+               "top-6 %d  %s\n", N, K, top1, torch_hits[0], top5, torch_hits[1], top4, top6,
+               same && control ? "ok" : "FAIL");
+        ok &= same && control;
+        cases++;
+        free(logits);
+        free(labels);
+        free(y);
+    }
+    fclose(f);
+    float nan_row[3] = {NAN, 0.0f, 1.0f};
+    int label0 = 0;
+    int nan_hits = classifier_topk_count(nan_row, &label0, 1, 3, 3);
+    printf("  a NaN logit at the label: %d hits of 1 (top-3 of 3)  %s\n", nan_hits,
+           nan_hits == 0 ? "ok" : "FAIL");
+    ok &= nan_hits == 0 && cases > 0;
+    printf("%s (%d cases)\n", ok ? "OK" : "FAILED", cases);
     return ok;
 }
 
@@ -179,7 +372,8 @@ static int check_foldable_sets(const Classifier *model) {
     return check_error("fold-set", ok ? 0.0 : 1.0, 0.5);
 }
 
-static int check_equivalence(const char *model_path, unsigned long long seed, int steps) {
+static int check_equivalence(const char *model_path, unsigned long long seed, int steps,
+                             float drop_rate) {
     Classifier models[3]; // ln, cbwc, rms from the same file
     NormMode modes[3] = {MODE_LN, MODE_CBWC, MODE_RMS};
     for (int i = 0; i < 3; i++) {
@@ -195,13 +389,26 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
     rng_seed(&rng, seed);
     AdamWConfig adamw = {.learning_rate = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = 0.05f};
-    printf("test_vit --equivalence: %s, seed %llu, %d steps, B=%d\n", model_path, seed, steps, B);
-    int ok = 1;
+    // drop-path: fresh masks each step from rng, the same for the three models
+    const size_t num_scales = (size_t)B * classifier_num_blocks(&models[0]) * DROP_PATH_BRANCHES;
+    float *drop_scales = drop_rate > 0.0f ? malloc_check(num_scales * sizeof(float), "scales") : NULL;
+    for (int i = 0; i < 3; i++) {
+        classifier_set_drop_path(&models[i], drop_scales);
+    }
+    printf("test_vit --equivalence: %s, seed %llu, %d steps, B=%d, drop-path %g\n", model_path,
+           seed, steps, B, drop_rate);
+    int ok = 1, dropped = 0;
     double worst_loss = 0.0, rms_logit_diff = 0.0, rms_loss_diff = 0.0;
     for (int step = 0; step < steps; step++) {
         rng_normal_fill(&rng, images, n_img, 0.0f, 1.0f);
         for (int b = 0; b < B; b++) {
             labels[b] = (int)(rng_u32(&rng) % (uint32_t)K);
+        }
+        if (drop_scales != NULL) {
+            drop_path_draw(drop_scales, B, classifier_num_blocks(&models[0]), drop_rate, &rng);
+            for (size_t j = 0; j < num_scales; j++) {
+                dropped += drop_scales[j] == 0.0f;
+            }
         }
         for (int i = 0; i < 3; i++) {
             classifier_forward(&models[i], images, labels, 0.1f, B);
@@ -252,6 +459,11 @@ static int check_equivalence(const char *model_path, unsigned long long seed, in
             classifier_update(&models[i], &adamw, 1.0f);
         }
     }
+    if (drop_scales != NULL) {
+        printf("  drop-path: %d of %zu branches dropped\n", dropped, (size_t)steps * num_scales);
+        ok &= dropped > 0;
+    }
+    free(drop_scales);
     printf("  ln vs cbwc: largest loss difference over %d steps %.3e\n", steps, worst_loss);
     ok &= check_error("loss diff", worst_loss, 1e-4);
     printf("  rms vs ln logits at step 0: %.3e, largest loss difference %.3e (must differ)\n",
@@ -327,17 +539,34 @@ static int check_paper_vs_ln(const char *model_path, unsigned long long seed) {
 
 int main(int argc, char **argv) {
     double rel_tol = 1e-5, loss_tol = 1e-5;
-    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0;
+    const char *drop_path = NULL;
+    double drop_rate = 0.0;
+    int drop_rule = 0;
+    int count_only = 0, equivalence = 0, forward_only = 0, paper_vs_ln = 0, one_step = 0, topk = 0;
     CliFlag flags[] = {
         {"-rt", CLI_DOUBLE, &rel_tol, 0, 1,
          "relative tolerance for logits and gradients (default 1e-5)", NULL, CLI_OPEN_LO, 0},
         {"-lt", CLI_DOUBLE, &loss_tol, 0, 1, "tolerance for the losses (default 1e-5)", NULL,
          CLI_OPEN_LO, 0},
+        {"-dp", CLI_STRING, &drop_path, 0, 0,
+         "the drop-path scales (B, blocks, 2) the reference applied (its --drop-path-scales)",
+         "file", 0, 0},
+        {"--drop-path-rate", CLI_DOUBLE, &drop_rate, 0, 0.99,
+         "--equivalence with drop-path at this rate (linear over depth), masks drawn per step",
+         NULL, 0, 0},
+        {"--drop-path-rule", CLI_SWITCH, &drop_rule, 0, 0,
+         "RATE BLOCKS SEED: print drop_path_draw's drop fraction and scale per block", NULL, 0, 0},
         {"--equivalence", CLI_SWITCH, &equivalence, 0, 0,
          "MODEL.bin SEED STEPS: ln and cbwc+rms from the same weights stay equal", NULL, 0, 0},
         {"--paper-vs-ln", CLI_SWITCH, &paper_vs_ln, 0, 0,
          "SWIN.bin SEED: from its weights cbwc == ln (also with -K 1), the paper variant != ln",
          NULL, 0, 0},
+        {"--one-step", CLI_SWITCH, &one_step, 0, 0,
+         "MODEL.bin STATE.bin AFTER.bin CONTROL.bin: one AdamW step vs the reference's with "
+         "timm's parameter groups (AFTER) and not with decay on every tensor (CONTROL)",
+         NULL, 0, 0},
+        {"--topk", CLI_SWITCH, &topk, 0, 0,
+         "FILE: top-1 and top-5 hit counts equal torch.topk's on the logits in FILE", NULL, 0, 0},
         {"--count", CLI_SWITCH, &count_only, 0, 0, "MODEL.bin: print the parameter count", NULL,
          0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
@@ -345,11 +574,13 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "test_vit",
                     .synopsis = "[options] MODEL.bin STATE.bin | --equivalence MODEL.bin SEED STEPS"
-                                " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin",
+                                " | --paper-vs-ln SWIN.bin SEED | --count MODEL.bin"
+                                " | --one-step MODEL.bin STATE.bin AFTER.bin CONTROL.bin"
+                                " | --topk LOGITS.bin",
                     .about = "Checks a ViT / Swin against a debug state of dev/reference/vit.py or swin.py.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags),
-                    .min_positional = 1, .max_positional = 3};
-    const char *args[3];
+                    .min_positional = 1, .max_positional = 4};
+    const char *args[4];
     int n = cli_parse(&spec, argc, argv, args);
     if (count_only) {
         if (n != 1) cli_error(&spec, "--count takes one model file");
@@ -366,13 +597,30 @@ int main(int argc, char **argv) {
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         return check_paper_vs_ln(args[0], seed) ? 0 : 1;
     }
+    if (drop_rule) {
+        if (n != 3) cli_error(&spec, "--drop-path-rule takes RATE BLOCKS SEED");
+        float rate = (float)atof(args[0]);
+        if (!(rate >= 0.0f && rate < 1.0f)) cli_error(&spec, "RATE must be in [0, 1)");
+        int blocks = (int)cli_positional_int(&spec, "BLOCKS", args[1], 1, 1000);
+        unsigned long long seed =
+            (unsigned long long)cli_positional_int(&spec, "SEED", args[2], 0, LONG_MAX);
+        return print_drop_path_rule(rate, blocks, seed) ? 0 : 1;
+    }
+    if (topk) {
+        if (n != 1) cli_error(&spec, "--topk takes one file");
+        return check_topk(args[0]) ? 0 : 1;
+    }
+    if (one_step) {
+        if (n != 4) cli_error(&spec, "--one-step takes MODEL.bin STATE.bin AFTER.bin CONTROL.bin");
+        return check_one_step(args[0], args[1], args[2], args[3]) ? 0 : 1;
+    }
     if (equivalence) {
         if (n != 3) cli_error(&spec, "--equivalence takes MODEL.bin SEED STEPS");
         unsigned long long seed =
             (unsigned long long)cli_positional_int(&spec, "SEED", args[1], 0, LONG_MAX);
         int steps = (int)cli_positional_int(&spec, "STEPS", args[2], 1, 1000000);
-        return check_equivalence(args[0], seed, steps) ? 0 : 1;
+        return check_equivalence(args[0], seed, steps, (float)drop_rate) ? 0 : 1;
     }
     if (n != 2) cli_error(&spec, "expected MODEL.bin STATE.bin");
-    return check_reference(args[0], args[1], rel_tol, loss_tol, forward_only) ? 0 : 1;
+    return check_reference(args[0], args[1], rel_tol, loss_tol, forward_only, drop_path) ? 0 : 1;
 }

@@ -40,6 +40,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import drop_path  # noqa: E402
+import param_groups  # noqa: E402
 import vision_files as vf  # noqa: E402
 
 EPS = 1e-5
@@ -143,7 +145,8 @@ def zero_mean_stream(cfg, stage):
     return cfg["centre_ops"] == 1 or (stage == cfg["num_stages"] - 1 and stage >= 1)
 
 
-def swin_forward(P, arch, mode, images, labels, smoothing):
+def swin_forward(P, arch, mode, images, labels, smoothing, drop=None):
+    """drop: None or the drop-path scales (B, blocks, 2) of the branches."""
     cfg = arch.cfg
     c = mode == "cbwc"
     paper = c and cfg.get("paper_variant", 0) == 1  # every norm RMS, every stream writer centred
@@ -160,7 +163,7 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
         x = x - x.mean(-1, keepdim=True)
     B = x.shape[0]
     stage = 0
-    for blk in arch.blocks:
+    for i, blk in enumerate(arch.blocks):
         s = blk["stage"]
         if s != stage:                                       # patch merging into stage s
             stage = s
@@ -198,13 +201,13 @@ def swin_forward(P, arch, mode, images, labels, smoothing):
         w, b = P[pre + "projw"], P[pre + "projb"]
         if cen:
             w, b = centred_out(w, b)
-        x = x + F.linear(y, w, b)
+        x = x + (1 if drop is None else drop[:, i, 0, None, None, None]) * F.linear(y, w, b)
         h = norm(kind(zm), x, P[pre + "ln2w"], P[pre + "ln2b"])
         h = F.gelu(F.linear(h, P[pre + "fcw"], P[pre + "fcb"]), approximate="tanh")
         w, b = P[pre + "fc2w"], P[pre + "fc2b"]
         if cen:
             w, b = centred_out(w, b)
-        x = x + F.linear(h, w, b)
+        x = x + (1 if drop is None else drop[:, i, 1, None, None, None]) * F.linear(h, w, b)
     x = norm(kind(zero_mean_stream(cfg, cfg["num_stages"] - 1)), x, P["lnfw"], P["lnfb"])
     pooled = x.reshape(B, -1, x.shape[-1]).mean(1)
     logits = F.linear(pooled, P["headw"], P["headb"])
@@ -257,6 +260,12 @@ def main(argv=None):
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--smoothing", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--drop-path", type=float, default=0.0,
+                   help="stochastic depth rate (linear over depth), the masks drawn once")
+    p.add_argument("--drop-path-scales", help="write the drop-path scales (B, blocks, 2) here")
+    p.add_argument("--after-step", help="write the model after one AdamW step (timm's groups) here")
+    p.add_argument("--after-step-all-decayed",
+                   help="write the model after one AdamW step with decay on every tensor here")
     a = p.parse_args(argv)
     if a.load is None and a.mode is None:
         p.error("--mode is required unless --load is given")
@@ -298,35 +307,44 @@ def main(argv=None):
         P = init_params(arch, gen)
     names = [n for n, _, _ in arch.tensors]
     params = [P[n] for n in names]
+    fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
+                                  "num_classes", "mlp_ratio", "window", "centre_ops",
+                                  "paper_variant")}
+    fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
+                  depths=cfg["depths"], heads=cfg["heads"])
     if a.model:
-        fields = {k: cfg[k] for k in ("image_size", "image_channels", "patch_size",
-                                      "num_classes", "mlp_ratio", "window", "centre_ops",
-                                      "paper_variant")}
-        fields.update(channels=cfg["embed_dim"], num_layers=cfg["num_stages"],
-                      depths=cfg["depths"], heads=cfg["heads"])
         vf.write_model(a.model, "swin", mode, fields, [q.detach().numpy() for q in params])
     decayed = {n for n, _, d in arch.tensors if d}
     opt = torch.optim.AdamW(
         [{"params": [P[n] for n in names if n in decayed], "weight_decay": a.wd},
          {"params": [P[n] for n in names if n not in decayed], "weight_decay": 0.0}],
         lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
-    logits, loss = swin_forward(P, arch, mode, images, labels, a.smoothing)
+    nb = len(arch.blocks)
+    drop = drop_path.draw(a.B, nb, a.drop_path, gen) if a.drop_path > 0 else None
+    if a.drop_path_scales:
+        drop_path.write(a.drop_path_scales, drop if drop is not None else torch.ones(a.B, nb, 2))
+    logits, loss = swin_forward(P, arch, mode, images, labels, a.smoothing, drop)
     loss.backward()
     logits0, loss0 = logits.detach().numpy().copy(), loss.item()
     grads0 = [q.grad.detach().numpy().copy() for q in params]
+    hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
+              smoothing=a.smoothing)
+    for path, decay_all in ((a.after_step, False), (a.after_step_all_decayed, True)):
+        if path:
+            start = [q.detach().numpy() for q in params]
+            vf.write_model(path, "swin", mode, fields, param_groups.one_step(
+                start, grads0, [n in decayed for n in names], hp, decay_all))
     losses = [loss0]
     for _ in range(a.steps):
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(params, a.clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        _, loss = swin_forward(P, arch, mode, images, labels, a.smoothing)
+        _, loss = swin_forward(P, arch, mode, images, labels, a.smoothing, drop)
         loss.backward()
         losses.append(loss.item())
     losses = losses[:a.steps]
     if a.state:
-        hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
-                  smoothing=a.smoothing)
         vf.write_state(a.state, "swin", images.numpy(), labels.numpy(), logits0, loss0,
                        grads0, losses, hp)
     print(f"swin.py: mode {mode}, {sum(q.numel() for q in params)} parameters, "

@@ -34,6 +34,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import drop_path  # noqa: E402
+import param_groups  # noqa: E402
 import vision_files as vf  # noqa: E402
 
 EPS = 1e-5
@@ -80,7 +82,8 @@ def attention(x, wqkv, bqkv, NH):
     return (att @ v).transpose(1, 2).reshape(B, T, C)
 
 
-def vit_forward(P, cfg, mode, images, labels, smoothing):
+def vit_forward(P, cfg, mode, images, labels, smoothing, drop=None):
+    """drop: None or the drop-path scales (B, num_layers, 2) of the branches."""
     c = mode == "cbwc"
     pw, pb = centred_out(P["patchw"], P["patchb"]) if c else (P["patchw"], P["patchb"])
     x = F.conv2d(images, pw, pb, stride=cfg["patch_size"])       # (B, C, g, g)
@@ -93,12 +96,12 @@ def vit_forward(P, cfg, mode, images, labels, smoothing):
         h = attention(h, P["qkvw"][l], P["qkvb"][l], cfg["num_heads"])
         w, b = (centred_out(P["attprojw"][l], P["attprojb"][l]) if c
                 else (P["attprojw"][l], P["attprojb"][l]))
-        x = x + F.linear(h, w, b)
+        x = x + (1 if drop is None else drop[:, l, 0, None, None]) * F.linear(h, w, b)
         h = norm(mode, x, P["ln2w"][l], P["ln2b"][l])
         h = gelu_tanh(F.linear(h, P["fcw"][l], P["fcb"][l]))
         w, b = (centred_out(P["fcprojw"][l], P["fcprojb"][l]) if c
                 else (P["fcprojw"][l], P["fcprojb"][l]))
-        x = x + F.linear(h, w, b)
+        x = x + (1 if drop is None else drop[:, l, 1, None, None]) * F.linear(h, w, b)
     x = norm(mode, x, P["lnfw"], P["lnfb"])
     logits = F.linear(x[:, 0], P["headw"], P["headb"])
     loss = F.cross_entropy(logits, labels, label_smoothing=smoothing)
@@ -144,6 +147,12 @@ def parse_args(argv):
     p.add_argument("--clip", type=float, default=1.0)
     p.add_argument("--smoothing", type=float, default=0.1)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--drop-path", type=float, default=0.0,
+                   help="stochastic depth rate (linear over depth), the masks drawn once")
+    p.add_argument("--drop-path-scales", help="write the drop-path scales (B, blocks, 2) here")
+    p.add_argument("--after-step", help="write the model after one AdamW step (timm's groups) here")
+    p.add_argument("--after-step-all-decayed",
+                   help="write the model after one AdamW step with decay on every tensor here")
     a = p.parse_args(argv)
     if a.load is None and a.mode is None:
         p.error("--mode is required unless --load is given")
@@ -183,23 +192,32 @@ def main(argv=None):
         [{"params": [P[n] for n in NAMES if n in DECAYED], "weight_decay": a.wd},
          {"params": [P[n] for n in NAMES if n not in DECAYED], "weight_decay": 0.0}],
         lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
-    logits, loss = vit_forward(P, cfg, mode, images, labels, a.smoothing)
+    drop = drop_path.draw(a.B, cfg["num_layers"], a.drop_path, gen) if a.drop_path > 0 else None
+    if a.drop_path_scales:
+        ones = torch.ones(a.B, cfg["num_layers"], 2)
+        drop_path.write(a.drop_path_scales, drop if drop is not None else ones)
+    logits, loss = vit_forward(P, cfg, mode, images, labels, a.smoothing, drop)
     loss.backward()
     logits0, loss0 = logits.detach().numpy().copy(), loss.item()
     grads0 = [q.grad.detach().numpy().copy() for q in params]
+    hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
+              smoothing=a.smoothing)
+    for path, decay_all in ((a.after_step, False), (a.after_step_all_decayed, True)):
+        if path:
+            start = [q.detach().numpy() for q in params]
+            vf.write_model(path, "vit", mode, cfg, param_groups.one_step(
+                start, grads0, [n in DECAYED for n in NAMES], hp, decay_all))
     losses = [loss0]
     for _ in range(a.steps):
         if a.clip > 0:
             torch.nn.utils.clip_grad_norm_(params, a.clip)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        _, loss = vit_forward(P, cfg, mode, images, labels, a.smoothing)
+        _, loss = vit_forward(P, cfg, mode, images, labels, a.smoothing, drop)
         loss.backward()
         losses.append(loss.item())
     losses = losses[:a.steps]
     if a.state:
-        hp = dict(lr=a.lr, beta1=a.beta1, beta2=a.beta2, eps=a.eps, wd=a.wd, clip=a.clip,
-                  smoothing=a.smoothing)
         vf.write_state(a.state, "vit", images.numpy(), labels.numpy(), logits0, loss0,
                        grads0, losses, hp)
     print(f"vit.py: mode {mode}, {sum(q.numel() for q in params)} parameters, "

@@ -29,6 +29,15 @@ static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *hos
         swincuda_init(&m->swin, &host->swin, max_B, attention);
 }
 
+// drop-path scales (B, blocks, 2) for the following forwards and backwards
+// (vitcuda_set_drop_path, swincuda_set_drop_path), or NULL
+static inline void classifier_cuda_set_drop_path(ClassifierCuda *m, const float *scales, int B) {
+    if (m->family == FAMILY_VIT)
+        vitcuda_set_drop_path(&m->vit, scales, B);
+    else
+        swincuda_set_drop_path(&m->swin, scales, B);
+}
+
 // waits for the logits and the mean loss (classifier_cuda_logits, _mean_loss)
 static inline void classifier_cuda_forward(ClassifierCuda *m, const float *images,
                                            const int *labels, float smoothing, int B) {

@@ -22,6 +22,7 @@
 
 extern "C" {
 #include "kernels/adamw.h"
+#include "kernels/drop_path.h"
 #include "vision/swin.h"
 #include "core/utils.h"
 #include "vision/vision_layout.h"
@@ -32,6 +33,7 @@ extern "C" {
 #include "classifier_loss.cuh"
 #include "cuda_common.cuh"
 #include "cuda_params.cuh"
+#include "drop_path.cuh"
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
@@ -98,6 +100,10 @@ typedef struct {
     StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
+    // drop-path: the (max_B, num_blocks, 2) scales of the next forwards and
+    // backwards (swincuda_set_drop_path), applied while drop_active
+    float *drop_scales;
+    int drop_active;
 } SwinCuda;
 
 // out = a + b (n elements), summed in fp32
@@ -319,6 +325,7 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     m->dln = cuda_alloc<floatX>(nc);
     m->datty = cuda_alloc<floatX>(nc);
     m->branch = cuda_alloc<floatX>(nc);
+    m->drop_scales = cuda_alloc<float>(B * m->num_blocks * DROP_PATH_BRANCHES);
     m->dqkv = cuda_alloc<floatX>(3 * nc);
     m->dfch = cuda_alloc<floatX>(nh);
     m->dfch_gelu = cuda_alloc<floatX>(nh);
@@ -411,7 +418,30 @@ static inline const floatX *swincuda_weights(const SwinCuda *m, size_t offset, i
     return (norm_policy(m->mode)->cbwc && centred ? m->centred_memory : m->params_x_memory) + offset;
 }
 
-static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const floatX *x, int B) {
+// with drop-path on: branch j of block b (B N rows of width C) times its sample's scale
+static inline void swincuda_drop_path(const SwinCuda *m, floatX *out, const floatX *in, int b,
+                                      int j, int B, int N, int C) {
+    drop_path_scale_cuda(out, in, m->drop_scales + DROP_PATH_BRANCHES * (size_t)b + j,
+                         DROP_PATH_BRANCHES * (size_t)m->num_blocks, B, (size_t)N * C,
+                         m->mm.stream);
+}
+
+// The drop-path scales (B, num_blocks, 2) of host memory (drop_path_draw's)
+// that the following forwards of B images and their backwards apply, copied in
+// stream order; NULL: none.
+static inline void swincuda_set_drop_path(SwinCuda *m, const float *scales, int B) {
+    m->drop_active = scales != NULL;
+    if (scales == NULL)
+        return;
+    if (B > m->max_B || B <= 0)
+        fatal("swincuda_set_drop_path: B=%d outside 1..%d", B, m->max_B);
+    CUDA_CHECK(cudaMemcpyAsync(m->drop_scales, scales,
+                               (size_t)B * m->num_blocks * DROP_PATH_BRANCHES * sizeof(float),
+                               cudaMemcpyHostToDevice, m->mm.stream));
+}
+
+static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const floatX *x, int B,
+                                          int b) {
     const floatX *p = m->params_x_memory;
     const MatmulContext *mm = &m->mm;
     const cudaStream_t st = mm->stream;
@@ -428,12 +458,16 @@ static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const f
         swin_window_attention_forward_cuda(k->atty, k->att, k->qkv, p + o->rpb, &ws, st);
     matmul_forward_cuda(mm, m->branch, k->atty, swincuda_weights(m, o->projw, k->foldable),
                         swincuda_weights(m, o->projb, k->foldable), BN, C, C);
+    if (m->drop_active)
+        swincuda_drop_path(m, m->branch, m->branch, b, 0, B, k->N, C);
     residual_norm_forward(layer, k->resid2, k->ln2, k->ln2_mean, k->ln2_rstd, x, m->branch,
                           p + o->ln2w, p + o->ln2b, BN, C, st);
     matmul_forward_cuda(mm, k->fch, k->ln2, p + o->fcw, p + o->fcb, BN, C, H);
     gelu_forward_cuda(k->fch_gelu, k->fch, (size_t)BN * H, st);
     matmul_forward_cuda(mm, m->branch, k->fch_gelu, swincuda_weights(m, o->fc2w, k->foldable),
                         swincuda_weights(m, o->fc2b, k->foldable), BN, H, C);
+    if (m->drop_active)
+        swincuda_drop_path(m, m->branch, m->branch, b, 1, B, k->N, C);
     swincuda_add(k->out, k->resid2, m->branch, (size_t)BN * C, st);
 }
 
@@ -485,7 +519,7 @@ static inline void swincuda_forward_queued(SwinCuda *m, const float *images, con
             x = mg->out;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
-            swincuda_block_forward(m, &m->blocks[b], x, B);
+            swincuda_block_forward(m, &m->blocks[b], x, B, b);
             x = m->blocks[b].out;
         }
     }
@@ -535,7 +569,7 @@ static inline const floatX *swincuda_dy(SwinCuda *m, const floatX *d, int centre
 
 // d holds the gradient of the block's output and leaves with its input's
 static inline void swincuda_block_backward(SwinCuda *m, SwinBlockCuda *k, const floatX *x,
-                                           floatX *d, int B) {
+                                           floatX *d, int B, int b) {
     const floatX *p = m->params_x_memory;
     float *g = m->grads_memory;
     const MatmulContext *mm = &m->mm;
@@ -543,7 +577,14 @@ static inline void swincuda_block_backward(SwinCuda *m, SwinBlockCuda *k, const 
     const int C = k->C, BN = B * k->N, H = k->hidden;
     const bool layer = swincuda_layer(m, k->foldable);
     const SwinBlockOffsets *o = &k->off;
-    const floatX *dy = swincuda_dy(m, d, k->foldable, BN, C);
+    // each branch's output gradient: d, times the sample's drop-path scale (into
+    // branch, then centred there in place in cbwc: one warp per row)
+    const floatX *dbranch = d;
+    if (m->drop_active) {
+        swincuda_drop_path(m, m->branch, d, b, 1, B, k->N, C);
+        dbranch = m->branch;
+    }
+    const floatX *dy = swincuda_dy(m, dbranch, k->foldable, BN, C);
     column_sum_accumulate(g + o->fc2b, m->reduce, dy, BN, C, st);
     matmul_backward_cuda(mm, m->dfch_gelu, g + o->fc2w, dy, k->fch_gelu, p + o->fc2w, BN, H, C);
     gelu_backward_cuda(m->dfch, k->fch, m->dfch_gelu, (size_t)BN * H, st);
@@ -551,7 +592,12 @@ static inline void swincuda_block_backward(SwinCuda *m, SwinBlockCuda *k, const 
     matmul_backward_cuda(mm, m->dln, g + o->fcw, m->dfch, k->ln2, p + o->fcw, BN, C, H);
     norm_backward(layer, d, g + o->ln2w, g + o->ln2b, m->reduce, m->dln, k->resid2, p + o->ln2w,
                   k->ln2_mean, k->ln2_rstd, BN, C, m->num_sms, st);
-    dy = swincuda_dy(m, d, k->foldable, BN, C);
+    dbranch = d;
+    if (m->drop_active) {
+        swincuda_drop_path(m, m->branch, d, b, 0, B, k->N, C);
+        dbranch = m->branch;
+    }
+    dy = swincuda_dy(m, dbranch, k->foldable, BN, C);
     column_sum_accumulate(g + o->projb, m->reduce, dy, BN, C, st);
     matmul_backward_cuda(mm, m->datty, g + o->projw, dy, k->atty, p + o->projw, BN, C, C);
     SwinWindowShape ws = swincuda_window_shape(k, B);
@@ -600,7 +646,7 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
     for (int s = c->num_stages - 1; s >= 0; s--) {
         for (int i = c->depths[s] - 1; i >= 0; i--, b--) {
             const floatX *x = i > 0 ? m->blocks[b - 1].out : s > 0 ? m->merges[s].out : stream0;
-            swincuda_block_backward(m, &m->blocks[b], x, d, B);
+            swincuda_block_backward(m, &m->blocks[b], x, d, B, b);
         }
         if (s > 0) {
             SwinMergeCuda *mg = &m->merges[s];
@@ -687,7 +733,7 @@ static inline void swincuda_free(SwinCuda *m) {
         m->pn_rstd,       m->lnf_mean,     m->lnf_rstd,  m->losses,   m->d_a,
         m->d_b,           m->dln,          m->datty,     m->branch,   m->dqkv,
         m->dfch,          m->dfch_gelu,    m->dpooled,   m->reduce,   m->sumsq,
-        m->labels};
+        m->labels,        m->drop_scales};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL)
             CUDA_CHECK(cudaFree(buffers[i]));

@@ -21,6 +21,7 @@
 
 extern "C" {
 #include "kernels/adamw.h"
+#include "kernels/drop_path.h"
 #include "core/utils.h"
 #include "vision/vit.h"
 }
@@ -31,6 +32,7 @@ extern "C" {
 #include "classifier_loss.cuh"
 #include "cuda_common.cuh"
 #include "cuda_params.cuh"
+#include "drop_path.cuh"
 #include "gelu.cuh"
 #include "matmul_cublaslt.cuh"
 #include "norm.cuh"
@@ -111,7 +113,24 @@ typedef struct {
     StepScalars *scalars, *scalars_host;
     int num_sms;
     MatmulContext mm;
+    // drop-path: the (max_B, L, 2) scales of the next forwards and backwards
+    // (vitcuda_set_drop_path), applied while drop_active
+    float *drop_scales;
+    int drop_active;
 } ViTCuda;
+
+// transformer_block.cuh's branch mask: drop-path's per-sample scales
+struct ViTDropPath {
+    const ViTCuda *m;
+    bool operator()(floatX *out, const floatX *in, int l, int branch) const {
+        if (!m->drop_active) return false;
+        const int L = m->config.num_layers, T = vit_num_tokens(&m->config);
+        drop_path_scale_cuda(out, in, m->drop_scales + DROP_PATH_BRANCHES * l + branch,
+                             DROP_PATH_BRANCHES * (size_t)L, m->B,
+                             (size_t)T * m->config.channels, m->mm.stream);
+        return true;
+    }
+};
 
 static inline void vitcuda_sync_params_x(ViTCuda *m) {
     cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
@@ -187,6 +206,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->labels = cuda_alloc<int>(B);
+    m->drop_scales = cuda_alloc<float>((size_t)B * c->num_layers * DROP_PATH_BRANCHES);
     step_scalars_alloc(&m->scalars, &m->scalars_host);
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "vitcuda logits copy");
@@ -233,7 +253,7 @@ static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const
     patch_embed_forward_cuda(mm, a.patch_out, a.patches, a.images, patchw, patchb, B, Cin, S,
                              c->patch_size, C);
     vit_tokens_forward_cuda(a.encoded, a.patch_out, p.cls, p.pos, B, T, C, centred, st);
-    transformer_blocks_forward(m, B, T, H);
+    transformer_blocks_forward(m, B, T, H, ViTDropPath{m});
     vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
     matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
     m->backward_ready = labels != NULL;
@@ -263,6 +283,18 @@ static inline void vitcuda_zero_grad(ViTCuda *m) {
     CUDA_CHECK(cudaMemsetAsync(m->grads_memory, 0, m->num_parameters * sizeof(float), m->mm.stream));
 }
 
+// The drop-path scales (B, L, 2) of host memory (drop_path_draw's) that the
+// following forwards of B images and their backwards apply, copied in stream
+// order; NULL: none.
+static inline void vitcuda_set_drop_path(ViTCuda *m, const float *scales, int B) {
+    m->drop_active = scales != NULL;
+    if (scales == NULL) return;
+    if (B > m->max_B || B <= 0) fatal("vitcuda_set_drop_path: B=%d outside 1..%d", B, m->max_B);
+    CUDA_CHECK(cudaMemcpyAsync(m->drop_scales, scales,
+                               (size_t)B * m->config.num_layers * DROP_PATH_BRANCHES * sizeof(float),
+                               cudaMemcpyHostToDevice, m->mm.stream));
+}
+
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
@@ -283,7 +315,7 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     column_sum_accumulate(g.headb, s.reduce, a.dlogits, B, K, st);
     matmul_backward_cuda(mm, s.dlnf_cls, g.headw, a.dlogits, a.lnf_cls, p.headw, B, C, K);
     vit_cls_rows_backward_cuda(s.dln, s.dlnf_cls, B, T, C, st);
-    transformer_blocks_backward(m, B, T, H, NULL, NULL);
+    transformer_blocks_backward(m, B, T, H, NULL, NULL, ViTDropPath{m});
     // tokens: cls, pos and the patch embedding all write the stream: cbwc centres d first
     const floatX *dstream = s.dresidual;
     if (centred) {
@@ -376,7 +408,7 @@ static inline void vitcuda_free(ViTCuda *m) {
         m->acts.lnf_cls, m->acts.logits, m->acts.dlogits, m->acts.losses, m->scratch.dresidual,
         m->scratch.branch, m->scratch.dln, m->scratch.datty, m->scratch.dqkv, m->scratch.dfch,
         m->scratch.dfch_gelu, m->scratch.dlnf_cls, m->scratch.dpatch,
-        m->scratch.reduce, m->scratch.sumsq, m->labels};
+        m->scratch.reduce, m->scratch.sumsq, m->labels, m->drop_scales};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }

@@ -52,15 +52,19 @@ void classifier_loss_backward(float *dlogits, const float *logits, const int *la
     }
 }
 
-int classifier_correct_count(const float *logits, const int *labels, int N, int K) {
-    int correct = 0;
+int classifier_topk_count(const float *logits, const int *labels, int N, int K, int k) {
+    int hits = 0;
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * K;
-        int best = 0;
-        for (int k = 1; k < K; k++) {
-            best = z[k] > z[best] ? k : best;
+        const int y = labels[n];
+        if (isnan(z[y])) {
+            continue; // a NaN logit is never a hit
         }
-        correct += best == labels[n];
+        int rank = 0; // the label's place in the order: larger logits, then equal ones before it
+        for (int j = 0; j < K; j++) {
+            rank += z[j] > z[y] || (z[j] == z[y] && j < y);
+        }
+        hits += rank < k;
     }
-    return correct;
+    return hits;
 }

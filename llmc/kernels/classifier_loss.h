@@ -10,7 +10,8 @@ void classifier_loss_forward(float *losses, const float *logits, const int *labe
 // dlogits[n] = scale * (softmax(z_n) - q_n) (dlogits may alias logits).
 void classifier_loss_backward(float *dlogits, const float *logits, const int *labels,
                               float smoothing, float scale, int N, int K);
-// Number of rows whose largest logit is at the label (ties: the first).
-int classifier_correct_count(const float *logits, const int *labels, int N, int K);
+// Number of rows whose label is among the k largest logits (ties: the lower
+// index first; k = 1: the top-1 hits, k >= K: every row without a NaN).
+int classifier_topk_count(const float *logits, const int *labels, int N, int K, int k);
 
 #endif

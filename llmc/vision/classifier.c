@@ -123,7 +123,16 @@ void classifier_forward(Classifier *model, const float *images, const int *label
         return;
     }
     replicas_deactivate(model->replicas);
+    model->ops->set_drop_path(model, model->drop_scales);
     model->ops->forward(model, images, labels, smoothing, B);
+}
+
+int classifier_num_blocks(const Classifier *model) {
+    return model->ops->num_blocks(model);
+}
+
+void classifier_set_drop_path(Classifier *model, const float *scales) {
+    model->drop_scales = scales;
 }
 
 const float *classifier_logits(const Classifier *model) {

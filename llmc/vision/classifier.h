@@ -33,6 +33,7 @@ typedef struct Classifier {
     Swin swin; // when family == FAMILY_SWIN
     TensorTable tensors;          // the parameter tensors in file order
     ClassifierReplicas *replicas; // NULL until a data-parallel forward
+    const float *drop_scales;     // drop-path scales (B, blocks, 2) of the next forward, or NULL
 } Classifier;
 
 // Reads the file once and builds the model it holds; when expected >= 0 a
@@ -64,6 +65,11 @@ int classifier_num_tensors(const Classifier *model);
 const char *classifier_tensor_name(const Classifier *model, int i);
 size_t classifier_tensor_size(const Classifier *model, int i);
 
+// Drop-path (kernels/drop_path.h): the residual blocks (ViT's layers, Swin's
+// blocks), and the scales (B, blocks, 2) that the following forwards (of B
+// images) and backwards apply, the caller's to keep alive; NULL: none.
+int classifier_num_blocks(const Classifier *model);
+void classifier_set_drop_path(Classifier *model, const float *scales);
 void classifier_forward(Classifier *model, const float *images, const int *labels,
                         float smoothing, int B);
 const float *classifier_logits(const Classifier *model);

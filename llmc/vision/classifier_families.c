@@ -36,6 +36,10 @@ static void vit_op_update_shard(Classifier *m, const AdamWConfig *cfg, float gra
     vit_update_shard(&m->vit, cfg, grad_scale, lo, hi);
 }
 static void vit_op_free(Classifier *m) { vit_free(&m->vit); }
+static int vit_op_num_blocks(const Classifier *m) { return m->vit.config.num_layers; }
+static void vit_op_set_drop_path(Classifier *m, const float *scales) {
+    vit_set_drop_path(&m->vit, scales);
+}
 
 static const ClassifierOps VIT_OPS = {
     .build = vit_op_build,
@@ -53,6 +57,8 @@ static const ClassifierOps VIT_OPS = {
     .update = vit_op_update,
     .update_shard = vit_op_update_shard,
     .free = vit_op_free,
+    .num_blocks = vit_op_num_blocks,
+    .set_drop_path = vit_op_set_drop_path,
 };
 
 static void swin_op_build(Classifier *m, const VisionConfig *c) {
@@ -93,6 +99,10 @@ static void swin_op_update_shard(Classifier *m, const AdamWConfig *cfg, float gr
     swin_update_shard(&m->swin, cfg, grad_scale, lo, hi);
 }
 static void swin_op_free(Classifier *m) { swin_free(&m->swin); }
+static int swin_op_num_blocks(const Classifier *m) { return m->swin.num_blocks; }
+static void swin_op_set_drop_path(Classifier *m, const float *scales) {
+    swin_set_drop_path(&m->swin, scales);
+}
 
 static const ClassifierOps SWIN_OPS = {
     .build = swin_op_build,
@@ -110,6 +120,8 @@ static const ClassifierOps SWIN_OPS = {
     .update = swin_op_update,
     .update_shard = swin_op_update_shard,
     .free = swin_op_free,
+    .num_blocks = swin_op_num_blocks,
+    .set_drop_path = swin_op_set_drop_path,
 };
 
 const ClassifierOps *classifier_family_ops(VisionFamily family) {

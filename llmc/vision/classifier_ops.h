@@ -25,6 +25,9 @@ struct ClassifierOps {
     void (*update_shard)(Classifier *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
                          size_t hi);
     void (*free)(Classifier *model);
+    // drop-path: the residual blocks, and the (B, blocks, 2) scales to apply or NULL
+    int (*num_blocks)(const Classifier *model);
+    void (*set_drop_path)(Classifier *model, const float *scales);
 };
 
 // The operations of family (ViT for any value but FAMILY_SWIN).

@@ -8,6 +8,7 @@
 
 #include "classifier_ops.h"
 #include "core/utils.h"
+#include "kernels/drop_path.h"
 
 enum { REPLICA_MIN_IMAGES = 8 }; // per thread, for a data-parallel step (classifier.h)
 
@@ -98,6 +99,10 @@ void replicas_forward(Classifier *model, int count, const float *images, const i
             int b0 = slice_begin(B, count, i), b1 = slice_begin(B, count, i + 1);
             memcpy(ops->params(c), params, n * sizeof(float));
             ops->set_mode(c, config.mode); // also marks its centred weights stale
+            // its slice of the (B, blocks, 2) drop-path scales
+            ops->set_drop_path(c, model->drop_scales == NULL ? NULL
+                                  : model->drop_scales + (size_t)b0 * ops->num_blocks(model) *
+                                                             DROP_PATH_BRANCHES);
             ops->forward(c, images + (size_t)b0 * image_floats,
                          labels == NULL ? NULL : labels + b0, smoothing, b1 - b0);
             memcpy(r->logits + (size_t)b0 * K, ops->logits(c),

@@ -9,6 +9,7 @@
 #include "kernels/attention_bidir.h"
 #include "kernels/cbwc.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -258,7 +259,36 @@ static const float *effective(const Swin *m, size_t offset, int centred_layer) {
                                                  : m->params_memory + offset;
 }
 
-static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
+// out = resid + branch, or with drop-path out = resid + s_b * branch for
+// branch j of block i (the branch computed into out first).
+static void branch_residual(const Swin *m, float *out, const float *resid, const float *inp,
+                            const float *W, const float *bias, int B, int N, int IC, int OC, int i,
+                            int j) {
+    if (m->drop_scales == NULL) {
+        matmul_forward_residual(out, resid, inp, W, bias, B * N, IC, OC);
+        return;
+    }
+    matmul_forward(out, inp, W, bias, B * N, IC, OC);
+    drop_path_residual_add(out, resid, out, m->drop_scales + DROP_PATH_BRANCHES * (size_t)i + j,
+                           DROP_PATH_BRANCHES * (size_t)m->num_blocks, B, (size_t)N * OC);
+}
+
+// The output gradient of block i's branch j: d, or with drop-path d times the
+// sample's scale (in s_branch, which linear_backward may centre in place).
+static const float *branch_grad(const Swin *m, const float *d, int B, int N, int C, int i, int j) {
+    if (m->drop_scales == NULL) {
+        return d;
+    }
+    drop_path_scale(m->s_branch, d, m->drop_scales + DROP_PATH_BRANCHES * (size_t)i + j,
+                    DROP_PATH_BRANCHES * (size_t)m->num_blocks, B, (size_t)N * C);
+    return m->s_branch;
+}
+
+void swin_set_drop_path(Swin *m, const float *scales) {
+    m->drop_scales = scales;
+}
+
+static void block_forward(Swin *m, SwinBlock *k, const float *x, int B, int i) {
     const float *p = m->params_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
@@ -269,14 +299,13 @@ static void block_forward(Swin *m, SwinBlock *k, const float *x, int B) {
     // the windows (cyclic shift + partition) are read and written in place through perm
     attention_bidir_forward(k->atty_img, k->att, k->qkv, k->bias, k->nbias, k->perm, k->nW,
                             B * k->nW, T, C, NH);
-    matmul_forward_residual(k->resid2, x, k->atty_img, effective(m, k->off->projw, k->rms_in_cbwc),
-                            effective(m, k->off->projb, k->rms_in_cbwc), BN, C, C);
+    branch_residual(m, k->resid2, x, k->atty_img, effective(m, k->off->projw, k->rms_in_cbwc),
+                    effective(m, k->off->projb, k->rms_in_cbwc), B, N, C, C, i, 0);
     norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->off->ln2w, p + k->off->ln2b, BN, C);
     matmul_forward(k->fch, k->ln2, p + k->off->fcw, p + k->off->fcb, BN, C, k->hidden);
     gelu_forward(k->fch_gelu, k->fch, (size_t)BN * k->hidden);
-    matmul_forward_residual(k->out, k->resid2, k->fch_gelu,
-                            effective(m, k->off->fc2w, k->rms_in_cbwc),
-                            effective(m, k->off->fc2b, k->rms_in_cbwc), BN, k->hidden, C);
+    branch_residual(m, k->out, k->resid2, k->fch_gelu, effective(m, k->off->fc2w, k->rms_in_cbwc),
+                    effective(m, k->off->fc2b, k->rms_in_cbwc), B, N, k->hidden, C, i, 1);
 }
 
 void swin_forward(Swin *m, const float *images, const int *labels, float smoothing, int B) {
@@ -318,7 +347,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
             x = mg->out;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
-            block_forward(m, &m->blocks[b], x, B);
+            block_forward(m, &m->blocks[b], x, B, b);
             x = m->blocks[b].out;
         }
     }
@@ -367,20 +396,20 @@ static void linear_backward(const Swin *m, int centred_layer, float *dinp, float
 }
 
 // d holds the gradient of the block's output and leaves with its input's.
-static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int B) {
+static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int B, int i) {
     const float *p = m->params_memory;
     float *g = m->grads_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N, H = k->hidden;
     const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->off->fc2w, g + k->off->fc2b, d, k->fch_gelu,
-                    p + k->off->fc2w, BN, H, C);
+    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->off->fc2w, g + k->off->fc2b,
+                    branch_grad(m, d, B, N, C, i, 1), k->fch_gelu, p + k->off->fc2w, BN, H, C);
     gelu_backward(m->s_dfch, k->fch, m->s_dfchg, (size_t)BN * H);
     matmul_backward_set_dinp(m->s_dln, g + k->off->fcw, g + k->off->fcb, m->s_dfch, k->ln2, p + k->off->fcw, BN,
                              C, H);
     norm_backward(kind, d, g + k->off->ln2w, g + k->off->ln2b, m->s_dln, k->resid2, p + k->off->ln2w, k->ln2_mean,
                   k->ln2_rstd, BN, C);
-    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->off->projw, g + k->off->projb, d, k->atty_img,
-                    p + k->off->projw, BN, C, C);
+    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->off->projw, g + k->off->projb,
+                    branch_grad(m, d, B, N, C, i, 0), k->atty_img, p + k->off->projw, BN, C, C);
     const int G = B * k->nW;
     attention_bidir_backward(m->s_dqkv, m->s_dscore_sum, m->s_datty, k->qkv, k->att, k->perm,
                              k->nW, G, T, C, NH);
@@ -424,7 +453,7 @@ void swin_backward(Swin *m, float loss_scale) {
     for (int s = c->num_stages - 1; s >= 0; s--) {
         for (int i = c->depths[s] - 1; i >= 0; i--, b--) {
             const float *x = i > 0 ? m->blocks[b - 1].out : s > 0 ? m->merges[s].out : m->stream0;
-            block_backward(m, &m->blocks[b], x, d, B);
+            block_backward(m, &m->blocks[b], x, d, B, b);
         }
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];

@@ -83,6 +83,9 @@ typedef struct {
     float *s_dscore_sum; // (NH, T, T) of the largest block: score gradients summed over windows
     int *labels;
     float smoothing, mean_loss;
+    // drop-path (kernels/drop_path.h): (B, num_blocks, 2) branch scales of the
+    // next forward and its backward, the caller's; NULL: none (inference)
+    const float *drop_scales;
 } Swin;
 
 // Allocates the parameters (uninitialised) and zero gradients of a checked
@@ -91,6 +94,9 @@ void swin_build(Swin *model, const SwinConfig *config, NormMode mode);
 void swin_init_random(Swin *model, const SwinConfig *config, NormMode mode, unsigned long long seed);
 void swin_forward(Swin *model, const float *images, const int *labels, float smoothing, int B);
 void swin_zero_grad(Swin *model);
+// The drop-path scales (B, num_blocks, 2) the following forwards and backwards
+// apply (the caller keeps them alive), or NULL: every branch kept.
+void swin_set_drop_path(Swin *model, const float *scales);
 void swin_backward(Swin *model, float loss_scale);
 double swin_grad_norm(const Swin *model);
 void swin_update(Swin *model, const AdamWConfig *cfg, float grad_clip);

@@ -31,19 +31,20 @@ static void synchronize(const VisionTrainHooks *h) {
 
 static void test_after_epoch(const VisionTrainHooks *h, const VisionLoopConfig *cfg,
                              Logger *logger, int epoch, int step, VisionLoopResult *r) {
-    h->evaluate(h->ctx, &r->test_loss, &r->test_accuracy);
+    h->evaluate(h->ctx, &r->test_loss, &r->test_accuracy, &r->test_top5);
     if (cfg->lead) {
-        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f\n", epoch + 1, step,
-               r->test_loss, r->test_accuracy);
+        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f | top-5 %.4f\n",
+               epoch + 1, step, r->test_loss, r->test_accuracy, r->test_top5);
     }
     logger_log_val(logger, step, r->test_loss);
     logger_log_metric(logger, step, "tea", r->test_accuracy);
+    logger_log_metric(logger, step, "te5", r->test_top5);
 }
 
 VisionLoopResult vision_train_loop(const VisionTrainHooks *h, const VisionLoopConfig *cfg,
                                    const VisionProgress *start, int *order, int count, Rng *rng,
                                    Logger *logger) {
-    VisionLoopResult r = {.test_loss = NAN, .test_accuracy = NAN};
+    VisionLoopResult r = {.test_loss = NAN, .test_accuracy = NAN, .test_top5 = NAN};
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = cfg->weight_decay};
     const int first_step = start->step;
@@ -124,7 +125,7 @@ VisionLoopResult vision_train_loop(const VisionTrainHooks *h, const VisionLoopCo
         r.stopped_by = h->max_over_ranks(h->ctx, stop_signal_received());
     }
     if (!evaluated && r.stopped_by == 0) { // resumed at the end
-        h->evaluate(h->ctx, &r.test_loss, &r.test_accuracy);
+        h->evaluate(h->ctx, &r.test_loss, &r.test_accuracy, &r.test_top5);
     }
     if (r.stopped_by != 0) {
         if (cfg->lead) {

@@ -30,8 +30,8 @@ typedef struct {
     // the step's one wait); update must then have skipped the step itself when
     // the loss or the norm was not finite, and the loop stops after it.
     float (*step_loss)(void *ctx);
-    // The test loss (no smoothing) and top-1 accuracy, the same on every rank.
-    void (*evaluate)(void *ctx, float *loss, float *accuracy);
+    // The test loss (no smoothing), top-1 and top-5 accuracy, the same on every rank.
+    void (*evaluate)(void *ctx, float *loss, float *top1, float *top5);
     // A checkpoint after `step` whose next batch is (epoch, next_batch); every
     // rank calls it, rank 0 writes.
     void (*checkpoint)(void *ctx, int step, int epoch, int next_batch);
@@ -55,7 +55,7 @@ typedef struct {
 } VisionLoopConfig;
 
 typedef struct {
-    float test_loss, test_accuracy; // the last test's
+    float test_loss, test_accuracy, test_top5; // the last test's (accuracy: top-1)
     int step;                       // the steps done when the loop ended
     int stopped_by;                 // the stop signal (128 + it is the exit status), or 0
     double images_per_s;            // over the timed steps (all but a run's first)

@@ -8,6 +8,7 @@
 #include "kernels/attention_bidir.h"
 #include "kernels/cbwc.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/drop_path.h"
 #include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
@@ -171,14 +172,31 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
                        C, 3 * C);
         attention_bidir_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T,
                                 a.qkv + 3 * lbtc, NULL, 0, NULL, 0, B, T, C, NH);
-        matmul_forward_residual(a.residual2 + lbtc, residual, a.atty + lbtc, e.attprojw + lc * C,
-                                e.attprojb + lc, BT, C, C);
+        const float *drop = model->drop_scales; // (B, L, 2): branch j of layer l at [b][l][j]
+        const size_t drop_stride = DROP_PATH_BRANCHES * (size_t)L;
+        if (drop != NULL) { // residual2 = residual + s_b * attproj(...), one s per sample
+            matmul_forward(a.residual2 + lbtc, a.atty + lbtc, e.attprojw + lc * C, e.attprojb + lc,
+                           BT, C, C);
+            drop_path_residual_add(a.residual2 + lbtc, residual, a.residual2 + lbtc,
+                                   drop + DROP_PATH_BRANCHES * l, drop_stride, B, (size_t)T * C);
+        } else {
+            matmul_forward_residual(a.residual2 + lbtc, residual, a.atty + lbtc,
+                                    e.attprojw + lc * C, e.attprojb + lc, BT, C, C);
+        }
         norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
                      p.ln2w + lc, p.ln2b + lc, BT, C);
         matmul_forward(a.fch + lbth, a.ln2 + lbtc, p.fcw + lch, p.fcb + (size_t)l * H, BT, C, H);
         gelu_forward(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H);
-        matmul_forward_residual(a.residual3 + lbtc, a.residual2 + lbtc, a.fch_gelu + lbth,
-                                e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
+        if (drop != NULL) {
+            matmul_forward(a.residual3 + lbtc, a.fch_gelu + lbth, e.fcprojw + lch, e.fcprojb + lc,
+                           BT, H, C);
+            drop_path_residual_add(a.residual3 + lbtc, a.residual2 + lbtc, a.residual3 + lbtc,
+                                   drop + DROP_PATH_BRANCHES * l + 1, drop_stride, B,
+                                   (size_t)T * C);
+        } else {
+            matmul_forward_residual(a.residual3 + lbtc, a.residual2 + lbtc, a.fch_gelu + lbth,
+                                    e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
+        }
     }
     // final norm and head on the cls token only (the other rows do not reach the loss)
     const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
@@ -217,6 +235,23 @@ static void stream_writer_backward(const ViT *model, float *dinp, float *dW, flo
     matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
+// The output gradient of layer l's branch j: dresidual, times its drop-path
+// scale per sample when drop-path is on (in scratch.dbranch).
+static const float *branch_grad(const ViT *model, const float *dresidual, int l, int j) {
+    if (model->drop_scales == NULL) {
+        return dresidual;
+    }
+    const int L = model->config.num_layers, B = model->batch_size;
+    drop_path_scale(model->scratch.dbranch, dresidual,
+                    model->drop_scales + DROP_PATH_BRANCHES * l + j, DROP_PATH_BRANCHES * (size_t)L, B,
+                    (size_t)vit_num_tokens(&model->config) * model->config.channels);
+    return model->scratch.dbranch;
+}
+
+void vit_set_drop_path(ViT *model, const float *scales) {
+    model->drop_scales = scales;
+}
+
 void vit_backward(ViT *model, float loss_scale) {
     if (!norm_policy(model->mode)->trainable) {
         fatal("vit_backward: a folded model is for inference only (train its ln or cbwc model)");
@@ -251,17 +286,19 @@ void vit_backward(ViT *model, float loss_scale) {
         size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
         const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
-        stream_writer_backward(model, s.dfch_gelu, g.fcprojw + lch, g.fcprojb + lc, s.dresidual,
-                               a.fch_gelu + lbth, p.fcprojw + lch, BT, H, C);
+        // MLP branch: residual3 = residual2 + s * fcproj(gelu(fc(norm2(residual2))))
+        stream_writer_backward(model, s.dfch_gelu, g.fcprojw + lch, g.fcprojb + lc,
+                               branch_grad(model, s.dresidual, l, 1), a.fch_gelu + lbth,
+                               p.fcprojw + lch, BT, H, C);
         gelu_backward(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H);
         matmul_backward_set_dinp(s.dln, g.fcw + lch, g.fcb + (size_t)l * H, s.dfch, a.ln2 + lbtc,
                         p.fcw + lch, BT, C, H);
         norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
                       p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
-        // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
-        stream_writer_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc, s.dresidual,
-                               a.atty + lbtc, p.attprojw + lc * C, BT, C, C);
+        // attention branch: residual2 = residual + s * attproj(attention(qkv(norm1(residual))))
+        stream_writer_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
+                               branch_grad(model, s.dresidual, l, 0), a.atty + lbtc,
+                               p.attprojw + lc * C, BT, C, C);
         attention_bidir_backward(s.dqkv, NULL, s.datty, a.qkv + 3 * lbtc,
                                  a.att + (size_t)l * B * NH * T * T, NULL, 0, B, T, C, NH);
         matmul_backward_set_dinp(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,

@@ -83,6 +83,9 @@ typedef struct {
     int *labels;     // (B) of the last forward with labels
     float smoothing; // label smoothing of the last forward
     float mean_loss; // -1 when the last forward had no labels
+    // drop-path (kernels/drop_path.h): (B, L, 2) branch scales of the next
+    // forward and its backward, the caller's; NULL: none (inference)
+    const float *drop_scales;
 } ViT;
 
 // Allocates the parameters (uninitialised) and zero gradients of a checked
@@ -94,6 +97,9 @@ void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigne
 // images (B, Cin, S, S); labels (B) may be NULL (no loss).
 void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B);
 void vit_zero_grad(ViT *model);
+// The drop-path scales (B, L, 2) the following forwards and backwards apply
+// (the caller keeps them alive), or NULL: every branch kept.
+void vit_set_drop_path(ViT *model, const float *scales);
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 void vit_backward(ViT *model, float loss_scale);
 double vit_grad_norm(const ViT *model);

@@ -86,6 +86,10 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
         {"-gc", CLI_FLOAT, &p->grad_clip, 0, 1e6,
          "gradient clipping by global norm, 0 = off (default 1.0)", NULL, 0, 0},
         {"-ls", CLI_FLOAT, &p->smoothing, 0, 1, "label smoothing (default 0.1)", NULL, 0, 0},
+        {"-dp", CLI_FLOAT, &p->drop_path, 0, 0.99,
+         "stochastic depth (timm's --drop-path): each residual branch of each image\n"
+         "dropped with this rate at the last block, linearly less before it (default 0)",
+         NULL, 0, 0},
         {"-f", CLI_INT, &p->flip, 0, 1, "random horizontal flips (default 1)", NULL, 0, 0},
         {"-pe", CLI_INT, &p->print_every, 1, MAX_COUNT,
          "progress line every this many steps (default 50)", NULL, 0, 0},

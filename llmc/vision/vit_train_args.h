@@ -36,6 +36,7 @@ typedef struct {
     float weight_decay;
     float grad_clip;
     float smoothing;
+    float drop_path; // -dp: the deepest block's stochastic-depth rate (0: off)
     int flip;
     int print_every;
     unsigned long long seed;
