@@ -77,8 +77,8 @@ for centre in 0 1; do
 done
 fmnist=/usr/share/datasets/fashion-mnist
 if [ ! -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
-    echo "SKIP train_vit -dp: no Fashion-MNIST in $fmnist (Debian's fashion-mnist)"
-    exit 0
+    echo "SKIP: train_vit -dp: no Fashion-MNIST in $fmnist (Debian's fashion-mnist)"
+    exit 77
 fi
 [ -x bin/train_vit ] || make -s train_vit
 echo "== train_vit -dp 0.3 (Swin, cbwc): a resume from step 4 gives step 8's model and state bit for bit"
@@ -101,8 +101,8 @@ echo "  control: -dp 0 gives another model"
 # transformer_block.cuh's branch mask), emulated: a logic check, not a device run
 emu=build/emu/train_vitfp32cu
 if [ ! -x $emu ]; then
-    echo "SKIP train_vitfp32cu -dp: $emu not built (make emu)"
-    exit 0
+    echo "SKIP: train_vitfp32cu -dp: $emu not built (make emu)"
+    exit 77
 fi
 echo "== $emu -dp 0.3 (emulated, ViT cbwc): the CPU trainer's curve (1e-5 relative, as cuda_vit_emu); -dp 0 differs"
 gpu=(-e vit -C 16 -L 3 -H 2 -b 16 -x 6 -nt 96 -ne 32 -u 1 -pe 1 -N cbwc -sd $((seed % 1000 + 1)))

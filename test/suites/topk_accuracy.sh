@@ -41,8 +41,8 @@ bin/test_vit --topk "$work/topk.bin"
 if [ "${FOLDNORM_TEST_TIER:-full}" = check ]; then echo "topk_accuracy: the fast tier's checks passed"; exit 0; fi
 fmnist=/usr/share/datasets/fashion-mnist
 if [ ! -f "$fmnist/t10k-labels-idx1-ubyte.gz" ]; then
-    echo "SKIP train_vit's test pass: no Fashion-MNIST in $fmnist (Debian's fashion-mnist)"
-    exit 0
+    echo "SKIP: train_vit's test pass: no Fashion-MNIST in $fmnist (Debian's fashion-mnist)"
+    exit 77
 fi
 [ -x bin/train_vit ] || make -s train_vit
 echo "== train_vit: a tiny ViT, 6 steps, top-5 in the epoch line, main.log and the final line"
@@ -61,8 +61,8 @@ echo "  -ev 1 on the checkpoint: the same top-5"
 # the GPU trainer's test pass, emulated (a logic check, not a device run)
 emu=build/emu/train_vitfp32cu
 if [ ! -x $emu ]; then
-    echo "SKIP train_vitfp32cu's test pass: $emu not built (make emu)"
-    exit 0
+    echo "SKIP: train_vitfp32cu's test pass: $emu not built (make emu)"
+    exit 77
 fi
 echo "== $emu (emulated): 2 steps from the same seed as train_vit, top-5 logged and equal to the CPU's"
 for prog in bin/train_vit $emu; do
