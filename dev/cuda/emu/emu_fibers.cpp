@@ -269,6 +269,7 @@ void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
     if (sched.current >= 0) device_abort("launch of %s from device code", name);
     check_config(name, kernel, cfg);
     check_stream(cfg.stream, name);
+    stream_op_now(cfg.stream, name); // in stream order (emu_streams.cpp)
     sched.kernel = name;
     sched.body = body;
     sched.body_ctx = ctx;

@@ -92,6 +92,13 @@ __thread State st;
 
 std::atomic<uint32_t> launches{0}, intervals{0};
 Cell *global_cells = nullptr;
+// per granule of device memory: the stream-0 operation that last wrote it
+// (its rank's, emu_streams.cpp), 0: none or a created stream's work
+uint32_t *legacy_writers = nullptr;
+__thread uint32_t legacy_stamp;
+// the names of a thread's recent stream-0 operations, for the reports
+const unsigned NAMES = 4096;
+__thread const char *legacy_names[NAMES];
 uintptr_t global_lo = 0;
 size_t global_bytes = 0;
 
@@ -396,6 +403,12 @@ void access(const void *p, size_t n, Access kind, const void *pc) {
         const size_t within = global_lo + global_bytes - a;
         if (st.check_global) {
             check(global_cells, global_lo, a, n < within ? n : within, kind, pc, true, nullptr);
+            if (kind != READ) {
+                const size_t m = n < within ? n : within;
+                for (size_t i = (a - global_lo) / GRANULE; i <= (a + m - 1 - global_lo) / GRANULE; i++) {
+                    legacy_writers[i] = legacy_stamp;
+                }
+            }
         }
         return;
     }
@@ -509,8 +522,11 @@ void global_memory_reserved(uintptr_t lo, size_t bytes) {
         const size_t shadow = bytes / GRANULE * sizeof(Cell);
         void *m = mmap(nullptr, shadow, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m != MAP_FAILED) {
+        void *w = mmap(nullptr, bytes / GRANULE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m != MAP_FAILED && w != MAP_FAILED) {
             global_cells = (Cell *)m;
+            legacy_writers = (uint32_t *)w;
         } else {
             fprintf(stderr, "emulated CUDA: no address space for the race detector's shadow of "
                             "device memory (%zu GB): global memory unchecked\n", shadow >> 30);
@@ -528,6 +544,51 @@ void global_memory_freed(uintptr_t p, size_t bytes) {
     const uintptr_t hi = (uintptr_t)(global_cells + (p + bytes - global_lo) / GRANULE);
     const uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    const uintptr_t wlo = (uintptr_t)(legacy_writers + (p - global_lo) / GRANULE);
+    const uintptr_t whi = (uintptr_t)(legacy_writers + (p + bytes - global_lo) / GRANULE);
+    const uintptr_t wa = (wlo + page - 1) & ~(page - 1), wb = whi & ~(page - 1);
+    if (wb > wa) madvise((void *)wa, wb - wa, MADV_DONTNEED);
+}
+
+void legacy_op_begins(unsigned long long pos, const char *what) {
+    legacy_stamp = (uint32_t)pos;
+    legacy_names[pos % NAMES] = what;
+}
+
+// the granules of [p, p + bytes) in device memory with a shadow, else false
+static bool legacy_range(const void *p, size_t bytes, size_t *first, size_t *last) {
+    const uintptr_t a = (uintptr_t)p;
+    if (legacy_writers == nullptr || bytes == 0 || a - global_lo >= global_bytes ||
+        bytes > global_lo + global_bytes - a) {
+        return false;
+    }
+    *first = (a - global_lo) / GRANULE;
+    *last = (a + bytes - 1 - global_lo) / GRANULE;
+    return true;
+}
+
+void legacy_wrote(const void *p, size_t bytes) {
+    size_t first, last;
+    if (!legacy_range(p, bytes, &first, &last)) return;
+    for (size_t i = first; i <= last; i++) legacy_writers[i] = legacy_stamp;
+}
+
+void stream_order_check(const void *p, size_t bytes, const char *what) {
+    size_t first, last;
+    if (!legacy_range(p, bytes, &first, &last)) return;
+    const unsigned long long bound = stream_order_bound();
+    for (size_t i = first; i <= last; i++) {
+        const uint32_t w = legacy_writers[i];
+        if (w > bound) {
+            const char *name = legacy_names[w % NAMES];
+            device_abort("stream race on %s: %s, queued on a created stream, touches what "
+                         "stream-0 operation %u (%s) wrote, and no cudaStreamWaitEvent (or host "
+                         "wait) orders it after that operation: its waits reach stream-0 "
+                         "operation %llu only",
+                         memory_name(global_lo + i * GRANULE, nullptr).c_str(), what, w,
+                         name != nullptr ? name : "?", bound);
+        }
+    }
 }
 
 } // namespace race

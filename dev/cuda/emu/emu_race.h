@@ -41,6 +41,15 @@ void mma_issued();
 void global_memory_reserved(uintptr_t lo, size_t bytes);
 void global_memory_freed(uintptr_t p, size_t bytes);
 
+// from emu_streams.cpp: the stream-0 operation `pos` (1, 2, ...; 0: a
+// created stream's) begins; the race detector stamps the device memory it
+// writes with it (an emulator-side write: legacy_wrote)
+void legacy_op_begins(unsigned long long pos, const char *what);
+void legacy_wrote(const void *p, size_t bytes);
+// a queued operation on a created stream touches [p, p + bytes): abort when
+// stream-0 work its waits do not order it after wrote there
+void stream_order_check(const void *p, size_t bytes, const char *what);
+
 } // namespace race
 } // namespace emu
 
