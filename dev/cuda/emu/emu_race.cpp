@@ -15,8 +15,11 @@
 // source lines (addr2line on the recorded code addresses). EMU_RACECHECK=0
 // turns it off, =shared checks shared memory only. State is per OS thread
 // (ranks as threads), as the scheduler's. EMU_KERNEL_LOG=FILE appends, at
-// exit, one line per kernel the process launched: "checked NAME" when some
-// launch of it ran with the race detector on, else "unchecked NAME" (the
+// exit, one line per kernel instance the process launched (NAME with its
+// template arguments, "norm_backward_kernel<false>"): "checked NAME" when
+// some launch of it with two or more warps a block ran with the race
+// detector on (so that races between warps can show), "one-warp NAME" when
+// its race-checked launches had one warp a block, else "unchecked NAME" (the
 // suites hold their race-checked runs to cover every kernel they launch).
 #include <link.h>
 #include <stdio.h>
@@ -75,7 +78,7 @@ const int MAX_REGIONS = 64;
 
 // one OS thread's launch (plain data: __thread needs no constructor)
 struct State {
-    const char *kernel;
+    const char *kernel, *instance; // the launch's text, the kernel with its template arguments
     unsigned grid_x, grid_y, block_x, block_y;
     bool check, check_global, on;
     uint32_t launch, sync, block; // block: 1 + its linear index
@@ -279,7 +282,7 @@ std::string source_of(uint32_t pc) {
     FILE *f = popen(cmd, "r");
     std::string first, kernel;
     if (f != nullptr) {
-        const std::string name = function_name(st.kernel);
+        const std::string name = function_name(st.instance);
         char func[2048], line[2048];
         for (int frame = 0; fgets(func, sizeof(func), f) && fgets(line, sizeof(line), f); frame++) {
             func[strcspn(func, "\n")] = line[strcspn(line, " \n")] = '\0';
@@ -428,7 +431,7 @@ namespace {
 
 // EMU_KERNEL_LOG: the kernels launched, checked or not (shared by the ranks as threads)
 std::mutex kernel_log_mutex;
-std::set<std::string> kernels_checked, kernels_unchecked;
+std::set<std::string> kernels_checked, kernels_one_warp, kernels_unchecked;
 
 void write_kernel_log() {
     const char *path = getenv("EMU_KERNEL_LOG");
@@ -439,13 +442,18 @@ void write_kernel_log() {
     }
     std::lock_guard<std::mutex> lock(kernel_log_mutex);
     for (const std::string &k : kernels_checked) fprintf(f, "checked %s\n", k.c_str());
+    for (const std::string &k : kernels_one_warp) {
+        if (kernels_checked.count(k) == 0) fprintf(f, "one-warp %s\n", k.c_str());
+    }
     for (const std::string &k : kernels_unchecked) {
-        if (kernels_checked.count(k) == 0) fprintf(f, "unchecked %s\n", k.c_str());
+        if (kernels_checked.count(k) == 0 && kernels_one_warp.count(k) == 0) {
+            fprintf(f, "unchecked %s\n", k.c_str());
+        }
     }
     fclose(f);
 }
 
-void note_kernel(const char *kernel, bool checked) {
+void note_kernel(const char *kernel, bool checked, bool warps) {
     static const bool requested = [] {
         const char *v = getenv("EMU_KERNEL_LOG");
         if (v == nullptr || v[0] == '\0') return false;
@@ -454,22 +462,24 @@ void note_kernel(const char *kernel, bool checked) {
     }();
     if (!requested) return;
     std::lock_guard<std::mutex> lock(kernel_log_mutex);
-    (checked ? kernels_checked : kernels_unchecked).insert(kernel);
+    (!checked ? kernels_unchecked : warps ? kernels_checked : kernels_one_warp).insert(kernel);
 }
 
 } // namespace
 
-void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shared, size_t bytes) {
+void launch_begins(const char *kernel, const char *instance, dim3 grid, dim3 block,
+                   void *dynamic_shared, size_t bytes) {
     const Mode m = mode();
     st.code_bias = program_bias();
     st.kernel = kernel;
+    st.instance = instance;
     st.grid_x = grid.x;
     st.grid_y = grid.y;
     st.block_x = block.x;
     st.block_y = block.y;
     st.check = m != OFF;
     st.check_global = m == ALL && global_cells != nullptr;
-    note_kernel(kernel, st.check);
+    note_kernel(instance, st.check, (unsigned long long)block.x * block.y * block.z > 32);
     const bool traffic = traffic_requested(); // (its first call arranges the table at exit)
     st.on = st.check || traffic;
     st.launch = launches.fetch_add(1, std::memory_order_relaxed) + 1;

@@ -24,7 +24,9 @@ extern __thread bool active;
 void access(const void *p, size_t n, Access kind, const void *pc);
 
 // from the scheduler (emu_fibers.cpp)
-void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shared, size_t bytes);
+// kernel: the launch's text; instance: with its template arguments (EMU_KERNEL_LOG)
+void launch_begins(const char *kernel, const char *instance, dim3 grid, dim3 block,
+                   void *dynamic_shared, size_t bytes);
 void launch_ends();
 void block_begins(unsigned linear_block);
 void fiber_enters(int thread); // the thread's linear index in its block
