@@ -19,8 +19,10 @@
 // template arguments, "norm_backward_kernel<false>"): "checked NAME" when
 // some launch of it with two or more warps a block ran with the race
 // detector on (so that races between warps can show), "one-warp NAME" when
-// its race-checked launches had one warp a block, else "unchecked NAME" (the
-// suites hold their race-checked runs to cover every kernel they launch).
+// its race-checked launches had one warp a block, else "unchecked NAME"; and
+// "multi-warp NAME" when some launch of it (checked or not) had two or more.
+// The suites hold their race-checked runs to cover every kernel instance they
+// launch, with two warps where any launch of it has them (test/emu_race_subset.sh).
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -431,7 +433,9 @@ namespace {
 
 // EMU_KERNEL_LOG: the kernels launched, checked or not (shared by the ranks as threads)
 std::mutex kernel_log_mutex;
-std::set<std::string> kernels_checked, kernels_one_warp, kernels_unchecked;
+// checked: race-checked with two or more warps a block; one_warp: with one;
+// multi_warp: launched (checked or not) with two or more
+std::set<std::string> kernels_checked, kernels_one_warp, kernels_unchecked, kernels_multi_warp;
 
 void write_kernel_log() {
     const char *path = getenv("EMU_KERNEL_LOG");
@@ -450,6 +454,7 @@ void write_kernel_log() {
             fprintf(f, "unchecked %s\n", k.c_str());
         }
     }
+    for (const std::string &k : kernels_multi_warp) fprintf(f, "multi-warp %s\n", k.c_str());
     fclose(f);
 }
 
@@ -463,6 +468,7 @@ void note_kernel(const char *kernel, bool checked, bool warps) {
     if (!requested) return;
     std::lock_guard<std::mutex> lock(kernel_log_mutex);
     (!checked ? kernels_unchecked : warps ? kernels_checked : kernels_one_warp).insert(kernel);
+    if (warps) kernels_multi_warp.insert(kernel);
 }
 
 } // namespace

@@ -23,7 +23,7 @@
 # is done when the host queues the reduction, so only the detector sees it),
 # wait-comm must fail or end on another model than the unmutated program's
 # (the queued reductions run after the update).
-# usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin [SHARDS]
+# usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin SHARDS
 #        (exit 0: every mutant caught)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -108,7 +108,7 @@ dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthre
     attention_variants "dynamic shared memory 'tc_smem'"
 # stream_mutant NAME EXPR RACE: grad_sync.cuh mutated, the trainer over 2 ranks
 # (RACE 1: it must abort with a stream race; 0: fail or differ from the unmutated run)
-shards=${4:-}
+shards=${4:-} # SHARDS_train_*.bin, SHARDS_val_*.bin
 stream_flags=(-N cbwc -e d2c64h4v256t64 -i "${shards}_train_*.bin" -j "${shards}_val_*.bin" -b 2 -t 16
               -x 2 -n 2 -v 0 -l 3e-3 -sd 11 -z 1)
 stream_run() { # PROGRAM OUT RACECHECK
