@@ -83,6 +83,9 @@ selftest grid-y "exceeds the device's limits"
 selftest shared-size "bytes of dynamic shared memory"
 selftest memcpy-overrun "overrun the allocation"
 selftest pinned-reuse "was rewritten while a cudaMemcpyAsync from it could still be running"
+"$E/emu_selftest" stream-order > "$work/stream_order.log" 2>&1 &&
+    ok "emulator: a created stream's work runs when stream 0 waits for it ($(cat "$work/stream_order.log"))" ||
+    bad "emulator selftest stream-order: $(cat "$work/stream_order.log")"
 "$E/emu_selftest" pinned-ok > "$work/pinned.log" 2>&1 &&
     ok "emulator: page-locked copies held to their waits (the host's side NaN until then)" ||
     bad "emulator selftest pinned-ok: $(cat "$work/pinned.log")"
@@ -166,6 +169,7 @@ if "$E/emu_selftest" racecheck | grep -q 'race checking: on'; then
     selftest thread-reads-global "race (read after write) on global memory" show
     selftest ldmatrix-race "on dynamic shared memory 'tile'" show
     selftest atomic-read "follows the atomics of several blocks" show
+    selftest stream-race "stream race on global memory" show
     export EMU_FIBER_ORDER=reverse
     selftest shared-race "race (write after read) on shared memory 'word'" show
     selftest warp-race "race (read after write) on shared memory 'words'" show
@@ -418,7 +422,7 @@ race_coverage
 # 4. the harness bites: mutants of the kernels must fail the emulated test
 if [ $san = 1 ]; then
     skip_part "mutation check (SAN=1: whether the test sees wrong numbers is the plain run's question; each mutant is a rebuild)"
-elif dev/cuda/emu/mutation_check.sh "$work/mutants" "$work/ln_small.bin" "$work/ln_small_state.bin" > "$work/mutants.log" 2>&1; then
+elif dev/cuda/emu/mutation_check.sh "$work/mutants" "$work/ln_small.bin" "$work/ln_small_state.bin" "$work/src" > "$work/mutants.log" 2>&1; then
     sed 's/^/     /' "$work/mutants.log"; ok "mutation check"
 else
     cat "$work/mutants.log"; bad "mutation check"

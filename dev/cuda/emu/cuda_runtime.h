@@ -1,7 +1,9 @@
 // CUDA emulation (a logic check, not a device run): the runtime API subset
 // foldnorm uses. Memory is host memory handed out 0xFF-filled (NaN as fp32
 // and bf16), so a read of never-written device memory poisons the results;
-// streams and events are synchronous. dev/cuda/emu/emu_runtime.cpp.
+// stream 0 runs its work at once, a created stream's waits in a queue until
+// an event wait or a synchronize forces it (dev/cuda/emu/emu_streams.cpp).
+// dev/cuda/emu/emu_runtime.cpp.
 #ifndef FOLDNORM_EMU_CUDA_RUNTIME_H
 #define FOLDNORM_EMU_CUDA_RUNTIME_H
 

@@ -17,6 +17,7 @@
 #include "cublasLt.h"
 #include "cuda_bf16.h"
 #include "emu_internal.h"
+#include "emu_race.h"
 #include "emu_traffic.h"
 
 struct emu_cublas {
@@ -188,10 +189,21 @@ void count_gemm(const char *call, const Matrix &a, const Matrix &b, const Matrix
 
 // the reference GEMM over all batches; a, b: stored matrices; c read only when
 // beta != 0; call: the entry point (the traffic table's name)
+// a matrix the running stream-0 operation wrote, column by column (emu_race.h)
+void mark_written(const Matrix &x) {
+    for (int bi = 0; bi < x.batch; bi++) {
+        for (long long j = 0; j < x.cols; j++) {
+            const size_t at = (size_t)(bi * x.stride + j * x.ld) * type_bytes(x.type);
+            emu::race::legacy_wrote((const char *)x.p + at, (size_t)x.rows * type_bytes(x.type));
+        }
+    }
+}
+
 void gemm(const char *call, const Matrix &a, bool ta, const Matrix &b, bool tb, const Matrix &c,
           const Matrix &d, long long m, long long n, long long k, double alpha, double beta,
           bool tf32, const Epilogue &ep) {
     count_gemm(call, a, b, c, d, m, n, k, beta, ep);
+    mark_written(d);
     std::vector<double> A((size_t)(m * k)), B((size_t)(n * k)), acc((size_t)(m * n));
     for (int bi = 0; bi < d.batch; bi++) {
         const long long oa = bi * a.stride, ob = bi * b.stride;
@@ -317,6 +329,7 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     (void)algo;
     if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
     emu::check_stream(h->stream, "cublasGemm");
+    emu::stream_op_now(h->stream, "cublasGemmStridedBatchedEx"); // in stream order (emu_streams.cpp)
     if (m < 0 || n < 0 || k < 0 || batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) {
         return refuse(CUBLAS_STATUS_INVALID_VALUE, "gemm: negative size m=%d n=%d k=%d batch=%d", m,
                       n, k, batch);
@@ -557,6 +570,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
                               void *workspace, size_t workspace_bytes, cudaStream_t stream) {
     if (h == nullptr || h->magic != 0x17) return CUBLAS_STATUS_NOT_INITIALIZED;
     emu::check_stream(stream, "cublasLtMatmul");
+    emu::stream_op_now(stream, "cublasLtMatmul");
     long long m, n, k;
     cublasStatus_t s = lt_shape(d, a_layout, b_layout, c_layout, d_layout, &m, &n, &k);
     if (s != CUBLAS_STATUS_SUCCESS) return s;

@@ -910,6 +910,7 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
         return refuse(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute: not a cudnnCreate handle");
     }
     emu::check_stream(handle->stream, "cudnnBackendExecute");
+    emu::stream_op_now(handle->stream, "cudnnBackendExecute"); // in stream order (emu_streams.cpp)
     const Desc *p = live_desc(plan), *vp = live_desc(variant_pack);
     if (p == nullptr || p->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR || !p->finalized ||
         vp == nullptr || vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR || !vp->finalized) {

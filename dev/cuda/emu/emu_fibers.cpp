@@ -14,6 +14,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "cuda_runtime.h"
@@ -264,11 +267,12 @@ void check_config(const char *name, const void *kernel, const LaunchConfig &c) {
 
 } // namespace
 
-void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
+void run_grid(const char *name, const char *instance, const void *kernel, const LaunchConfig &cfg,
               void (*body)(void *), void *ctx) {
     if (sched.current >= 0) device_abort("launch of %s from device code", name);
     check_config(name, kernel, cfg);
     check_stream(cfg.stream, name);
+    stream_op_now(cfg.stream, name); // in stream order (emu_streams.cpp)
     sched.kernel = name;
     sched.body = body;
     sched.body_ctx = ctx;
@@ -276,7 +280,8 @@ void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
     gridDim = cfg.grid;
     blockDim = cfg.block;
     sched.dynamic_shared.resize(cfg.shared_bytes > 0 ? cfg.shared_bytes : 1);
-    race::launch_begins(name, cfg.grid, cfg.block, sched.dynamic_shared.data(), cfg.shared_bytes);
+    race::launch_begins(name, instance, cfg.grid, cfg.block, sched.dynamic_shared.data(),
+                        cfg.shared_bytes);
     sched.dynamic_shared_bytes = cfg.shared_bytes;
     for (unsigned z = 0; z < cfg.grid.z; z++) {
         for (unsigned y = 0; y < cfg.grid.y; y++) {
@@ -328,6 +333,32 @@ bool on_own_stack(const void *p) {
     return a >= lo && a < lo + STACK_BYTES;
 }
 unsigned long long block_generation() { return sched.generation; }
+
+// "const char* emu::kernel_name() [with auto K = f<64, true>]" or "... [with
+// auto K = &(void f<64, true>(float*, int))]" -> "f<64, true>", kept for the run
+const char *kernel_instance_name(const char *pretty) {
+    static std::mutex mu;
+    static std::map<const char *, std::string> names; // by the compiler's string
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = names.find(pretty);
+    if (it != names.end()) return it->second.c_str();
+    std::string s = pretty;
+    const size_t k = s.find("K = ");
+    if (k != std::string::npos) {
+        s = s.substr(k + 4);
+        if (!s.empty() && s.back() == ']') s.pop_back();
+        if (s.compare(0, 2, "&(") == 0 && s.back() == ')') s = s.substr(2, s.size() - 3);
+        int depth = 0;
+        size_t params = s.size(), type_end = 0;
+        for (size_t i = 0; i < s.size() && params == s.size(); i++) {
+            depth += s[i] == '<' ? 1 : s[i] == '>' ? -1 : 0;
+            if (depth == 0 && s[i] == '(') params = i;
+            if (depth == 0 && s[i] == ' ') type_end = i + 1; // after the return type
+        }
+        s = s.substr(type_end, params - type_end);
+    }
+    return names.emplace(pretty, s).first->second.c_str();
+}
 
 void shared_array_begins(void *p, size_t bytes, const char *name) {
     memset(p, 0xff, bytes);

@@ -6,7 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <functional>
+
 #include "cuda_runtime.h"
+
+// a created stream (cudaStreamCreate*): blocking unless cudaStreamNonBlocking
+struct emu_stream {
+    bool blocking;
+};
 
 namespace emu {
 // dynamic shared memory a kernel may use (cudaFuncSetAttribute), else fallback
@@ -30,9 +37,36 @@ bool on_own_stack(const void *p);
 // host bytes at host (from_host: it read them; else it wrote them); the
 // copies queued so far on this thread (an event's mark); and a host wait that
 // covers stream's (every stream's) copies up to mark `upto`
-void pinned_copy_queued(void *host, size_t bytes, bool from_host, cudaStream_t stream);
+unsigned long long pinned_copy_queued(void *host, size_t bytes, bool from_host,
+                                      cudaStream_t stream); // its sequence number
+// a queued copy into page-locked memory ran (its bytes are at host): they land at the wait
+void pinned_copy_ran(unsigned long long seq);
 unsigned long long pinned_copies_queued();
 void pinned_wait(cudaStream_t stream, bool every_stream, unsigned long long upto, const char *by);
+
+// emu_streams.cpp: stream order. A point in a stream's work (an event's record):
+// stream 0: pos is the stream-0 operation; else the first `pos` entries of the
+// stream's queue; bound: the last stream-0 operation ordered before it
+struct StreamMark {
+    cudaStream_t stream;
+    unsigned long long pos, bound;
+};
+void stream_created(cudaStream_t s);
+void stream_destroyed(cudaStream_t s); // runs its queue
+// an operation on s that runs now: stream 0 after the blocking streams' queued
+// work (legacy semantics), a created stream after its own queue
+void stream_op_now(cudaStream_t s, const char *what);
+// op in s's order: now on stream 0 (as stream_op_now), else queued
+void stream_submit(cudaStream_t s, const char *what, std::function<void()> op);
+StreamMark stream_mark(cudaStream_t s);              // cudaEventRecord
+void stream_wait(cudaStream_t s, const StreamMark &m); // cudaStreamWaitEvent
+void stream_host_waits(const StreamMark &m);         // cudaEventSynchronize
+void stream_synchronize(cudaStream_t s);             // cudaStreamSynchronize
+void streams_synchronize_all();                      // cudaDeviceSynchronize and the implicit ones
+// whether a queued operation is running, and the last stream-0 operation its
+// stream's waits order it after (what it may touch must be older)
+bool stream_op_queued();
+unsigned long long stream_order_bound();
 } // namespace emu
 
 #endif

@@ -70,13 +70,23 @@ inline LaunchConfig config(dim3 grid, dim3 block, size_t shared_bytes = 0,
                            cudaStream_t stream = 0) {
     return LaunchConfig{grid, block, shared_bytes, stream};
 }
-void run_grid(const char *name, const void *kernel, const LaunchConfig &cfg,
+// name: the launch's text ("norm_kernel<T>": messages, traffic counts);
+// instance: the kernel with its template arguments ("norm_kernel<float>": race coverage)
+void run_grid(const char *name, const char *instance, const void *kernel, const LaunchConfig &cfg,
               void (*body)(void *), void *ctx);
 
-// kernel<<<cfg>>>(args) becomes launch("kernel", &kernel, config(cfg), [&] { kernel(args); })
+// "norm_kernel<float>" from g++'s __PRETTY_FUNCTION__ of kernel_name<&norm_kernel<float>>
+// (parsed once a string, in the emulator: no function-local static here, whose
+// guard the race detector's instrumentation would see)
+const char *kernel_instance_name(const char *pretty_function);
+template <auto K> inline const char *kernel_name() { return kernel_instance_name(__PRETTY_FUNCTION__); }
+
+// kernel<<<cfg>>>(args) becomes
+// launch("kernel", kernel_name<&kernel>(), &kernel, config(cfg), [&] { kernel(args); })
 template <typename F>
-inline void launch(const char *name, const void *kernel, const LaunchConfig &cfg, F &&body) {
-    run_grid(name, kernel, cfg, [](void *f) { (*static_cast<F *>(f))(); }, &body);
+inline void launch(const char *name, const char *instance, const void *kernel,
+                   const LaunchConfig &cfg, F &&body) {
+    run_grid(name, instance, kernel, cfg, [](void *f) { (*static_cast<F *>(f))(); }, &body);
 }
 
 // x with its bits in a 64-bit slot, and back

@@ -28,6 +28,7 @@
 
 #include "cuda_bf16.h"
 #include "emu_internal.h"
+#include "emu_race.h"
 #include "nccl.h"
 
 #ifdef FOLDNORM_MPI
@@ -226,18 +227,18 @@ ncclResult_t collective_mpi(const Call &call, ncclComm_t c, int W, size_t send_n
 }
 #endif
 
-ncclResult_t collective(Call call, ncclComm_t c) {
-    if (c == nullptr) return ncclInvalidArgument;
-    emu::check_stream(nullptr, kind_name(call.kind));
+// the call on this rank, when its stream runs it (emu_streams.cpp)
+ncclResult_t run_collective(Call call, ncclComm_t c) {
     Group &g = *c->group;
     const int W = g.world, r = c->rank;
     const size_t es = type_bytes(call.type);
     const size_t send_n = call.kind == REDUCE_SCATTER ? call.count * W : call.count;
     const size_t recv_n = call.kind == ALL_GATHER ? call.count * W : call.count;
-    if (call.count > 0) {
-        if (call.kind != BROADCAST || r == call.root) emu::check_device_range(call.send, send_n * es, kind_name(call.kind));
-        emu::check_device_range(call.recv, recv_n * es, kind_name(call.kind));
+    if (call.count > 0 && emu::stream_op_queued()) { // stream-0 work it is not ordered after?
+        if (call.kind != BROADCAST || r == call.root) emu::race::stream_order_check(call.send, send_n * es, kind_name(call.kind));
+        emu::race::stream_order_check(call.recv, recv_n * es, kind_name(call.kind));
     }
+    if (call.count > 0) emu::race::legacy_wrote(call.recv, recv_n * es);
     call.seq = ++c->seq;
 #ifdef FOLDNORM_MPI
     if (c->mpi != MPI_COMM_NULL) return collective_mpi(call, c, W, send_n, recv_n);
@@ -253,6 +254,23 @@ ncclResult_t collective(Call call, ncclComm_t c) {
     const std::vector<double> out = compute(call, sends.data(), W, r, recv_n);
     barrier(c, kind_name(call.kind)); // every rank has read every send buffer
     for (size_t i = 0; i < recv_n; i++) store(call.type, call.recv, i, out[i]);
+    return ncclSuccess;
+}
+
+// the checks at the call; the collective in the stream's order: at once on
+// stream 0, else when the stream's queue runs it
+ncclResult_t collective(Call call, ncclComm_t c, cudaStream_t stream) {
+    if (c == nullptr) return ncclInvalidArgument;
+    emu::check_stream(stream, kind_name(call.kind));
+    const int W = c->group->world, r = c->rank;
+    const size_t es = type_bytes(call.type);
+    const size_t send_n = call.kind == REDUCE_SCATTER ? call.count * W : call.count;
+    const size_t recv_n = call.kind == ALL_GATHER ? call.count * W : call.count;
+    if (call.count > 0) {
+        if (call.kind != BROADCAST || r == call.root) emu::check_device_range(call.send, send_n * es, kind_name(call.kind));
+        emu::check_device_range(call.recv, recv_n * es, kind_name(call.kind));
+    }
+    emu::stream_submit(stream, kind_name(call.kind), [=] { run_collective(call, c); });
     return ncclSuccess;
 }
 
@@ -376,22 +394,18 @@ ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
 
 ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-    emu::check_stream(stream, "ncclAllReduce");
-    return collective(Call{ALL_REDUCE, send, recv, count, type, op, 0, 0}, comm);
+    return collective(Call{ALL_REDUCE, send, recv, count, type, op, 0, 0}, comm, stream);
 }
 ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recv_count,
                                ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-    emu::check_stream(stream, "ncclReduceScatter");
-    return collective(Call{REDUCE_SCATTER, send, recv, recv_count, type, op, 0, 0}, comm);
+    return collective(Call{REDUCE_SCATTER, send, recv, recv_count, type, op, 0, 0}, comm, stream);
 }
 ncclResult_t ncclAllGather(const void *send, void *recv, size_t send_count, ncclDataType_t type,
                            ncclComm_t comm, cudaStream_t stream) {
-    emu::check_stream(stream, "ncclAllGather");
-    return collective(Call{ALL_GATHER, send, recv, send_count, type, ncclSum, 0, 0}, comm);
+    return collective(Call{ALL_GATHER, send, recv, send_count, type, ncclSum, 0, 0}, comm, stream);
 }
 ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type,
                            int root, ncclComm_t comm, cudaStream_t stream) {
-    emu::check_stream(stream, "ncclBroadcast");
-    return collective(Call{BROADCAST, send, recv, count, type, ncclSum, root, 0}, comm);
+    return collective(Call{BROADCAST, send, recv, count, type, ncclSum, root, 0}, comm, stream);
 }

@@ -4,8 +4,9 @@
 // after a wait that covers it: cudaEventSynchronize of an event recorded after
 // it on its stream (an event on the legacy stream 0 covers every stream's),
 // cudaStreamSynchronize of its stream (0: all), cudaDeviceSynchronize, a
-// synchronous cudaMemcpy or cudaFreeHost. The emulator copies at once and
-// makes early access visible: a copy out of page-locked memory keeps a hash
+// synchronous cudaMemcpy or cudaFreeHost. The emulator copies when the
+// stream runs the copy (emu_streams.cpp: stream 0 at once) and makes early
+// access visible: a copy out of page-locked memory keeps a hash
 // of the bytes it read, checked when a wait retires it (different: the host
 // rewrote them too early, and the device could have copied the new ones:
 // abort); a copy into page-locked memory leaves 0xFF bytes (NaN) there and
@@ -42,7 +43,8 @@ uint64_t fnv1a(const void *p, size_t bytes) {
 
 } // namespace
 
-void pinned_copy_queued(void *host, size_t bytes, bool from_host, cudaStream_t stream) {
+unsigned long long pinned_copy_queued(void *host, size_t bytes, bool from_host,
+                                      cudaStream_t stream) {
     PinnedCopy c;
     c.host = host;
     c.bytes = bytes;
@@ -55,6 +57,15 @@ void pinned_copy_queued(void *host, size_t bytes, bool from_host, cudaStream_t s
     c.stream = stream;
     c.seq = ++queued;
     in_flight.push_back(std::move(c));
+    return queued;
+}
+
+void pinned_copy_ran(unsigned long long seq) {
+    for (PinnedCopy &c : in_flight) {
+        if (c.seq != seq || c.from_host) continue;
+        c.landing.assign((unsigned char *)c.host, (unsigned char *)c.host + c.bytes);
+        memset(c.host, 0xff, c.bytes); // NaN again until the wait
+    }
 }
 
 unsigned long long pinned_copies_queued() { return queued; }

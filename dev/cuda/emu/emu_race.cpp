@@ -15,9 +15,14 @@
 // source lines (addr2line on the recorded code addresses). EMU_RACECHECK=0
 // turns it off, =shared checks shared memory only. State is per OS thread
 // (ranks as threads), as the scheduler's. EMU_KERNEL_LOG=FILE appends, at
-// exit, one line per kernel the process launched: "checked NAME" when some
-// launch of it ran with the race detector on, else "unchecked NAME" (the
-// suites hold their race-checked runs to cover every kernel they launch).
+// exit, one line per kernel instance the process launched (NAME with its
+// template arguments, "norm_backward_kernel<false>"): "checked NAME" when
+// some launch of it with two or more warps a block ran with the race
+// detector on (so that races between warps can show), "one-warp NAME" when
+// its race-checked launches had one warp a block, else "unchecked NAME"; and
+// "multi-warp NAME" when some launch of it (checked or not) had two or more.
+// The suites hold their race-checked runs to cover every kernel instance they
+// launch, with two warps where any launch of it has them (test/emu_race_subset.sh).
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +80,7 @@ const int MAX_REGIONS = 64;
 
 // one OS thread's launch (plain data: __thread needs no constructor)
 struct State {
-    const char *kernel;
+    const char *kernel, *instance; // the launch's text, the kernel with its template arguments
     unsigned grid_x, grid_y, block_x, block_y;
     bool check, check_global, on;
     uint32_t launch, sync, block; // block: 1 + its linear index
@@ -92,6 +97,13 @@ __thread State st;
 
 std::atomic<uint32_t> launches{0}, intervals{0};
 Cell *global_cells = nullptr;
+// per granule of device memory: the stream-0 operation that last wrote it
+// (its rank's, emu_streams.cpp), 0: none or a created stream's work
+uint32_t *legacy_writers = nullptr;
+__thread uint32_t legacy_stamp;
+// the names of a thread's recent stream-0 operations, for the reports
+const unsigned NAMES = 4096;
+__thread const char *legacy_names[NAMES];
 uintptr_t global_lo = 0;
 size_t global_bytes = 0;
 
@@ -272,7 +284,7 @@ std::string source_of(uint32_t pc) {
     FILE *f = popen(cmd, "r");
     std::string first, kernel;
     if (f != nullptr) {
-        const std::string name = function_name(st.kernel);
+        const std::string name = function_name(st.instance);
         char func[2048], line[2048];
         for (int frame = 0; fgets(func, sizeof(func), f) && fgets(line, sizeof(line), f); frame++) {
             func[strcspn(func, "\n")] = line[strcspn(line, " \n")] = '\0';
@@ -396,6 +408,12 @@ void access(const void *p, size_t n, Access kind, const void *pc) {
         const size_t within = global_lo + global_bytes - a;
         if (st.check_global) {
             check(global_cells, global_lo, a, n < within ? n : within, kind, pc, true, nullptr);
+            if (kind != READ) {
+                const size_t m = n < within ? n : within;
+                for (size_t i = (a - global_lo) / GRANULE; i <= (a + m - 1 - global_lo) / GRANULE; i++) {
+                    legacy_writers[i] = legacy_stamp;
+                }
+            }
         }
         return;
     }
@@ -415,7 +433,9 @@ namespace {
 
 // EMU_KERNEL_LOG: the kernels launched, checked or not (shared by the ranks as threads)
 std::mutex kernel_log_mutex;
-std::set<std::string> kernels_checked, kernels_unchecked;
+// checked: race-checked with two or more warps a block; one_warp: with one;
+// multi_warp: launched (checked or not) with two or more
+std::set<std::string> kernels_checked, kernels_one_warp, kernels_unchecked, kernels_multi_warp;
 
 void write_kernel_log() {
     const char *path = getenv("EMU_KERNEL_LOG");
@@ -426,13 +446,19 @@ void write_kernel_log() {
     }
     std::lock_guard<std::mutex> lock(kernel_log_mutex);
     for (const std::string &k : kernels_checked) fprintf(f, "checked %s\n", k.c_str());
-    for (const std::string &k : kernels_unchecked) {
-        if (kernels_checked.count(k) == 0) fprintf(f, "unchecked %s\n", k.c_str());
+    for (const std::string &k : kernels_one_warp) {
+        if (kernels_checked.count(k) == 0) fprintf(f, "one-warp %s\n", k.c_str());
     }
+    for (const std::string &k : kernels_unchecked) {
+        if (kernels_checked.count(k) == 0 && kernels_one_warp.count(k) == 0) {
+            fprintf(f, "unchecked %s\n", k.c_str());
+        }
+    }
+    for (const std::string &k : kernels_multi_warp) fprintf(f, "multi-warp %s\n", k.c_str());
     fclose(f);
 }
 
-void note_kernel(const char *kernel, bool checked) {
+void note_kernel(const char *kernel, bool checked, bool warps) {
     static const bool requested = [] {
         const char *v = getenv("EMU_KERNEL_LOG");
         if (v == nullptr || v[0] == '\0') return false;
@@ -441,22 +467,25 @@ void note_kernel(const char *kernel, bool checked) {
     }();
     if (!requested) return;
     std::lock_guard<std::mutex> lock(kernel_log_mutex);
-    (checked ? kernels_checked : kernels_unchecked).insert(kernel);
+    (!checked ? kernels_unchecked : warps ? kernels_checked : kernels_one_warp).insert(kernel);
+    if (warps) kernels_multi_warp.insert(kernel);
 }
 
 } // namespace
 
-void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shared, size_t bytes) {
+void launch_begins(const char *kernel, const char *instance, dim3 grid, dim3 block,
+                   void *dynamic_shared, size_t bytes) {
     const Mode m = mode();
     st.code_bias = program_bias();
     st.kernel = kernel;
+    st.instance = instance;
     st.grid_x = grid.x;
     st.grid_y = grid.y;
     st.block_x = block.x;
     st.block_y = block.y;
     st.check = m != OFF;
     st.check_global = m == ALL && global_cells != nullptr;
-    note_kernel(kernel, st.check);
+    note_kernel(instance, st.check, (unsigned long long)block.x * block.y * block.z > 32);
     const bool traffic = traffic_requested(); // (its first call arranges the table at exit)
     st.on = st.check || traffic;
     st.launch = launches.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -509,8 +538,11 @@ void global_memory_reserved(uintptr_t lo, size_t bytes) {
         const size_t shadow = bytes / GRANULE * sizeof(Cell);
         void *m = mmap(nullptr, shadow, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m != MAP_FAILED) {
+        void *w = mmap(nullptr, bytes / GRANULE * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m != MAP_FAILED && w != MAP_FAILED) {
             global_cells = (Cell *)m;
+            legacy_writers = (uint32_t *)w;
         } else {
             fprintf(stderr, "emulated CUDA: no address space for the race detector's shadow of "
                             "device memory (%zu GB): global memory unchecked\n", shadow >> 30);
@@ -528,6 +560,51 @@ void global_memory_freed(uintptr_t p, size_t bytes) {
     const uintptr_t hi = (uintptr_t)(global_cells + (p + bytes - global_lo) / GRANULE);
     const uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    const uintptr_t wlo = (uintptr_t)(legacy_writers + (p - global_lo) / GRANULE);
+    const uintptr_t whi = (uintptr_t)(legacy_writers + (p + bytes - global_lo) / GRANULE);
+    const uintptr_t wa = (wlo + page - 1) & ~(page - 1), wb = whi & ~(page - 1);
+    if (wb > wa) madvise((void *)wa, wb - wa, MADV_DONTNEED);
+}
+
+void legacy_op_begins(unsigned long long pos, const char *what) {
+    legacy_stamp = (uint32_t)pos;
+    legacy_names[pos % NAMES] = what;
+}
+
+// the granules of [p, p + bytes) in device memory with a shadow, else false
+static bool legacy_range(const void *p, size_t bytes, size_t *first, size_t *last) {
+    const uintptr_t a = (uintptr_t)p;
+    if (legacy_writers == nullptr || bytes == 0 || a - global_lo >= global_bytes ||
+        bytes > global_lo + global_bytes - a) {
+        return false;
+    }
+    *first = (a - global_lo) / GRANULE;
+    *last = (a + bytes - 1 - global_lo) / GRANULE;
+    return true;
+}
+
+void legacy_wrote(const void *p, size_t bytes) {
+    size_t first, last;
+    if (!legacy_range(p, bytes, &first, &last)) return;
+    for (size_t i = first; i <= last; i++) legacy_writers[i] = legacy_stamp;
+}
+
+void stream_order_check(const void *p, size_t bytes, const char *what) {
+    size_t first, last;
+    if (!legacy_range(p, bytes, &first, &last)) return;
+    const unsigned long long bound = stream_order_bound();
+    for (size_t i = first; i <= last; i++) {
+        const uint32_t w = legacy_writers[i];
+        if (w > bound) {
+            const char *name = legacy_names[w % NAMES];
+            device_abort("stream race on %s: %s, queued on a created stream, touches what "
+                         "stream-0 operation %u (%s) wrote, and no cudaStreamWaitEvent (or host "
+                         "wait) orders it after that operation: its waits reach stream-0 "
+                         "operation %llu only",
+                         memory_name(global_lo + i * GRANULE, nullptr).c_str(), what, w,
+                         name != nullptr ? name : "?", bound);
+        }
+    }
 }
 
 } // namespace race

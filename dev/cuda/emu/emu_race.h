@@ -24,7 +24,9 @@ extern __thread bool active;
 void access(const void *p, size_t n, Access kind, const void *pc);
 
 // from the scheduler (emu_fibers.cpp)
-void launch_begins(const char *kernel, dim3 grid, dim3 block, void *dynamic_shared, size_t bytes);
+// kernel: the launch's text; instance: with its template arguments (EMU_KERNEL_LOG)
+void launch_begins(const char *kernel, const char *instance, dim3 grid, dim3 block,
+                   void *dynamic_shared, size_t bytes);
 void launch_ends();
 void block_begins(unsigned linear_block);
 void fiber_enters(int thread); // the thread's linear index in its block
@@ -40,6 +42,15 @@ void mma_issued();
 // from the arena (emu_arena.cpp): device memory is [lo, lo + bytes)
 void global_memory_reserved(uintptr_t lo, size_t bytes);
 void global_memory_freed(uintptr_t p, size_t bytes);
+
+// from emu_streams.cpp: the stream-0 operation `pos` (1, 2, ...; 0: a
+// created stream's) begins; the race detector stamps the device memory it
+// writes with it (an emulator-side write: legacy_wrote)
+void legacy_op_begins(unsigned long long pos, const char *what);
+void legacy_wrote(const void *p, size_t bytes);
+// a queued operation on a created stream touches [p, p + bytes): abort when
+// stream-0 work its waits do not order it after wrote there
+void stream_order_check(const void *p, size_t bytes, const char *what);
 
 } // namespace race
 } // namespace emu

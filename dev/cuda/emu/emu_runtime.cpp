@@ -2,9 +2,10 @@
 // streams and events. cudaMalloc hands out 0xFF-filled host memory (NaN as
 // fp32 and bf16) and records its size, so copies, memsets and the library
 // calls can check every range against the allocation it must lie in.
-// Everything is synchronous; streams and events only have to exist, except
-// that copies to and from page-locked memory are held to the waits a device
-// needs (emu_pinned.cpp).
+// Stream 0 runs its work at once; a created stream's copies, memsets and
+// collectives wait in its queue until something forces them (emu_streams.cpp);
+// copies to and from page-locked memory are held to the waits a device needs
+// (emu_pinned.cpp).
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +19,12 @@
 
 #include "cuda_runtime.h"
 #include "emu_internal.h"
+#include "emu_race.h"
 
-struct emu_stream {
-    int id;
-};
 struct emu_event {
     double seconds;
     int recorded;
-    cudaStream_t stream;     // where it was last recorded
+    emu::StreamMark at;      // where it was last recorded (emu_streams.cpp)
     unsigned long long mark; // the page-locked copies queued by then (emu_pinned.cpp)
 };
 
@@ -148,7 +147,8 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
     if (p == nullptr) return cudaSuccess;
-    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFree"); // it waits for the device
+    emu::streams_synchronize_all(); // it waits for the device
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFree");
     size_t bytes;
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
@@ -173,7 +173,8 @@ cudaError_t cudaMallocHost(void **p, size_t bytes) {
 
 cudaError_t cudaFreeHost(void *p) {
     if (p == nullptr) return cudaSuccess;
-    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFreeHost"); // it waits for the device
+    emu::streams_synchronize_all(); // it waits for the device
+    emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFreeHost");
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
         if (emu::host_allocations.erase((uintptr_t)p) == 0) {
@@ -184,9 +185,8 @@ cudaError_t cudaFreeHost(void *p) {
     return cudaSuccess;
 }
 
-// the checks and the copy of cudaMemcpy and cudaMemcpyAsync
-static cudaError_t copy_checked(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
-    if (bytes == 0) return cudaSuccess;
+// the checks of cudaMemcpy and cudaMemcpyAsync
+static void copy_check(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     const bool dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
     const bool src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
     if (kind == cudaMemcpyDefault) {
@@ -198,21 +198,43 @@ static cudaError_t copy_checked(void *dst, const void *src, size_t bytes, cudaMe
         if (src_dev) emu::check_device_range(src, bytes, "cudaMemcpy source");
         else if (emu::is_device(src)) device_abort("cudaMemcpy: source %p is device memory but the kind says host", src);
     }
-    memmove(dst, src, bytes);
-    return cudaSuccess;
 }
 
 // on the legacy stream: after everything queued before it
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
+    if (bytes == 0) return cudaSuccess;
+    copy_check(dst, src, bytes, kind);
+    emu::stream_op_now(nullptr, "cudaMemcpy");
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "a synchronous cudaMemcpy");
-    return copy_checked(dst, src, bytes, kind);
+    memmove(dst, src, bytes);
+    emu::race::legacy_wrote(dst, bytes);
+    emu::stream_synchronize(nullptr); // the host waits for it
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
     emu::check_stream(stream, "cudaMemcpyAsync");
-    cudaError_t err = copy_checked(dst, src, bytes, kind);
-    if (err != cudaSuccess || bytes == 0) return err;
+    if (bytes == 0) return cudaSuccess;
+    copy_check(dst, src, bytes, kind);
+    if (stream != nullptr) { // queued: the copy happens when the stream runs it
+        unsigned long long landing = 0; // a copy into page-locked memory: its number
+        if (!emu::is_device(src) && emu::is_pinned(src, bytes)) {
+            emu::pinned_copy_queued((void *)src, bytes, true, stream);
+        } else if (!emu::is_device(dst) && emu::is_pinned(dst, bytes)) {
+            landing = emu::pinned_copy_queued(dst, bytes, false, stream);
+        }
+        emu::stream_submit(stream, "cudaMemcpyAsync", [=] {
+            emu::race::stream_order_check(src, bytes, "cudaMemcpyAsync (its source)");
+            emu::race::stream_order_check(dst, bytes, "cudaMemcpyAsync (its destination)");
+            memmove(dst, src, bytes);
+            if (landing != 0) emu::pinned_copy_ran(landing);
+        });
+        return cudaSuccess;
+    }
+    emu::stream_op_now(nullptr, "cudaMemcpyAsync");
+    memmove(dst, src, bytes);
+    emu::race::legacy_wrote(dst, bytes);
     if (!emu::is_device(src) && emu::is_pinned(src, bytes)) {
         emu::pinned_copy_queued((void *)src, bytes, true, stream);
     } else if (!emu::is_device(dst) && emu::is_pinned(dst, bytes)) {
@@ -221,16 +243,18 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     return cudaSuccess;
 }
 
-cudaError_t cudaMemset(void *p, int value, size_t bytes) {
-    if (bytes == 0) return cudaSuccess;
-    emu::check_device_range(p, bytes, "cudaMemset");
-    memset(p, value, bytes);
-    return cudaSuccess;
-}
+cudaError_t cudaMemset(void *p, int value, size_t bytes) { return cudaMemsetAsync(p, value, bytes, 0); }
 
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t stream) {
     emu::check_stream(stream, "cudaMemsetAsync");
-    return cudaMemset(p, value, bytes);
+    if (bytes == 0) return cudaSuccess;
+    emu::check_device_range(p, bytes, "cudaMemset");
+    emu::stream_submit(stream, "cudaMemsetAsync", [=] {
+        if (emu::stream_op_queued()) emu::race::stream_order_check(p, bytes, "cudaMemsetAsync");
+        memset(p, value, bytes);
+        emu::race::legacy_wrote(p, bytes);
+    });
+    return cudaSuccess;
 }
 
 cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
@@ -294,6 +318,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+    emu::streams_synchronize_all();
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaDeviceSynchronize");
     return cudaSuccess;
 }
@@ -329,14 +354,18 @@ const char *cudaGetErrorName(cudaError_t err) {
 cudaError_t cudaStreamCreate(cudaStream_t *s) { return cudaStreamCreateWithFlags(s, 0); }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
-    (void)flags;
-    *s = new emu_stream{0};
-    std::lock_guard<std::mutex> lock(emu::memory_mutex);
-    emu::streams.insert(*s);
+    *s = new emu_stream{(flags & cudaStreamNonBlocking) == 0};
+    {
+        std::lock_guard<std::mutex> lock(emu::memory_mutex);
+        emu::streams.insert(*s);
+    }
+    emu::stream_created(*s);
     return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
+    emu::check_stream(s, "cudaStreamDestroy");
+    emu::stream_destroyed(s);
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
         if (emu::streams.erase(s) == 0) device_abort("cudaStreamDestroy(%p): no such stream", (void *)s);
@@ -347,6 +376,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     emu::check_stream(s, "cudaStreamSynchronize");
+    emu::stream_synchronize(s);
     emu::pinned_wait(s, s == nullptr, ULLONG_MAX, "cudaStreamSynchronize");
     return cudaSuccess;
 }
@@ -360,6 +390,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     (void)flags;
     emu::check_stream(s, "cudaStreamWaitEvent");
     check_event(e, "cudaStreamWaitEvent");
+    if (e->recorded) emu::stream_wait(s, e->at); // a never-recorded event: nothing to wait for
     return cudaSuccess;
 }
 
@@ -367,7 +398,7 @@ cudaError_t cudaEventCreate(cudaEvent_t *e) { return cudaEventCreateWithFlags(e,
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
     (void)flags;
-    *e = new emu_event{0.0, 0, nullptr, 0};
+    *e = new emu_event{0.0, 0, emu::StreamMark{nullptr, 0, 0}, 0};
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
     emu::events.insert(*e);
     return cudaSuccess;
@@ -385,9 +416,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     check_event(e, "cudaEventRecord");
     emu::check_stream(s, "cudaEventRecord");
+    e->at = emu::stream_mark(s);
     e->seconds = emu::now_seconds();
     e->recorded = 1;
-    e->stream = s;
     e->mark = emu::pinned_copies_queued();
     return cudaSuccess;
 }
@@ -396,7 +427,8 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     check_event(e, "cudaEventSynchronize");
     if (e->recorded) {
-        emu::pinned_wait(e->stream, e->stream == nullptr, e->mark, "cudaEventSynchronize");
+        emu::stream_host_waits(e->at);
+        emu::pinned_wait(e->at.stream, e->at.stream == nullptr, e->mark, "cudaEventSynchronize");
     }
     return cudaSuccess;
 }

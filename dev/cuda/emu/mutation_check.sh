@@ -10,11 +10,22 @@
 #   tc-index:  the tensor-core products read the B operand's 8-column tiles swapped in pairs
 #   tc-barrier: the tensor-core forward's __syncthreads between loading a key/value
 #              tile and its use removed (checked by dev/cuda/attention_variants bf16)
+#   wait-grads: grad_sync.cuh's reduction stream no longer waits for the
+#              backward's gradients (its cudaStreamWaitEvent on grads_done)
+#   wait-comm:  the compute stream no longer waits for the reductions (the
+#              cudaStreamWaitEvent on comm_done)
 # The three barrier mutants must fail as races: the race detector's report
 # (dev/cuda/emu/emu_race.cpp), where the build has it (not SAN=1); without it
 # they must fail by their numbers, or SKIP where the numbers cannot show them
 # (SAN=1 only: a plain build without the detector is a failure).
-# usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin   (exit 0: every mutant caught)
+# The two stream mutants (dev/cuda/emu/emu_streams.cpp) run train_gpt2fp32cu
+# over 2 ranks as threads, ZeRO-1, 2 steps on the shards SHARDS_train_*.bin:
+# wait-grads must abort with the race detector's stream race (stream-0 work
+# is done when the host queues the reduction, so only the detector sees it),
+# wait-comm must fail or end on another model than the unmutated program's
+# (the queued reductions run after the update).
+# usage: dev/cuda/emu/mutation_check.sh WORKDIR MODEL.bin STATE.bin SHARDS
+#        (exit 0: every mutant caught)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 work=$1 model=$2 state=$3
@@ -102,4 +113,48 @@ open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no 
 }
 dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads();\n        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform', '        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform')" \
     attention_variants "dynamic shared memory 'tc_smem'"
+# stream_mutant NAME EXPR RACE: grad_sync.cuh mutated, the trainer over 2 ranks
+# (RACE 1: it must abort with a stream race; 0: fail or differ from the unmutated run)
+shards=${4:-} # SHARDS_train_*.bin, SHARDS_val_*.bin
+stream_flags=(-N cbwc -e d2c64h4v256t64 -i "${shards}_train_*.bin" -j "${shards}_val_*.bin" -b 2 -t 16
+              -x 2 -n 2 -v 0 -l 3e-3 -sd 11 -z 1)
+stream_run() { # PROGRAM OUT RACECHECK
+    rm -rf "$2" "$2.id"
+    { EMU_RACECHECK=$3 EMU_RANKS=2 OMP_NUM_THREADS=1 "$1" "${stream_flags[@]}" -pf "$2.id" -o "$2"; } > "$2.log" 2>&1
+}
+stream_mutant() {
+    local name=$1 expr=$2 race=$3 dir=$work/$1
+    if [ "$race" = 1 ] && [ $racecheck = 0 ]; then
+        echo "SKIP $name: only the race detector sees it, and this build has none (SAN=1)"; return
+    fi
+    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
+    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
+if t == s: sys.exit('mutation did not apply')
+open(p, 'w').write(t)" "$dir/llmc/cuda/grad_sync.cuh" || { echo "FAIL $name: the mutation no longer applies to grad_sync.cuh"; fails=$((fails + 1)); return; }
+    # shellcheck disable=SC2086
+    if ! $compile -iquote "$dir/llmc" -DFOLDNORM_FP32 -Dmain=emu_program_main -x c++ -c build/emu/src/train_gpt2.cu -o "$dir/train.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/train.o" build/emu/runtime/emu_main.o $link -o "$dir/train" >> "$dir/build.log" 2>&1; then
+        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
+    fi
+    if stream_run "$dir/train" "$dir/run" "$race"; then
+        if [ "$race" = 0 ] && ! cmp -s "$dir/run/model_00000002.bin" "$work/stream_base/model_00000002.bin"; then
+            echo "ok   $name: mutant caught (2 ranks, ZeRO-1: the step-2 model differs from the unmutated run's)"
+        else
+            echo "FAIL $name: the 2-rank run still passes with the mutation (grad_sync.cuh)"; fails=$((fails + 1))
+        fi
+    elif [ "$race" = 1 ] && ! grep -q '^emulated CUDA error: stream race' "$dir/run.log"; then
+        echo "FAIL $name: the mutant fails, but not with a stream race: $(grep -m1 -E 'FAIL|error' "$dir/run.log")"
+        fails=$((fails + 1))
+    else
+        echo "ok   $name: mutant caught: $(grep -m1 -E 'FAIL|error' "$dir/run.log" | cut -c1-300)"
+    fi
+}
+if [ -z "$shards" ]; then
+    echo "FAIL stream mutants: no token shards given (the 4th argument)"; fails=$((fails + 1))
+elif ! stream_run build/emu/train_gpt2fp32cu "$work/stream_base" $racecheck; then
+    echo "FAIL stream mutants: the unmutated 2-rank run fails: $(tail -2 "$work/stream_base.log")"; fails=$((fails + 1))
+else
+    stream_mutant wait-grads "s.replace('    CUDA_CHECK(cudaStreamWaitEvent(gs->comm, gs->grads_done, 0));\n', '')" 1
+    stream_mutant wait-comm "s.replace('    CUDA_CHECK(cudaStreamWaitEvent(gs->model->mm.stream, gs->comm_done, 0));\n', '')" 0
+fi
 [ $fails -eq 0 ]

@@ -2,8 +2,9 @@
 """CUDA emulation (a logic check, not a device run): copies a .cu/.cuh
 source, rewriting only what C++ cannot compile or what needs the emulator:
   kernel<<<grid, block[, smem[, stream]]>>>(args)
-      -> emu::launch("kernel", (const void *)&kernel, emu::config(grid, block, ...),
-                     [&] { kernel(args); })
+      -> emu::launch("kernel", emu::kernel_name<&kernel>(), (const void *)&kernel,
+                     emu::config(grid, block, ...), [&] { kernel(args); })
+     (kernel_name: the instance with its template arguments, for race coverage)
   extern __shared__ T name[];   -> T *name = (T *)emu::dynamic_shared("name");
   __shared__ [__align__(n)] T name[dims]
       -> [__align__(n)] static thread_local T name[dims]; EMU_SHARED_POISON(name);
@@ -57,8 +58,8 @@ def rewrite_launches(text):
             raise SystemExit(f"rewrite_launches: cannot parse the launch near: {text[open_ - 40:open_ + 40]!r}")
         args_end = match_parens(text, args_start)
         out.append(text[pos:name_start])
-        out.append(f'emu::launch("{name}", (const void *)&{name}, emu::config({config}), '
-                   f'[&] {{ {name}{text[args_start:args_end]}; }})')
+        out.append(f'emu::launch("{name}", emu::kernel_name<&{name}>(), (const void *)&{name}, '
+                   f'emu::config({config}), [&] {{ {name}{text[args_start:args_end]}; }})')
         pos = args_end
 
 

@@ -7,7 +7,11 @@
 // `selftest mma` runs the tensor-core layout checks (dev/cuda/mma_check.cuh),
 // which must pass, and fail under EMU_MMA_MUTATION. `selftest pinned-ok` must
 // pass (page-locked copies waited for by an event and a stream), `selftest
-// pinned-reuse` abort (the source rewritten before the wait). Built only under emulation.
+// pinned-reuse` abort (the source rewritten before the wait). `selftest
+// stream-order` must pass (a created stream's work runs when stream 0 waits
+// for it, not before), `selftest stream-race` abort (the race detector's
+// stream race: queued work touching what stream 0 wrote, no wait between).
+// Built only under emulation.
 #include <stdio.h>
 #include <string.h>
 
@@ -237,6 +241,34 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaFreeHost(back));
         CUDA_CHECK(cudaFree(x));
         return ok ? 0 : 1;
+    }
+    if (strcmp(c, "stream-order") == 0 || strcmp(c, "stream-race") == 0) {
+        // stream-order: a created stream's memset runs only when stream 0 waits
+        // for its event (before: the bytes stream 0 copies are the old NaN);
+        // stream-race: a memset queued on it overwrites what stream 0 wrote,
+        // with no wait between: the race detector's stream race
+        cudaStream_t s;
+        cudaEvent_t done;
+        float h[64];
+        CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+        if (strcmp(c, "stream-race") == 0) {
+            CUDA_CHECK(cudaMemset(x, 0, 64 * sizeof(float)));
+            CUDA_CHECK(cudaMemsetAsync(x, 0, 64 * sizeof(float), s));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+        }
+        CUDA_CHECK(cudaMemsetAsync(x, 0, 64 * sizeof(float), s));
+        CUDA_CHECK(cudaMemcpy(h, x, sizeof(h), cudaMemcpyDeviceToHost));
+        const int late = isnan(h[3]);
+        CUDA_CHECK(cudaEventRecord(done, s));
+        CUDA_CHECK(cudaStreamWaitEvent(0, done, 0));
+        CUDA_CHECK(cudaMemcpy(h, x, sizeof(h), cudaMemcpyDeviceToHost));
+        printf("a created stream's memset: %s before stream 0 waits for it, %g after (expected 0)\n",
+               late ? "not run" : "run", h[3]);
+        CUDA_CHECK(cudaEventDestroy(done));
+        CUDA_CHECK(cudaStreamDestroy(s));
+        CUDA_CHECK(cudaFree(x));
+        return late && h[3] == 0.0f ? 0 : 1;
     }
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;
