@@ -95,6 +95,8 @@ cuda-config:
 	@echo 'CUDA_HOME=$(CUDA_HOME)'
 	@echo 'CUDNN=$(if $(CUDNN_HEADER),found in $(CUDNN_FOUND_IN),not found)'
 	@echo 'CUDNN_LDLIBS=$(strip $(CUDNN_LDLIBS))'
+	@echo 'CUDNN_INCDIR=$(CUDNN_INCDIR)'
+	@echo 'CUDNN_LIBDIR=$(CUDNN_LIBDIR)'
 	@echo 'NCCL=$(if $(NCCL_HEADER),found in $(NCCL_FOUND_IN),not found)'
 	@echo 'NCCL_LDLIBS=$(strip $(NCCL_LDLIBS))'
 	@echo 'ZLIB=$(ZLIB)'
