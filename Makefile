@@ -35,6 +35,19 @@ ifneq ($(NO_DNNL),1)
   endif
 endif
 
+# zlib for gzip-compressed IDX files (llmc/vision/idx.c: Fashion-MNIST's .gz)
+# where zlib.h and -lz are found (CPATH and LIBRARY_PATH count: dev/gpu/check.sh's
+# carried .devdeps); make ZLIB=0 leaves it out, and gzip input is then refused.
+# Nothing else needs zlib (the file CRC32 is llmc/core/checksum.c's own).
+ifeq ($(origin ZLIB),undefined)
+  ZLIB := $(shell printf '\043include <zlib.h>\nint main(void) { return zlibVersion()[0] == 0; }\n' | \
+            $(CC) -x c - -lz -o /dev/null > /dev/null 2>&1 && echo 1 || echo 0)
+endif
+ifeq ($(ZLIB),1)
+  CFLAGS += -DFOLDNORM_ZLIB
+  ZLIB_LIBS := -lz
+endif
+
 # sanitizer build of everything: make SAN=1 test
 ifeq ($(SAN),1)
   CFLAGS := $(filter-out -O3,$(CFLAGS)) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer

@@ -1,7 +1,7 @@
 # ViT / Swin image classifiers: trainer and data tools (their tests:
 # test/test_vit.c, test/test_kernels.c, built by mk/tests.mk's test_% rule).
 CPU_PROGRAMS += train_vit
-LDLIBS += -lz
+LDLIBS += $(ZLIB_LIBS)
 
 $(BIN)/train_vit: $(BUILD)/train_vit.o $(LLMC_LIB)
 	$(LINK)

@@ -3,12 +3,12 @@
 # tolerance tables of test/test_gpt2.cu, test_vit.cu and test_swin.cu from a
 # distribution instead of a few seeds. For each seed it writes the suites'
 # reference states (the shapes of test/suites/cuda_emu.sh and cuda_vit_emu.sh,
-# with their curves and equivalence runs), runs the bf16 test binaries with
-# every tolerance at 1 (-r 1 -l 1: nothing fails, every error is printed)
-# and keeps each check's error. The summary gives per family and check kind
-# (a gradient by its tensor kind, "cbwc X" folded into X, as the tables do)
-# the largest error over all seeds and configs, the seed and config where it
-# fell, and the 99th percentile.
+# with their curves and equivalence runs, and dev/gpu/make_states.sh's GPT-2
+# odd shape), runs the bf16 test binaries with every tolerance at 1 (-r 1 -l 1:
+# nothing fails, every error is printed) and keeps each check's error. The
+# summary gives per family and check kind (a gradient by its tensor kind,
+# "cbwc X" folded into X, as the tables do) the largest error over all seeds
+# and configs, the seed and config where it fell, and the 99th percentile.
 #   test/bf16_tolerances.sh [-n SEEDS (60)] [-s FIRST (1)] [-o DIR] [gpt2 vit swin]
 # Needs make emu. Under nice it takes ~20 s a seed for all three families.
 set -uo pipefail
@@ -50,6 +50,8 @@ run() {
 }
 gpt2_small=(--B 2 --T 16 --steps 3)
 gpt2_odd=(--L 3 --C 48 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 3 --lr 3e-3)
+# dev/gpu/make_states.sh's odd shape (the device's states): head size 16, 5 steps
+gpt2_device=(--L 3 --C 96 --NH 6 --V 301 --Vp 384 --maxT 40 --B 2 --T 24 --init gpt2 --steps 5 --lr 3e-3)
 vit_odd=(--steps 4 --image-size 12 --image-channels 3 --patch-size 3 --channels 32 --num-heads 2
          --num-layers 3 --mlp-ratio 2 --num-classes 5 --B 5 --smoothing 0 --lr 3e-3)
 swin_a=(--image-size 16 --patch-size 2 --image-channels 2 --embed-dim 16 --depths 2,2 --heads 2,4 --window 4 --B 2 --steps 4)
@@ -65,6 +67,7 @@ for ((k = 0; k < n; k++)); do
                 extra=(--curve 5 --seed "$s"); [ $mode = ln ] && extra+=(--equivalence 8)
                 run gpt2 ${mode}_small "$s" --mode $mode "${gpt2_small[@]}" -- "${extra[@]}"
                 run gpt2 ${mode}_odd "$s" --mode $mode "${gpt2_odd[@]}" --
+                run gpt2 ${mode}_device "$s" --mode $mode "${gpt2_device[@]}" --
             done ;;
         vit)
             for mode in ln rms cbwc; do

@@ -65,7 +65,11 @@ static const Bf16Tolerance BF16_TOLERANCES[] = {
     {"grad fcprojb", 2.5e-2},      // 8.0e-3
     {"grad lnfw", 2.5e-2},         // 8.2e-3
     {"grad lnfb", 1.5e-2},         // 4.7e-3
-    {"AdamW step losses", 1.2e-2}, // 2.3e-3; over 31 seeds (bf16_tolerances.sh) 5.8e-3 (absolute)
+    // absolute: 2.3e-3; 5.8e-3 over 31 seeds at the shapes above; on dev/gpu/make_states.sh's
+    // odd shape (L=3 C=96 NH=6, 5 steps at lr 3e-3) rms reaches 2.4e-2 (seed 104; 2.1e-2
+    // over 30 seeds), as PyTorch with bf16-rounded matmuls and residual does (1.5e-2);
+    // still separates lr x0.5 (1.1e-1) and x2 (4.2e-1); the fp32 build's 1e-4 finer errors
+    {"AdamW step losses", 6e-2},
     {"step losses", 5e-3},         // cbwc vs ln: 6.5e-4 (absolute)
     {"curve gpu vs cpu", 5e-3},    // 6.1e-4 (absolute; wider: errors compound over 20 steps)
     {"last grads", LAST_GRADS_TOL_BF16}, // cbwc vs ln after the updates: see check_equivalence

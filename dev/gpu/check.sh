@@ -2,20 +2,22 @@
 # The GPU device check: one `run` call of about 10 minutes (docs/cuda.md, "On a
 # GPU machine"), ordered so that a first window, which may never come twice,
 # yields the GPT-2 speed figures first:
-#   preflight          driver, nvcc (also /usr/local/cuda/bin), gcc/g++, make, zlib;
-#                      the carried reference states and llm.c checkout
+#   preflight          driver, nvcc (also /usr/local/cuda/bin), gcc/g++, make; zlib,
+#                      cuDNN and NCCL (where the build finds them: INFO rows, none
+#                      blocks); the carried reference states and llm.c checkout
 #   build              the GPT-2 trainers and tests and the GPT-2 dev/cuda programs
 #                      (sm_90, all cores); the vision programs, the other dev/cuda
 #                      programs and llm.c's train_gpt2cu build in the background
 #   gpt2 tests         test_gpt2fp32cu, test_gpt2cu against the carried states
 #   attention timings  every attention program of dev/cuda (checks, then timings)
 #   d12 tok/s          train_gpt2cu -e d12, ln and cbwc, B=16 and 64, T=1024
-#                      (median step), beside llm.c's train_gpt2cu (USE_CUDNN=0)
-#                      when carried
+#                      (median step), beside llm.c's train_gpt2cu when carried:
+#                      built USE_CUDNN=1 (the headline row: what llm.c's users
+#                      run; needs .llmc/cudnn-frontend and cuDNN found by the
+#                      build), then USE_CUDNN=0 (the second row)
 #   d12 tok/s cudnn    train_gpt2cu -e d12 -N ln -at cudnn (cuDNN's fused
-#                      attention) at the first B, beside tc, llm.c's USE_CUDNN=0
-#                      run above and llm.c's USE_CUDNN=1 build when its
-#                      cudnn-frontend is carried (every llm.c row names its build)
+#                      attention) at the first B, beside tc and llm.c's
+#                      USE_CUDNN=1 run above (every llm.c row names its build)
 #   kernel timings     the other GPT-2 dev/cuda programs (matmul, cbwc, any new
 #                      one), and a cost model's predictions beside when
 #                      dev/gpu/cost_model.{sh,py} exists (the .py: its
@@ -342,12 +344,13 @@ if stage "preflight" 5 5; then
             pf_fail $tool "not on the PATH: nvcc and the host code need it; the device image must provide it"
         fi
     done
-    # zlib (the CUDA programs link -lz): the system's, else a carried .devdeps/
-    # (zlib1g-dev and zlib1g unpacked with dpkg -x, docs/cuda.md)
+    # zlib: only gzip IDX input (Fashion-MNIST's .gz) needs it, and the build
+    # leaves it out where it is missing (ZLIB=0), so it blocks nothing; the
+    # system's, else a carried .devdeps/ (zlib1g-dev and zlib1g unpacked: dev/gpu/prepare.sh)
     zlib_ok() { printf '#include <zlib.h>\nint main(void) { return zlibVersion()[0] == 0; }\n' |
                     gcc -x c - -lz -o "$tmp/zlib_check" > "$logs/zlib.log" 2>&1 && "$tmp/zlib_check"; }
     if ! command -v gcc > /dev/null; then
-        pf_fail zlib "not checked: no gcc"
+        row "preflight: zlib" "INFO (not checked: no gcc)"
     elif zlib_ok; then
         row "preflight: zlib" "PASS (zlib.h and -lz)"
     elif [ -d .devdeps/usr/include ] && export CPATH=$PWD/.devdeps/usr/include${CPATH:+:$CPATH} \
@@ -356,9 +359,29 @@ if stage "preflight" 5 5; then
          zlib_ok; then
         row "preflight: zlib" "PASS (the carried .devdeps: CPATH, LIBRARY_PATH set)"
     else
-        pf_fail zlib "zlib.h or libz missing ($(grep -m1 -E 'error|cannot find' "$logs/zlib.log" | cut -c1-60)): here, apt-get download zlib1g-dev zlib1g; dpkg -x each into .devdeps/; carry .devdeps"
+        row "preflight: zlib" "INFO (zlib.h or libz missing: built with ZLIB=0, gzip IDX files refused (Fashion-MNIST's .gz); dev/gpu/prepare.sh makes .devdeps to carry)"
     fi
     add_log zlib
+    # cuDNN and NCCL where mk/cuda.mk finds them (CUDNN_HOME, CUDA_HOME, the
+    # system, a venv's wheels): their folders go on LD_LIBRARY_PATH too (a
+    # wheel's libcudnn.so.9 loads its sub-libraries from its own folder)
+    cudnn_incdir=""; cudnn_libdir=""
+    if [ "$dry" = 1 ]; then
+        row "preflight: cuDNN, NCCL" "INFO (dry run: the emulator's shims; the build's search is checked by test/suites/gpu_build_config.sh)"
+    elif [ -n "${nvcc:-}" ] && make -s --no-print-directory CUDA_ARCHS=90 cuda-config > "$logs/cuda_config.log" 2>&1; then
+        for lib in CUDNN NCCL; do
+            row "preflight: ${lib,,}" "INFO ($(sed -n "s/^$lib=//p" "$logs/cuda_config.log" | cut -c1-120))"
+        done
+        cudnn_incdir=$(sed -n 's/^CUDNN_INCDIR=//p' "$logs/cuda_config.log")
+        cudnn_libdir=$(sed -n 's/^CUDNN_LIBDIR=//p' "$logs/cuda_config.log")
+        for d in $(sed -n 's/^CUDA_RUNTIME_LIBDIRS=//p' "$logs/cuda_config.log"); do
+            case ":${LD_LIBRARY_PATH:-}:" in *":$d:"*) ;; *) LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ;; esac
+        done
+        export LD_LIBRARY_PATH
+    else
+        row "preflight: cuDNN, NCCL" "INFO (make cuda-config failed: combined.log, cuda_config)"
+    fi
+    add_log cuda_config
     if [ -f "$states/seeds.txt" ]; then
         row "preflight: reference states" "PASS ($(find "$states" -name '*.bin' | wc -l) files in $states)"
     else
@@ -367,8 +390,8 @@ if stage "preflight" 5 5; then
     if [ -n "$llmc" ] && [ -f "$llmc/train_gpt2.cu" ]; then
         if [ ! -d "$llmc/cudnn-frontend/include" ]; then
             why_no_cudnn="no $llmc/cudnn-frontend/include: docs/cuda.md says how to carry it"
-        elif [ -z "$(find /usr /opt -maxdepth 6 -name cudnn.h -print -quit 2> /dev/null)" ]; then
-            why_no_cudnn="cudnn-frontend carried, but no cudnn.h under /usr or /opt"
+        elif [ -z "$cudnn_incdir" ]; then
+            why_no_cudnn="cudnn-frontend carried, but the build found no cudnn.h (preflight: cudnn)"
         else
             llmc_cudnn=1
         fi
@@ -440,6 +463,15 @@ llmc_build_job() { # DIR USE_CUDNN
                   find /usr/local/nvidia /usr/lib /usr/lib64 -name libnvidia-ml.so.1 2> /dev/null; } | head -1)
         [ -n "$nvml" ] && mkdir -p "$tmp/nvml" && ln -sf "$nvml" "$tmp/nvml/libnvidia-ml.so" &&
             export LIBRARY_PATH=$tmp/nvml${LIBRARY_PATH:+:$LIBRARY_PATH}
+    fi
+    if [ "$cudnn" = 1 ]; then # cuDNN where our build found it; a wheel's libcudnn.so.9 as -lcudnn
+        export CPATH=$cudnn_incdir${CPATH:+:$CPATH}
+        if [ ! -e "$cudnn_libdir/libcudnn.so" ] && [ -n "$cudnn_libdir" ]; then
+            mkdir -p "$dir/cudnn_lib" && ln -sf "$(ls "$cudnn_libdir"/libcudnn.so.[0-9]* | head -1)" "$dir/cudnn_lib/libcudnn.so"
+            export LIBRARY_PATH=$dir/cudnn_lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+        fi
+        [ -n "$cudnn_libdir" ] && export LIBRARY_PATH=$cudnn_libdir${LIBRARY_PATH:+:$LIBRARY_PATH}
+        echo "llm.c: cuDNN from $cudnn_incdir"
     fi
     echo "llm.c: USE_CUDNN=$cudnn"
     make -C "$dir" train_gpt2cu NO_MULTI_GPU=1 NO_USE_MPI=1 USE_CUDNN="$cudnn" GPU_COMPUTE_CAPABILITY=90
@@ -551,79 +583,82 @@ speed() {
         return 1
     fi
 }
-declare -A ours_ln_ms llmc_ms # per B, for the cuDNN stage's ratios
-if stage "d12 tok/s" 75 30; then
+declare -A ours_ln_ms llmc_cudnn_ms # per B, for the cuDNN stage's ratios
+# llm.c's train_gpt2cu as it ships (recompute, master weights) on the same
+# shards, in the configuration its users run first: built USE_CUDNN=1 (cuDNN's
+# fused attention: the headline row) when its cudnn-frontend is carried and
+# cuDNN found, then USE_CUDNN=0 (its own attention kernels: the second row).
+# The dry run stands in our emulated trainer (-at cudnn for USE_CUDNN=1).
+declare -A llmc_bins llmc_waited
+# llmc_side B USE_CUDNN: llm.c's speed row at B and its ratio to ours (ln) at B
+llmc_side() {
+    local B=$1 c=$2 lname args=()
+    llmc_bin=""
+    if [ "$dry" = 1 ]; then
+        llmc_bin=$bindir/train_gpt2cu
+        [ "$c" = 1 ] && args=(-at cudnn)
+        lname="llm.c USE_CUDNN=$c (dry: our emulated trainer$([ "$c" = 1 ] && echo ' -at cudnn')) B=$B T=$T"
+    else
+        [ -z "$llmc" ] && return 1
+        if [ "$c" = 1 ] && [ "$llmc_cudnn" != 1 ]; then
+            [ -z "${llmc_waited[1]:-}" ] && row "llm.c USE_CUDNN=1" "INFO (not built: $why_no_cudnn; the rows below are against USE_CUDNN=0)"
+            llmc_waited[1]=1
+            return 1
+        fi
+        if [ -z "${llmc_waited[$c]:-}" ]; then # waited for once: a failed build is not waited for again
+            if [ "$c" = 1 ]; then llmc_binary llmc_cudnn_build llmc_cudnn 1; else llmc_binary llmc_build llmc 0; fi
+            llmc_bins[$c]=$llmc_bin
+            llmc_waited[$c]=1
+        fi
+        llmc_bin=${llmc_bins[$c]}
+        lname="llm.c USE_CUDNN=$c d12 B=$B T=$T"
+    fi
+    [ -n "$llmc_bin" ] || return 1
+    speed "$lname" "$t_d12" "$B" "$llmc_bin" -e "$model" -b "$B" -t "$T" -x "$steps" -v 100000 -s 0 -m 1 \
+        "${args[@]}" "${data[@]}" || return 1
+    [ -n "$speed_ms" ] || return 1
+    [ "$c" = 1 ] && llmc_cudnn_ms[$B]=$speed_ms
+    [ -n "${ours_ln_ms[$B]:-}" ] &&
+        row "  llm.c USE_CUDNN=$c / ours (ln), B=$B" "TIME $(awk -v a="${ours_ln_ms[$B]}" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
+    return 0
+}
+if stage "d12 tok/s" 95 30; then
     if ! make_bench_data; then
         row "d12 data" "FAIL (token shards: combined.log, bench_data)"
     else
         tag=d12; [ "$dry" = 1 ] && tag="d12 (dry: $model)"
-        llmc_bin=""
         for B in $batches; do
-            ours_ln=""
             for mode in ln cbwc; do
                 speed "$tag $mode B=$B T=$T" "$t_d12" "$B" "$bindir/train_gpt2cu" -e "$model" -N $mode -b "$B" -t "$T" \
                     -x "$steps" -v 0 -sh 0 "${data[@]}"
-                [ $mode = ln ] && ours_ln=$speed_ms && ours_ln_ms[$B]=$speed_ms
+                [ $mode = ln ] && [ -n "$speed_ms" ] && ours_ln_ms[$B]=$speed_ms
             done
-            # llm.c's train_gpt2cu as it ships (recompute, master weights), built
-            # without cuDNN (USE_CUDNN=0, its own attention kernels), the same shards
-            if [ "$dry" = 1 ]; then
-                llmc_bin=$bindir/train_gpt2cu; lname="llm.c USE_CUDNN=0 (dry: our emulated trainer) B=$B T=$T"
-            else
-                lname="llm.c USE_CUDNN=0 d12 B=$B T=$T"
-            fi
-            if [ -n "$llmc" ] && [ -z "$llmc_bin" ] && [ -z "${llmc_waited:-}" ]; then
-                llmc_binary llmc_build llmc 0 # waited for once: a failed build is not waited for again
-                llmc_waited=1
-            fi
-            if [ -n "$llmc_bin" ] && speed "$lname" "$t_d12" "$B" "$llmc_bin" -e "$model" -b "$B" -t "$T" \
-                    -x "$steps" -v 100000 -s 0 -m 1 "${data[@]}" && [ -n "$ours_ln" ] && [ -n "$speed_ms" ]; then
-                llmc_ms[$B]=$speed_ms
-                row "  llm.c USE_CUDNN=0 / ours (ln), B=$B" "TIME $(awk -v a="$ours_ln" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
-            fi
+            llmc_side "$B" 1
+            llmc_side "$B" 0
         done
     fi
 fi
 
 # ---------------------------------------------------------------- d12 tok/s, -at cudnn
 # cuDNN's fused attention in the same run as the rows above (ln, the first B):
-# beside our default (tc), llm.c's USE_CUDNN=0 run above (the baseline) and
-# llm.c's USE_CUDNN=1 build (cuDNN's attention in both: the issue's side by
-# side) when its cudnn-frontend is carried; the dry run stands in our emulated
-# trainer for both llm.c builds, with -at cudnn for USE_CUDNN=1
-if stage "d12 tok/s cudnn" 45 25; then
+# beside our default (tc) and llm.c's USE_CUDNN=1 run above (cuDNN's attention
+# in both), whose step time is reused, not measured again
+if stage "d12 tok/s cudnn" 25 15; then
     B=${batches%% *}
     tag=d12; [ "$dry" = 1 ] && tag="d12 (dry: $model)"
     name="$tag ln -at cudnn B=$B T=$T"
-    ours_cudnn=""
     if ! make_bench_data; then
         row "$name" "FAIL (token shards: combined.log, bench_data)"
     elif speed "$name" "$t_d12" "$B" "$bindir/train_gpt2cu" -e "$model" -N ln -at cudnn -b "$B" -t "$T" \
             -x "$steps" -v 0 -sh 0 "${data[@]}"; then
-        ours_cudnn=$speed_ms
         nondet=$(grep -m1 'not deterministic' "$last_log" | cut -c1-120)
         row "  cudnn backward" "INFO (${nondet:-deterministic engine: resume stays bit-exact})"
         if [ -n "${ours_ln_ms[$B]:-}" ]; then
             row "  cudnn / tc (ln), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${ours_ln_ms[$B]}" 'BEGIN { printf "cudnn takes %.2fx tc'"'"'s step time", a / b }')"
         fi
-        if [ -n "${llmc_ms[$B]:-}" ]; then
-            row "  llm.c USE_CUDNN=0 / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${llmc_ms[$B]}" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
+        if [ -n "${llmc_cudnn_ms[$B]:-}" ]; then
+            row "  llm.c USE_CUDNN=1 / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$speed_ms" -v b="${llmc_cudnn_ms[$B]}" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
         fi
-    fi
-    llmc_bin=""; llmc_args=()
-    if [ "$dry" = 1 ]; then
-        llmc_bin=$bindir/train_gpt2cu; llmc_args=(-at cudnn)
-        lname="llm.c USE_CUDNN=1 (dry: our emulated trainer -at cudnn) B=$B T=$T"
-    elif [ -n "$llmc" ] && [ "$llmc_cudnn" = 1 ]; then
-        llmc_binary llmc_cudnn_build llmc_cudnn 1
-        lname="llm.c USE_CUDNN=1 d12 B=$B T=$T"
-    elif [ -n "$llmc" ]; then
-        row "llm.c USE_CUDNN=1" "INFO (not built: $why_no_cudnn; the ratio above is against USE_CUDNN=0)"
-    fi
-    if [ -n "$llmc_bin" ] && make_bench_data &&
-       speed "$lname" "$t_d12" "$B" "$llmc_bin" -e "$model" -b "$B" -t "$T" -x "$steps" -v 100000 -s 0 -m 1 \
-            "${llmc_args[@]}" "${data[@]}" && [ -n "$ours_cudnn" ] && [ -n "$speed_ms" ]; then
-        row "  llm.c USE_CUDNN=1 / ours (ln, cudnn), B=$B" "TIME $(awk -v a="$ours_cudnn" -v b="$speed_ms" 'BEGIN { printf "ours takes %.2fx llm.c'"'"'s step time", a / b }')"
     fi
 fi
 
@@ -859,7 +894,10 @@ fi
 row "== end" "INFO ($((SECONDS - t0)) s of $deadline; $n_pass PASS, $n_fail FAIL, $n_skip SKIP)"
 # the reply's output tail holds the last 12000 characters: the rows that matter most
 echo
-echo "=== the FAIL and TIME rows (every row: $summary)"
+echo "=== headline: ours against llm.c with cuDNN, then without (every row: $summary)"
+grep -E '  llm.c USE_CUDNN=1 / ours \(ln\),' "$summary" | cut -c1-170
+grep -E '  llm.c USE_CUDNN=0 / ours \(ln\),' "$summary" | cut -c1-170
+echo "=== the FAIL and TIME rows"
 grep -E '  (FAIL|TIME)' "$summary" | cut -c1-170
 tail -n 1 "$summary"
 [ "$n_fail" -eq 0 ]

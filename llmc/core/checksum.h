@@ -1,5 +1,5 @@
-// CRC32 (zlib's) of the files foldnorm writes with a 256-int32 header (GPT-2
-// and vision model files, training states). Slot 254 holds the kind
+// CRC32 (zlib's, computed here without zlib) of the files foldnorm writes with
+// a 256-int32 header (GPT-2 and vision model files, training states). Slot 254 holds the kind
 // (CHECKSUM_KIND_CRC32; 0 = no checksum, as in llm.c's files), slot 255 the
 // CRC32 of the whole file read with slots 254 and 255 as zero. llm.c reads
 // header slots 0-7 only, so it still loads these files. docs/formats.md.

@@ -162,20 +162,42 @@ static inline size_t norm_backward_shared_bytes(int C) {
     return (size_t)NORM_WARPS_PER_BLOCK * 2 * C * sizeof(float);
 }
 
-// Grid of the backward kernel: as many blocks as fit on the device at once
-// (each loops over its rows), never more than the rows need. A fixed function
-// of (N, C, device), so the order of the gain/bias sums is the same every run.
-static inline int norm_backward_blocks(bool layer, int N, int C, int num_sms) {
+// Blocks of the backward kernel that fit on one SM at width C. The occupancy
+// query and the shared-memory opt-in cost host time, so each (kind, C,
+// device) asks once per host thread (an emulated rank is a thread) and every
+// later call reuses the answer: a training step makes neither call. The
+// kernel's shared-memory limit on a device only grows (to the largest C
+// asked), so a width asked later never lowers it under an earlier one's.
+static inline int norm_backward_per_sm(bool layer, int C) {
+    struct Entry {
+        int device, layer, C, per_sm;
+    };
+    static thread_local Entry entries[32];
+    static thread_local int count = 0;
+    static thread_local int limit_bytes[2][16]; // the limit set, per kind and device (0: none)
+    int device = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    for (int i = 0; i < count; i++) {
+        const Entry &e = entries[i];
+        if (e.device == device && e.layer == (int)layer && e.C == C) return e.per_sm;
+    }
     const int shared = (int)norm_backward_shared_bytes(C);
+    int *limit = device < 16 ? &limit_bytes[layer][device] : NULL; // past 16 devices: always set
+    if (limit == NULL || *limit < shared) {
+        if (layer) {
+            CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<true>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+        } else {
+            CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<false>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+        }
+        if (limit != NULL) *limit = shared;
+    }
     int per_sm = 0;
     if (layer) {
-        CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<true>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &per_sm, norm_backward_kernel<true>, 32 * NORM_WARPS_PER_BLOCK, shared));
     } else {
-        CUDA_CHECK(cudaFuncSetAttribute(norm_backward_kernel<false>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
             &per_sm, norm_backward_kernel<false>, 32 * NORM_WARPS_PER_BLOCK, shared));
     }
@@ -184,8 +206,18 @@ static inline int norm_backward_blocks(bool layer, int N, int C, int num_sms) {
                 "more than the device has\n", C, shared);
         exit(EXIT_FAILURE);
     }
+    if (count < (int)(sizeof(entries) / sizeof(entries[0]))) {
+        entries[count++] = {device, (int)layer, C, per_sm};
+    }
+    return per_sm;
+}
+
+// Grid of the backward kernel: as many blocks as fit on the device at once
+// (each loops over its rows), never more than the rows need. A fixed function
+// of (N, C, device), so the order of the gain/bias sums is the same every run.
+static inline int norm_backward_blocks(bool layer, int N, int C, int num_sms) {
     const int needed = ceil_div(N, NORM_WARPS_PER_BLOCK);
-    const int cap = per_sm * num_sms;
+    const int cap = norm_backward_per_sm(layer, C) * num_sms;
     return needed < cap ? needed : cap;
 }
 

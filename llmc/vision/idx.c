@@ -2,7 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef FOLDNORM_ZLIB
 #include <zlib.h>
+#endif
 
 #include "core/reader.h"
 #include "core/utils.h"
@@ -13,13 +15,17 @@ enum { IDX_MAX_COUNT = 1 << 24, IDX_MAX_SIDE = 4096 };
 
 // The bytes of an IDX file: the input itself, or inflated from gzip members
 // (back to back, as gzip -c a b > c writes them) through zlib's in-memory API.
+// A build without zlib (FOLDNORM_ZLIB undefined: zlib.h was not found, as on
+// a GPU image without zlib1g-dev) refuses gzip input, saying so.
 typedef struct {
     const unsigned char *in;
     size_t in_size, in_pos;
     int gzip;
+#ifdef FOLDNORM_ZLIB
     z_stream z;
     int z_open;   // z holds an inflate state
     int z_member; // inside a member (its end not yet seen)
+#endif
 } IdxSource;
 
 static int is_gzip(const unsigned char *p, size_t n) {
@@ -27,10 +33,14 @@ static int is_gzip(const unsigned char *p, size_t n) {
 }
 
 static void source_close(IdxSource *s) {
+#ifdef FOLDNORM_ZLIB
     if (s->z_open) {
         inflateEnd(&s->z);
         s->z_open = 0;
     }
+#else
+    (void)s;
+#endif
 }
 
 // Up to n bytes into dst (fewer only at the end of the data); -1 on corrupt gzip.
@@ -44,6 +54,11 @@ static int source_read(IdxSource *s, unsigned char *dst, size_t n, size_t *got, 
         s->in_pos += *got;
         return 0;
     }
+#ifndef FOLDNORM_ZLIB
+    return input_error(err, err_bytes,
+                       "gzip-compressed, and this build has no zlib (zlib.h was not found when "
+                       "it was built): gunzip the file, or rebuild where zlib1g-dev is installed");
+#else
     while (*got < n) {
         if (!s->z_member) {
             // between members: the data ends here, or another member follows
@@ -86,6 +101,7 @@ static int source_read(IdxSource *s, unsigned char *dst, size_t n, size_t *got, 
         }
     }
     return 0;
+#endif
 }
 
 // Exactly n bytes of `what`, or an error (truncated, corrupt gzip).

@@ -1,4 +1,5 @@
-// MNIST-style IDX files, optionally gzip-compressed (read through zlib):
+// MNIST-style IDX files, optionally gzip-compressed (read through zlib; a build
+// without zlib refuses gzip input):
 // a big-endian header 0x00 0x00 TYPE NDIM, NDIM big-endian uint32 sizes, then
 // the unsigned bytes. Images: type 0x08, 3 dims (N, rows, cols); labels:
 // type 0x08, 1 dim (N). Used for Fashion-MNIST (Debian's dataset-fashion-mnist).

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # dev/gpu/check.sh's dry run (CHECK_DRY=1): the whole device check on the CPU
-# with the emulated programs of `make emu` (build/emu), tiny shapes and small
-# reference states, so that every stage, the deadline, the summary and the log
-# caps are exercised before the script meets a device. A check of the script,
-# not a device run (the emulated programs' own checks: cuda_emu and the others).
-#   1. a full dry run: a START row for every stage; PASS rows for the GPT-2 and
-#      vision tests, every dev/cuda program (both precisions, found by name), the
-#      builds, the resumes; TIME rows for d12 (each mode and B; -at cudnn), the llm.c
-#      stand-ins (USE_CUDNN=0 at each B, USE_CUDNN=1 beside -at cudnn: each row
-#      names the build), inference and the cost-model hook; no FAIL; the logs within
-#      their caps; at most 8 files back; rows in summary.txt while the script
-#      still runs (each row is written the moment it is known)
+# with the emulated programs of `make emu` (build/emu), tiny shapes and the
+# reference states the device gets (dev/gpu/make_states.sh's, all of them), so
+# that every stage, the deadline, the summary and the log caps are exercised
+# before the script meets a device. A check of the script, not a device run
+# (the emulated programs' own checks: cuda_emu and the others).
+#   1. a full dry run: a START row for every stage; PASS rows for the builds,
+#      every GPT-2, ViT and Swin state in both precisions, every dev/cuda program
+#      (both precisions, found by name), the resumes; TIME rows for d12 (each mode
+#      and B; -at cudnn), the llm.c stand-ins (USE_CUDNN=1, the headline, then
+#      USE_CUDNN=0 at each B: each row names the build), inference and the
+#      cost-model hook; the headline first in the output's tail; no FAIL; the
+#      logs within their caps; at most 8 files back; rows in summary.txt while
+#      the script still runs (each row is written the moment it is known)
 #   2. a dry run with CHECK_DEADLINE_S=25: every stage has a row, the build and
 #      perhaps a few more start, the later ones SKIP naming the deadline; it ends
 #      soon after the deadline
 #   3. a device run here, where no driver is (skipped where nvidia-smi is found):
 #      preflight names the driver and the missing states, every later stage is
 #      a SKIP naming the failed preflight, and the exit status is 1
+#   4. dev/gpu/prepare.sh --offline: without mirrors it names llm.c,
+#      cudnn-frontend and .devdeps MISSING with the way to get each and prints
+#      the call carrying the states; from local git mirrors it makes .llmc with
+#      its cudnn-frontend/include and carries it
 # sanitized: skip dev/gpu/check.sh's stages, deadline and rows; the emulated programs it calls run under the sanitizers in cuda_emu and cuda_vit_emu
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -25,6 +31,8 @@ work=${1:-$(mktemp -d)}/gpu_check_dry
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
 fails=0
+[ -d /usr/share/datasets/fashion-mnist ] ||
+    skip_part "the fashion-mnist stage and train_vitcu's resume: no /usr/share/datasets/fashion-mnist"
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 # a no-op after `make test`
@@ -39,21 +47,12 @@ has() {
     grep -qE "^ *[0-9]+ s  $name +$3" "$1"
 }
 
-# small reference states in dev/gpu/make_states.sh's layout (fixed seeds,
-# tiny shapes), made in the background while runs 3 and 2 need none
+# the reference states the device gets: exactly dev/gpu/make_states.sh's
+# (every GPT-2, ViT and Swin state, both precisions tested), made in the
+# background while runs 3 and 2 need none
 states=$work/states
-mkdir -p "$states"
-(
-    $PY dev/reference/gpt2.py --mode ln --seed 11 --model "$states/ln_small.bin" \
-        --state "$states/ln_small_state.bin" --B 2 --T 16 --steps 3 > "$work/ref_gpt2.log" 2>&1 &&
-    $PY dev/reference/vit.py --mode ln --seed 12 --model "$states/vit_ln_small.bin" \
-        --state "$states/vit_ln_small_state.bin" --steps 2 > "$work/ref_vit.log" 2>&1 &&
-    echo "ln small 11" > "$states/seeds.txt" && echo "ln small 12" > "$states/vit_seeds.txt"
-) &
+dev/gpu/make_states.sh "$states" > "$work/make_states.log" 2>&1 &
 refs=$!
-$PY dev/reference/swin.py --mode ln --seed 13 --model "$states/swin_ln_a.bin" --state "$states/swin_ln_a_state.bin" \
-    --image-size 16 --patch-size 2 --image-channels 2 --embed-dim 16 --depths 2,2 --heads 2,4 --window 4 --B 2 \
-    --steps 2 > "$work/ref_swin.log" 2>&1 && echo "ln_a 13" > "$states/swin_seeds.txt"
 
 # 3. no driver here: preflight names it, nothing else runs
 if command -v nvidia-smi > /dev/null || [ -x /usr/local/nvidia/bin/nvidia-smi ]; then
@@ -93,8 +92,44 @@ else
     bad "CHECK_DEADLINE_S=25: $rows of ${#stages[@]} stages, $deadline_skips deadline SKIPs, $took s:"; sed 's/^/     /' "$s2"
 fi
 
-wait $refs || { bad "reference states: $(tail -3 "$work"/ref_*.log)"; echo "$fails failed"; exit 1; }
-[ -f "$states/swin_seeds.txt" ] || bad "swin reference state: $(tail -3 "$work/ref_swin.log")"
+wait $refs || { bad "reference states: $(tail -3 "$work/make_states.log")"; echo "$fails failed"; exit 1; }
+
+# 4. dev/gpu/prepare.sh without network: what it cannot fetch is named with
+#    the way to get it, the rest is made (the states: reused, being fresh), and
+#    the call it prints carries what is there; then from local git mirrors
+#    (stand-ins for the fetch tool's) it makes .llmc and its cudnn-frontend
+prep=$work/prepare
+# a carried path as prepare.sh prints it: relative inside the checkout
+rel() { case $1 in "$PWD"/*) echo "${1#"$PWD"/}" ;; *) echo "$1" ;; esac; }
+LLMC_MIRROR=$work/none FRONTEND_MIRROR=$work/none dev/gpu/prepare.sh --offline --root "$prep/root" \
+    --states "$states" > "$prep.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^MISSING .llmc (llm.c: no side-by-side rows): no git mirror at $work/none and --offline: call the fetch tool with github:karpathy/llm.c" "$prep.log" &&
+   grep -q '^MISSING .llmc/cudnn-frontend (llm.c USE_CUDNN=1, the headline row): needs .llmc first' "$prep.log" &&
+   grep -q '^MISSING .devdeps (only Fashion-MNIST' "$prep.log" &&
+   grep -q "^ok      $states: the reference states already there" "$prep.log" &&
+   grep -qF "run(command=\"bash dev/gpu/check.sh \$OUT\", carry=[\"$(rel "$states")\"], timeout_s=600)" "$prep.log"; then
+    ok "prepare.sh --offline without mirrors: llm.c, cudnn-frontend and .devdeps named MISSING with the fetch to make, the states reused, the call carries them"
+else
+    bad "prepare.sh --offline without mirrors (exit $rc):"; sed 's/^/     /' "$prep.log"
+fi
+mkdir -p "$prep/llmc_src" "$prep/fe_src/include"
+echo 'train_gpt2cu:' > "$prep/llmc_src/Makefile"; echo '// stand-in' > "$prep/llmc_src/train_gpt2.cu"
+echo '// stand-in' > "$prep/fe_src/include/cudnn_frontend.h"; echo 'not carried' > "$prep/fe_src/README.md"
+for r in llmc_src fe_src; do
+    git -C "$prep/$r" init -q && git -C "$prep/$r" add -A &&
+        git -C "$prep/$r" -c user.name=t -c user.email=t@t commit -qm stand-in || bad "git stand-in $r"
+done
+LLMC_MIRROR=$prep/llmc_src/.git FRONTEND_MIRROR=$prep/fe_src/.git dev/gpu/prepare.sh --offline \
+    --root "$prep/root" --states "$states" > "$prep.log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -f "$prep/root/.llmc/train_gpt2.cu" ] && [ -f "$prep/root/.llmc/cudnn-frontend/include/cudnn_frontend.h" ] &&
+   [ ! -e "$prep/root/.llmc/cudnn-frontend/README.md" ] &&
+   grep -qF "carry=[\"$(rel "$states")\", \"$(rel "$prep/root/.llmc")\"]" "$prep.log" && grep -q 'of 65536 KiB, 2 of 8 paths' "$prep.log"; then
+    ok "prepare.sh from git mirrors: .llmc and .llmc/cudnn-frontend/include (include/ only) made, carried, sizes checked"
+else
+    bad "prepare.sh from git mirrors (exit $rc):"; sed 's/^/     /' "$prep.log"
+fi
 
 # 1. the full dry run, small log caps so that the capping is exercised, and a
 #    stand-in cost model (it reads results.txt and prints one line)
@@ -132,9 +167,12 @@ for st in "${stages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then ok "a START row for each of the ${#stages[@]} stages"
 else bad "stages without a START row: ${missing[*]}"; fi
-want=("build: host library" "build: GPT-2 first" "build: background" fp32_ln_small bf16_ln_small vit_fp32_ln_small
-      vit_bf16_ln_small swin_fp32_ln_a swin_bf16_ln_a "memcheck (dry: the test plain)" "preflight: log cap"
-      "resume train_gpt2cu: step 4 files" cost_model)
+want=("build: host library" "build: GPT-2 first" "build: background" "memcheck (dry: the test plain)"
+      "preflight: log cap" "resume train_gpt2cu: step 4 files" cost_model)
+# every state make_states.sh made, in both precisions
+while read -r a b _; do want+=("fp32_${a}_$b" "bf16_${a}_$b"); done < "$states/seeds.txt"
+while read -r a b _; do want+=("vit_fp32_${a}_$b" "vit_bf16_${a}_$b"); done < "$states/vit_seeds.txt"
+while read -r a _; do want+=("swin_fp32_$a" "swin_bf16_$a"); done < "$states/swin_seeds.txt"
 [ -d /usr/share/datasets/fashion-mnist ] && want+=("resume train_vitcu: step 4 files")
 for f in dev/cuda/*.cu; do want+=("dev_$(basename "$f" .cu)_bf16" "dev_$(basename "$f" .cu)_fp32"); done
 missing=()
@@ -144,17 +182,28 @@ else bad "no PASS row for: ${missing[*]}"; fi
 times=0
 for B in 1 2; do
     for mode in ln cbwc; do has "$s1" "d12 (dry: d2c64h4v256t64) $mode B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1)); done
+    has "$s1" "llm.c USE_CUDNN=1 (dry: our emulated trainer -at cudnn) B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
     has "$s1" "llm.c USE_CUDNN=0 (dry: our emulated trainer) B=$B T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
+    has "$s1" "  llm.c USE_CUDNN=1 / ours (ln), B=$B" 'TIME ours takes' && times=$((times + 1))
     has "$s1" "  llm.c USE_CUDNN=0 / ours (ln), B=$B" 'TIME ours takes' && times=$((times + 1))
 done
 for T in 16 32 64; do has "$s1" "inference T=$T (B=$((64 / T)))" 'TIME ln [0-9.]+ ms, rms' && times=$((times + 1)); done
 has "$s1" "  predicted" 'TIME stand-in cost model: 0 RESULT lines in results.txt' && times=$((times + 1))
 has "$s1" "d12 (dry: d2c64h4v256t64) ln -at cudnn B=1 T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
-has "$s1" "  llm.c USE_CUDNN=0 / ours (ln, cudnn), B=1" 'TIME ours takes' && times=$((times + 1))
-has "$s1" "llm.c USE_CUDNN=1 (dry: our emulated trainer -at cudnn) B=1 T=16" 'TIME [0-9]+ tok/s' && times=$((times + 1))
+has "$s1" "  cudnn / tc (ln), B=1" 'TIME cudnn takes' && times=$((times + 1))
 has "$s1" "  llm.c USE_CUDNN=1 / ours (ln, cudnn), B=1" 'TIME ours takes' && times=$((times + 1))
-if [ $times -eq 16 ]; then ok "TIME rows: d12 in each mode and B, -at cudnn, the llm.c stand-ins (USE_CUDNN=0 at each B, USE_CUDNN=1 at -at cudnn's) and their ratios, inference at 3 T, the cost model"
-else bad "$times of 16 TIME rows"; fi
+if [ $times -eq 19 ]; then ok "TIME rows: d12 in each mode and B, the llm.c stand-ins (USE_CUDNN=1, then 0, at each B) and their ratios, -at cudnn and its ratios, inference at 3 T, the cost model"
+else bad "$times of 19 TIME rows"; fi
+# the headline: llm.c with cuDNN first, without it second, in the rows and the tail
+head1=$(grep -n '  llm.c USE_CUDNN=1 / ours (ln), B=1 ' "$s1" | cut -d: -f1)
+head0=$(grep -n '  llm.c USE_CUDNN=0 / ours (ln), B=1 ' "$s1" | cut -d: -f1)
+if [ -n "$head1" ] && [ -n "$head0" ] && [ "$head1" -lt "$head0" ] &&
+   grep -A2 '^=== headline' "$work/run1.log" | sed -n 2p | grep -q 'llm.c USE_CUDNN=1 / ours (ln), B=1' &&
+   grep -A2 '^=== headline' "$work/run1.log" | sed -n 3p | grep -q 'llm.c USE_CUDNN=1 / ours (ln), B=2'; then
+    ok "the headline: llm.c with cuDNN (USE_CUDNN=1) before llm.c without, in summary.txt and the output's tail"
+else
+    bad "headline order: USE_CUDNN=1 row at line ${head1:-none}, USE_CUDNN=0 at ${head0:-none}; tail: $(grep -A4 '^=== headline' "$work/run1.log" | tr '\n' '|')"
+fi
 if [ $rc -eq 0 ] && ! grep -q '  FAIL' "$s1" && has "$s1" "== end" 'INFO \([0-9]+ s of 900; [0-9]+ PASS, 0 FAIL, 0 SKIP\)'; then
     ok "dry run: exit 0, no FAIL, no SKIP ($took s)"
 else
