@@ -30,9 +30,6 @@ typedef struct {
     size_t shard_params; // num_parameters / world
 } ShardLayout;
 
-// tensors 2..13 (ln1w .. fcprojb) are stacked over the L layers
-static inline int gpt2_tensor_is_per_layer(int i) { return i >= 2 && i <= 13; }
-
 // Dies unless every chunk divides by world (C % world == 0 suffices).
 static inline void shard_layout_init(ShardLayout *s, const size_t *sizes, int num_layers, int rank,
                                      int world) {
@@ -41,7 +38,7 @@ static inline void shard_layout_init(ShardLayout *s, const size_t *sizes, int nu
     size_t offset = 0, shard_offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         ShardTensor *t = &s->tensors[i];
-        t->chunks = gpt2_tensor_is_per_layer(i) ? num_layers : 1;
+        t->chunks = gpt2_tensor_info(i)->per_layer ? num_layers : 1;
         t->chunk_n = sizes[i] / (size_t)t->chunks;
         if (t->chunk_n % (size_t)world != 0) {
             fatal("ZeRO-1 over %d ranks: parameter tensor %d has chunks of %zu values, not a "
