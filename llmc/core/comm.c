@@ -3,12 +3,12 @@
 #include <stdlib.h>
 
 #include "utils.h"
+#include "zero_layout.h"
 
 void comm_shard_range(const Comm *comm, size_t n, int rank, size_t *lo, size_t *hi) {
-    size_t world = (size_t)comm->world_size, r = (size_t)rank;
-    size_t base = n / world, extra = n % world; // the first `extra` shards hold one more
-    *lo = r * base + (r < extra ? r : extra);
-    *hi = *lo + base + (r < extra ? 1 : 0);
+    const ZeroSlice s = zero_slice(0, n, rank, comm->world_size, ZERO_SPREAD);
+    *lo = s.offset;
+    *hi = s.offset + s.count;
 }
 
 #ifdef FOLDNORM_MPI

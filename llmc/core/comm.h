@@ -30,8 +30,9 @@ int comm_max_int(const Comm *comm, int value);
 // Rank 0's value, on every rank.
 int comm_bcast_int(const Comm *comm, int value);
 
-// ZeRO-1 style sharded update: the n values split into world_size contiguous
-// shards whose sizes differ by at most one; rank r owns [*lo, *hi).
+// ZeRO-1 style sharded update: the n values as one chunk of zero_layout.h
+// (ZERO_SPREAD: world_size contiguous shards whose sizes differ by at most
+// one); rank r owns [*lo, *hi).
 void comm_shard_range(const Comm *comm, size_t n, int rank, size_t *lo, size_t *hi);
 // Reduce-scatter: afterwards this rank's shard of data holds the mean over
 // ranks; the rest of data is left as scratch (overwritten by the gather).

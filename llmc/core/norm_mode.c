@@ -60,6 +60,10 @@ const NormPolicy *norm_policy(NormMode mode) {
     return &POLICIES[mode];
 }
 
+bool norm_policy_centres(const NormPolicy *policy, LayerRole role) {
+    return role == LAYER_ROLE_STREAM_WRITER && (policy->cbwc || policy->folded);
+}
+
 const char *norm_mode_name(NormMode mode) {
     return ((int)mode >= 0 && (int)mode < NUM_MODES) ? POLICIES[mode].name : "?";
 }

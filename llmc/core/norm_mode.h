@@ -72,7 +72,18 @@ typedef struct {
     const char *onnx_refusal;
 } NormPolicy;
 
+// What a model's layer does, as far as the policy cares: a model's tensor
+// table gives each tensor one (gpt2.h's GPT2TensorInfo, vision's TensorTable).
+typedef enum {
+    LAYER_ROLE_NORM,          // a norm's gain or bias
+    LAYER_ROLE_STREAM_WRITER, // writes a norm's input (the residual stream's writers above)
+    LAYER_ROLE_INNER,         // any other layer (qkv, the MLP's first layer, ...)
+} LayerRole;
+
 const NormPolicy *norm_policy(NormMode mode);
+// Whether a model in this mode holds a layer of this role centred (V = W -
+// mean over outputs): cbwc trains the stream writers so, a folded file stores them so.
+bool norm_policy_centres(const NormPolicy *policy, LayerRole role);
 // The mode's name ("ln", "prms", ...), or "?" for a value that is no mode.
 const char *norm_mode_name(NormMode mode);
 // Returns 0 and sets *mode for a -N word (NORM_MODE_FLAG_WORDS); -1 otherwise.

@@ -424,8 +424,8 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
     const bool fuse_cbwc = norm_policy(m->mode)->cbwc && !sharded;
     const int L = m->config.num_layers, C = m->config.channels;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        // weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
-        const int decay = i == 0 || i == 1 || i == 4 || i == 6 || i == 10 || i == 12;
+        const GPT2TensorInfo *info = gpt2_tensor_info(i);
+        const int decay = info->decayed; // weight decay on the matrices only
         AdamWStep step = adamw_step_constants(cfg->learning_rate, cfg->beta1, cfg->beta2,
                                               cfg->eps, cfg->weight_decay, decay, m->adamw_step,
                                               1.0f);
@@ -436,9 +436,12 @@ static inline void gpt2cuda_update_shard(GPT2Cuda *m, const AdamWConfig *cfg) {
         floatX *p_x = separate_x ? m->params_x_memory + t->offset : NULL;
         float *g = m->grads_shard + t->shard_offset;
         float *mm = m->m_memory + t->shard_offset, *vv = m->v_memory + t->shard_offset;
-        if (fuse_cbwc && (i == 6 || i == 12)) {
-            adamw_cbwc_project_cuda(i == 6 ? m->centred_attprojw : m->centred_fcprojw, p, p_x, g, mm, vv,
-                                    step, L, C, i == 6 ? C : 4 * C, m->mm.stream);
+        // a c_proj proxy weight: V = P W of each layer (C, chunk_n / C) with its update
+        if (fuse_cbwc && info->per_layer && info->bias_of >= 0 &&
+            norm_policy_centres(norm_policy(m->mode), info->role)) {
+            adamw_cbwc_project_cuda(i == GPT2_ATTPROJW ? m->centred_attprojw : m->centred_fcprojw, p,
+                                    p_x, g, mm, vv, step, L, C, (int)(t->chunk_n / (size_t)C),
+                                    m->mm.stream);
         } else {
             adamw_slices_cuda(p, p_x, g, mm, vv, t->slice * (size_t)t->chunks, t->chunk_n,
                               t->slice, (size_t)m->shard.rank * t->slice, step, m->mm.stream);

@@ -41,25 +41,6 @@ static inline void grad_sync_free(GradSync *gs) {
     CUDA_CHECK(cudaStreamDestroy(gs->comm));
 }
 
-// the tensors that become final together: layer l's slices, L: lnf, -1: embeddings
-static inline int grad_sync_group(int layer, int num_layers, int *tensors) {
-    if (layer < 0) {
-        tensors[0] = 0; // wte: the head's and the embedding's gradients are both in
-        tensors[1] = 1; // wpe
-        return 2;
-    }
-    if (layer == num_layers) {
-        tensors[0] = 14; // lnfw
-        tensors[1] = 15; // lnfb
-        return 2;
-    }
-    int n = 0;
-    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        if (gpt2_tensor_is_per_layer(i)) tensors[n++] = i;
-    }
-    return n;
-}
-
 // GPT2Cuda.grads_ready: reduce the group on the comm stream, after the compute
 // stream's work so far
 static inline void grad_sync_layer_ready(void *ctx, int layer) {
@@ -71,7 +52,7 @@ static inline void grad_sync_layer_ready(void *ctx, int layer) {
     CUDA_CHECK(cudaEventRecord(gs->grads_done, m->mm.stream));
     CUDA_CHECK(cudaStreamWaitEvent(gs->comm, gs->grads_done, 0));
     int tensors[GPT2_NUM_PARAM_TENSORS];
-    const int n = grad_sync_group(layer, L, tensors);
+    const int n = gpt2_grads_ready_group(layer, L, tensors);
     NCCL_CHECK(ncclGroupStart());
     for (int k = 0; k < n; k++) {
         const ShardTensor *t = &m->shard.tensors[tensors[k]];
@@ -157,22 +138,29 @@ static inline int grad_sync_step_result(GradSync *gs, float *loss, double *grad_
     return m->scalars_host->clip.apply;
 }
 
-#define GRAD_SYNC_ALL_TENSORS 0xFFFFu
-// cbwc's c_proj proxies and biases (attprojw, attprojb, fcprojw, fcprojb): V = P W is
-// projected from their fp32 master at the next forward
-#define GRAD_SYNC_CBWC_PROXIES ((1u << 6) | (1u << 7) | (1u << 12) | (1u << 13))
+// Which tensors grad_sync_all_gather gathers.
+typedef enum {
+    GRAD_SYNC_ALL_TENSORS,
+    // cbwc's c_proj proxies and biases (the per-layer stream writers): V = P W
+    // is projected from their fp32 master at the next forward
+    GRAD_SYNC_CBWC_PROXIES,
+} GradSyncTensors;
 
-// Every rank's slices of every chunk of the tensors in `tensors` (bit i:
-// tensor i), from the compact shard src (shard_params values) or, src ==
-// NULL, in place in the flat vector dst, gathered into dst (num_parameters
-// values) on the compute stream.
+static inline bool grad_sync_gathers(GradSyncTensors which, int tensor) {
+    const GPT2TensorInfo *t = gpt2_tensor_info(tensor);
+    return which == GRAD_SYNC_ALL_TENSORS || (t->role == LAYER_ROLE_STREAM_WRITER && t->per_layer);
+}
+
+// Every rank's slices of every chunk of the tensors `which` names, from the
+// compact shard src (shard_params values) or, src == NULL, in place in the
+// flat vector dst, gathered into dst (num_parameters values) on the compute stream.
 static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *src,
-                                        unsigned tensors) {
+                                        GradSyncTensors which) {
 #ifdef FOLDNORM_NCCL
     GPT2Cuda *m = gs->model;
     NCCL_CHECK(ncclGroupStart());
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-        if (!(tensors & (1u << i))) continue;
+        if (!grad_sync_gathers(which, i)) continue;
         const ShardTensor *t = &m->shard.tensors[i];
         for (int c = 0; c < t->chunks; c++) {
             const float *mine = src != NULL ? src + t->shard_offset + (size_t)c * t->slice
@@ -183,7 +171,7 @@ static inline void grad_sync_all_gather(GradSync *gs, float *dst, const float *s
     }
     NCCL_CHECK(ncclGroupEnd());
 #else
-    (void)gs, (void)dst, (void)src, (void)tensors;
+    (void)gs, (void)dst, (void)src, (void)which;
 #endif
 }
 

@@ -2,8 +2,9 @@
 // classifiers (llmc/cuda/classifier_cuda.cuh) over NCCL, train_vitcu's
 // counterpart of llmc/cuda/grad_sync.cuh. -z 0: one all-reduce (mean) of the
 // gradients after the backward, every rank updates every parameter.
-// -z 1 (ZeRO-1): the device parameter vector of n values is cut into
-// world slices of n / world values plus a tail of n % world (< world) values;
+// -z 1 (ZeRO-1, core/zero_layout.h, ZERO_TAIL): the device parameter vector
+// of n values is one chunk, cut into world slices of n / world values plus a
+// tail of n % world (< world) values;
 // rank r owns slice r and the AdamW moments of slice r and of the tail. A
 // step reduce-scatters the gradients (mean) into each rank's slice and
 // all-reduces the tail, updates the rank's slice and the tail (the tail on
@@ -20,6 +21,9 @@
 #include "classifier_cuda.cuh"
 #include "multi_gpu.cuh"
 #include "reduce.cuh"
+extern "C" {
+#include "core/zero_layout.h"
+}
 
 typedef struct {
     MultiGpu *mg;
@@ -28,6 +32,7 @@ typedef struct {
     size_t n;                 // the device parameter vector
     size_t slice;             // n / world: each rank's part
     size_t tail;              // n - world * slice: updated on every rank
+    size_t tail_at;           // world * slice: the tail's start in the vector
     size_t first;             // rank * slice: this rank's slice in the vector
     float *m_shard, *v_shard; // ZeRO-1: the moments of the slice, then of the tail
     double *sumsq;            // SUMSQ_BLOCKS partials
@@ -45,16 +50,18 @@ static inline void vision_grad_sync_init(VisionGradSync *gs, MultiGpu *mg, Class
     classifier_cuda_grads(model, &gs->n);
     gs->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     if (!gs->sharded) return;
-    gs->slice = gs->n / (size_t)mg->world;
-    gs->tail = gs->n - gs->slice * (size_t)mg->world;
-    gs->first = (size_t)mg->rank * gs->slice;
+    const ZeroSlice mine = zero_slice(0, gs->n, mg->rank, mg->world, ZERO_TAIL);
+    gs->slice = mine.count;
+    gs->first = mine.offset;
+    gs->tail_at = zero_tail(0, gs->n, mg->world, ZERO_TAIL).offset;
+    gs->tail = zero_tail(0, gs->n, mg->world, ZERO_TAIL).count;
     const size_t own = gs->slice + gs->tail;
     gs->m_shard = cuda_alloc_zeroed(own);
     gs->v_shard = cuda_alloc_zeroed(own);
     ClassifierCudaState st = classifier_cuda_state(model);
     if (*st.m == NULL) return;
     float *const whole[2] = {*st.m, *st.v}, *const shard[2] = {gs->m_shard, gs->v_shard};
-    const size_t tail_at = gs->slice * (size_t)mg->world;
+    const size_t tail_at = gs->tail_at;
     for (int k = 0; k < 2; k++) {
         CUDA_CHECK(cudaMemcpy(shard[k], whole[k] + gs->first, gs->slice * sizeof(float),
                               cudaMemcpyDeviceToDevice));
@@ -84,7 +91,7 @@ static inline void vision_grad_sync_reduce(VisionGradSync *gs) {
         return;
     }
 #ifdef FOLDNORM_NCCL
-    const size_t tail_at = gs->slice * (size_t)gs->mg->world;
+    const size_t tail_at = gs->tail_at;
     NCCL_CHECK(ncclGroupStart());
     // in place: rank r's result lands at grads + r * slice
     NCCL_CHECK(ncclReduceScatter(grads, grads + gs->first, gs->slice, ncclFloat, ncclAvg,
@@ -149,7 +156,7 @@ static inline float vision_grad_sync_update(VisionGradSync *gs, const AdamWConfi
         step_clip(s, grad_clip, 1, stream);
         classifier_cuda_update_queued(gs->model, cfg);
     } else {
-        const size_t tail_at = gs->slice * (size_t)gs->mg->world;
+        const size_t tail_at = gs->tail_at;
         sum_of_squares_device(&s->sumsq, 0, grads + gs->first, gs->slice, gs->sumsq, stream);
 #ifdef FOLDNORM_NCCL
         NCCL_CHECK(ncclAllReduce(&s->sumsq, &s->sumsq, 1, ncclDouble, ncclSum, gs->mg->comm,
@@ -191,7 +198,7 @@ static inline int vision_grad_sync_moments_to_host(VisionGradSync *gs, float *ho
         return 1;
     }
     const cudaStream_t stream = classifier_cuda_stream(gs->model);
-    const size_t tail_at = gs->slice * (size_t)gs->mg->world;
+    const size_t tail_at = gs->tail_at;
     float *whole = cuda_alloc_zeroed(gs->n); // Swin's padding stays zero
     const float *const shard[2] = {gs->m_shard, gs->v_shard};
     float *const host[2] = {host_m, host_v};

@@ -1,7 +1,8 @@
-// ZeRO-1 sharding of GPT-2's flat parameter vector over W ranks. The vector
-// is a sequence of chunks: every per-layer tensor (ln1w .. fcprojb) is L
-// chunks, one per layer, the others (wte, wpe, lnfw, lnfb) one chunk each.
-// Rank r owns slice r of every chunk (chunk_n / W values), so a layer's
+// ZeRO-1 sharding of GPT-2's flat parameter vector over W ranks
+// (core/zero_layout.h, ZERO_EXACT). The vector is a sequence of chunks: every
+// per-layer tensor of the tensor table (ln1w .. fcprojb) is L chunks, one per
+// layer, the others (wte, wpe, lnfw, lnfb) one chunk each. Rank r owns slice
+// r of every chunk (chunk_n / W values), so a layer's
 // gradients can be reduce-scattered as soon as its backward is done. The
 // rank's slices, in the flat order, form its compact shard (P / W values):
 // the reduced gradients and the AdamW moments live there. W = 1: one shard,
@@ -14,6 +15,7 @@
 extern "C" {
 #include "gpt2/gpt2.h"
 #include "core/utils.h"
+#include "core/zero_layout.h"
 }
 
 typedef struct {
@@ -30,9 +32,6 @@ typedef struct {
     size_t shard_params; // num_parameters / world
 } ShardLayout;
 
-// tensors 2..13 (ln1w .. fcprojb) are stacked over the L layers
-static inline int gpt2_tensor_is_per_layer(int i) { return i >= 2 && i <= 13; }
-
 // Dies unless every chunk divides by world (C % world == 0 suffices).
 static inline void shard_layout_init(ShardLayout *s, const size_t *sizes, int num_layers, int rank,
                                      int world) {
@@ -41,14 +40,14 @@ static inline void shard_layout_init(ShardLayout *s, const size_t *sizes, int nu
     size_t offset = 0, shard_offset = 0;
     for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
         ShardTensor *t = &s->tensors[i];
-        t->chunks = gpt2_tensor_is_per_layer(i) ? num_layers : 1;
+        t->chunks = gpt2_tensor_info(i)->per_layer ? num_layers : 1;
         t->chunk_n = sizes[i] / (size_t)t->chunks;
-        if (t->chunk_n % (size_t)world != 0) {
+        if (!zero_cuts(t->chunk_n, world, ZERO_EXACT)) {
             fatal("ZeRO-1 over %d ranks: parameter tensor %d has chunks of %zu values, not a "
                   "multiple of the ranks (use -z 0, or C a multiple of the ranks)",
                   world, i, t->chunk_n);
         }
-        t->slice = t->chunk_n / (size_t)world;
+        t->slice = zero_slice(0, t->chunk_n, rank, world, ZERO_EXACT).count;
         t->offset = offset;
         t->shard_offset = shard_offset;
         offset += sizes[i];
@@ -62,7 +61,7 @@ static inline size_t shard_chunk_offset(const ShardTensor *t, int c) {
     return t->offset + (size_t)c * t->chunk_n;
 }
 static inline size_t shard_slice_offset(const ShardLayout *s, const ShardTensor *t, int c) {
-    return shard_chunk_offset(t, c) + (size_t)s->rank * t->slice;
+    return zero_slice(shard_chunk_offset(t, c), t->chunk_n, s->rank, s->world, ZERO_EXACT).offset;
 }
 
 #endif

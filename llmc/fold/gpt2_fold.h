@@ -1,6 +1,6 @@
-// Folds a GPT-2 trained in ln mode (docs/math.md sections 3-5): the
-// zero-mean analysis of its graph (graph.h) gives the norms that become
-// RMSNorm and the layers to centre; wte rows are centred with their means
+// Folds a GPT-2 trained in ln mode (docs/math.md sections 3-5): every norm
+// becomes RMSNorm, and the layers the norm policy centres in a folded model
+// (the tensor table's stream writers, gpt2.h) are centred; wte rows are centred with their means
 // m_t kept for the tied head, wpe rows centred, attn/mlp c_proj hold V and
 // P b. The model becomes MODE_FOLDED with the same logits up to fp32 rounding.
 #ifndef FOLDNORM_GPT2_FOLD_H
@@ -8,8 +8,8 @@
 
 #include "gpt2/gpt2.h"
 
-// Dies with a message naming source if the model is not an ln model or the
-// analysis does not fold it whole.
+// Dies with a message naming source if the norm policy does not fold the
+// model's mode.
 void gpt2_fold(GPT2 *model, const char *source);
 
 #endif

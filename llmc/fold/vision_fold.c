@@ -64,27 +64,26 @@ static int vit_centre(const ViTConfig *c, float *params, const char *name) {
     for (int i = 1; i < VIT_NUM_PARAM_TENSORS; i++) {
         p[i] = p[i - 1] + sizes[i - 1];
     }
-    enum { PATCHW, PATCHB, CLS, POS, ATTPROJW = 8, ATTPROJB, FCPROJW = 14, FCPROJB };
     const int C = c->channels, H = c->mlp_ratio * C;
     const int PD = c->image_channels * c->patch_size * c->patch_size;
     char rest[GRAPH_MAX_NAME];
     int l;
     if (strcmp(name, "patch_embed.proj") == 0) {
-        cbwc_project_weights(p[PATCHW], p[PATCHB], p[PATCHW], p[PATCHB], C, PD);
+        cbwc_project_weights(p[VIT_PATCHW], p[VIT_PATCHB], p[VIT_PATCHW], p[VIT_PATCHB], C, PD);
     } else if (strcmp(name, "cls_token") == 0) {
-        cbwc_centre_rows(p[CLS], p[CLS], 1, C);
+        cbwc_centre_rows(p[VIT_CLS], p[VIT_CLS], 1, C);
     } else if (strcmp(name, "pos_embed") == 0) {
-        cbwc_centre_rows(p[POS], p[POS], vit_num_tokens(c), C);
+        cbwc_centre_rows(p[VIT_POS], p[VIT_POS], vit_num_tokens(c), C);
     } else if (sscanf(name, "blocks.%d.%63s", &l, rest) == 2 && l >= 0 && l < c->num_layers &&
                strcmp(rest, "attn.proj") == 0) {
         size_t lc = (size_t)l * C;
-        cbwc_project_weights(p[ATTPROJW] + lc * C, p[ATTPROJB] + lc, p[ATTPROJW] + lc * C,
-                             p[ATTPROJB] + lc, C, C);
+        cbwc_project_weights(p[VIT_ATTPROJW] + lc * C, p[VIT_ATTPROJB] + lc, p[VIT_ATTPROJW] + lc * C,
+                             p[VIT_ATTPROJB] + lc, C, C);
     } else if (sscanf(name, "blocks.%d.%63s", &l, rest) == 2 && l >= 0 && l < c->num_layers &&
                strcmp(rest, "mlp.fc2") == 0) {
         size_t lc = (size_t)l * C;
-        cbwc_project_weights(p[FCPROJW] + lc * H, p[FCPROJB] + lc, p[FCPROJW] + lc * H,
-                             p[FCPROJB] + lc, C, H);
+        cbwc_project_weights(p[VIT_FCPROJW] + lc * H, p[VIT_FCPROJB] + lc, p[VIT_FCPROJW] + lc * H,
+                             p[VIT_FCPROJB] + lc, C, H);
     } else {
         return -1;
     }

@@ -22,22 +22,22 @@
 void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *cfg) {
     size_t Vp = (size_t)cfg->padded_vocab_size, C = (size_t)cfg->channels;
     size_t L = (size_t)cfg->num_layers, maxT = (size_t)cfg->max_seq_len;
-    sizes[0] = Vp * C;         // wte
-    sizes[1] = maxT * C;       // wpe
-    sizes[2] = L * C;          // ln1w
-    sizes[3] = L * C;          // ln1b
-    sizes[4] = L * 3 * C * C;  // qkvw
-    sizes[5] = L * 3 * C;      // qkvb
-    sizes[6] = L * C * C;      // attprojw
-    sizes[7] = L * C;          // attprojb
-    sizes[8] = L * C;          // ln2w
-    sizes[9] = L * C;          // ln2b
-    sizes[10] = L * 4 * C * C; // fcw
-    sizes[11] = L * 4 * C;     // fcb
-    sizes[12] = L * C * 4 * C; // fcprojw
-    sizes[13] = L * C;         // fcprojb
-    sizes[14] = C;             // lnfw
-    sizes[15] = C;             // lnfb
+    sizes[GPT2_WTE] = Vp * C;
+    sizes[GPT2_WPE] = maxT * C;
+    sizes[GPT2_LN1W] = L * C;
+    sizes[GPT2_LN1B] = L * C;
+    sizes[GPT2_QKVW] = L * 3 * C * C;
+    sizes[GPT2_QKVB] = L * 3 * C;
+    sizes[GPT2_ATTPROJW] = L * C * C;
+    sizes[GPT2_ATTPROJB] = L * C;
+    sizes[GPT2_LN2W] = L * C;
+    sizes[GPT2_LN2B] = L * C;
+    sizes[GPT2_FCW] = L * 4 * C * C;
+    sizes[GPT2_FCB] = L * 4 * C;
+    sizes[GPT2_FCPROJW] = L * C * 4 * C;
+    sizes[GPT2_FCPROJB] = L * C;
+    sizes[GPT2_LNFW] = C;
+    sizes[GPT2_LNFB] = C;
 }
 
 const char *gpt2_config_error(const GPT2Config *c) {
@@ -59,11 +59,58 @@ const char *gpt2_config_error(const GPT2Config *c) {
     return NULL;
 }
 
+#define STREAM LAYER_ROLE_STREAM_WRITER
+#define NORM LAYER_ROLE_NORM
+#define INNER LAYER_ROLE_INNER
+// name, role, per_layer, bias_of, is_bias, folded_bit, decayed
+static const GPT2TensorInfo TENSORS[GPT2_NUM_PARAM_TENSORS] = {
+    [GPT2_WTE] = {"wte", STREAM, 0, -1, 0, GPT2_FOLDED_WTE, 1},
+    [GPT2_WPE] = {"wpe", STREAM, 0, -1, 0, GPT2_FOLDED_WPE, 1},
+    [GPT2_LN1W] = {"ln1w", NORM, 1, -1, 0, 0, 0},
+    [GPT2_LN1B] = {"ln1b", NORM, 1, -1, 1, 0, 0},
+    [GPT2_QKVW] = {"qkvw", INNER, 1, GPT2_QKVB, 0, 0, 1},
+    [GPT2_QKVB] = {"qkvb", INNER, 1, -1, 1, 0, 0},
+    [GPT2_ATTPROJW] = {"attprojw", STREAM, 1, GPT2_ATTPROJB, 0, GPT2_FOLDED_ATTPROJ, 1},
+    [GPT2_ATTPROJB] = {"attprojb", STREAM, 1, -1, 1, GPT2_FOLDED_ATTPROJ, 0},
+    [GPT2_LN2W] = {"ln2w", NORM, 1, -1, 0, 0, 0},
+    [GPT2_LN2B] = {"ln2b", NORM, 1, -1, 1, 0, 0},
+    [GPT2_FCW] = {"fcw", INNER, 1, GPT2_FCB, 0, 0, 1},
+    [GPT2_FCB] = {"fcb", INNER, 1, -1, 1, 0, 0},
+    [GPT2_FCPROJW] = {"fcprojw", STREAM, 1, GPT2_FCPROJB, 0, GPT2_FOLDED_FCPROJ, 1},
+    [GPT2_FCPROJB] = {"fcprojb", STREAM, 1, -1, 1, GPT2_FOLDED_FCPROJ, 0},
+    [GPT2_LNFW] = {"lnfw", NORM, 0, -1, 0, 0, 0},
+    [GPT2_LNFB] = {"lnfb", NORM, 0, -1, 1, 0, 0},
+};
+#undef STREAM
+#undef NORM
+#undef INNER
+
+const GPT2TensorInfo *gpt2_tensor_info(int i) {
+    if (!(i >= 0 && i < GPT2_NUM_PARAM_TENSORS)) {
+        fatal("internal: GPT-2 has no parameter tensor %d", i);
+    }
+    return &TENSORS[i];
+}
+
 const char *gpt2_param_name(int i) {
-    static const char *const names[GPT2_NUM_PARAM_TENSORS] = {
-        "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-        "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
-    return i >= 0 && i < GPT2_NUM_PARAM_TENSORS ? names[i] : "?";
+    return i >= 0 && i < GPT2_NUM_PARAM_TENSORS ? TENSORS[i].name : "?";
+}
+
+int gpt2_grads_ready_group(int layer, int num_layers, int tensors[GPT2_NUM_PARAM_TENSORS]) {
+    int n = 0;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        const GPT2TensorInfo *t = &TENSORS[i];
+        int in_group = t->per_layer; // 0 <= layer < L
+        if (layer < 0) { // the embeddings
+            in_group = !t->per_layer && t->role == LAYER_ROLE_STREAM_WRITER;
+        } else if (layer == num_layers) { // the final norm
+            in_group = !t->per_layer && t->role == LAYER_ROLE_NORM;
+        }
+        if (in_group) {
+            tensors[n++] = i;
+        }
+    }
+    return n;
 }
 
 // Parameters and gradients for model->config; -1 when memory runs out.
@@ -114,29 +161,26 @@ void gpt2_init_random(GPT2 *model, const GPT2Config *config, NormMode mode,
     rng_seed(&rng, seed);
     const float std = 0.02f;
     const float residual_std = 0.02f / sqrtf(2.0f * (float)config->num_layers);
-    ParameterTensors *p = &model->params;
-    float *matrices[] = {p->wte, p->wpe, p->qkvw, p->attprojw, p->fcw, p->fcprojw};
-    int matrix_index[] = {0, 1, 4, 6, 10, 12};
-    for (int i = 0; i < 6; i++) {
-        int residual = matrix_index[i] == 6 || matrix_index[i] == 12;
-        rng_normal_fill(&rng, matrices[i], model->param_sizes[matrix_index[i]], 0.0f,
-                        residual ? residual_std : std);
-    }
-    size_t C = (size_t)config->channels;
-    memset(p->wte + (size_t)config->vocab_size * C, 0,
-           (size_t)(config->padded_vocab_size - config->vocab_size) * C * sizeof(float));
-    float *biases[] = {p->ln1b, p->qkvb, p->attprojb, p->ln2b, p->fcb, p->fcprojb, p->lnfb};
-    int bias_index[] = {3, 5, 7, 9, 11, 13, 15};
-    for (int i = 0; i < 7; i++) {
-        memset(biases[i], 0, model->param_sizes[bias_index[i]] * sizeof(float));
-    }
-    float *gains[] = {p->ln1w, p->ln2w, p->lnfw};
-    int gain_index[] = {2, 8, 14};
-    for (int i = 0; i < 3; i++) {
-        for (size_t j = 0; j < model->param_sizes[gain_index[i]]; j++) {
-            gains[i][j] = 1.0f;
+    // in file order, so the draws follow llm.c's: the weights N(0, std), the
+    // per-layer stream writers' (the residual projections) N(0, residual_std)
+    float **tensors = (float **)&model->params;
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        const GPT2TensorInfo *t = &TENSORS[i];
+        const size_t n = model->param_sizes[i];
+        if (t->decayed) {
+            const int residual = t->role == LAYER_ROLE_STREAM_WRITER && t->per_layer;
+            rng_normal_fill(&rng, tensors[i], n, 0.0f, residual ? residual_std : std);
+        } else if (t->is_bias) {
+            memset(tensors[i], 0, n * sizeof(float));
+        } else { // a norm's gain
+            for (size_t j = 0; j < n; j++) {
+                tensors[i][j] = 1.0f;
+            }
         }
     }
+    size_t C = (size_t)config->channels;
+    memset(model->params.wte + (size_t)config->vocab_size * C, 0,
+           (size_t)(config->padded_vocab_size - config->vocab_size) * C * sizeof(float));
 }
 
 // Reads an unsigned decimal after a one-letter key; -1 if none.
@@ -653,16 +697,21 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     model->mean_loss = -1.0f; // the logits now hold their gradient
 }
 
-// weight decay on the matrices only: wte, wpe, qkvw, attprojw, fcw, fcprojw
-static const unsigned char gpt2_weight_decay_on[GPT2_NUM_PARAM_TENSORS] = {
-    1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+// AdamW's weight decay per tensor (adamw.h), from the table
+static void decayed_tensors(unsigned char decay_on[GPT2_NUM_PARAM_TENSORS]) {
+    for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
+        decay_on[i] = (unsigned char)TENSORS[i].decayed;
+    }
+}
 
 void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
+    unsigned char decay_on[GPT2_NUM_PARAM_TENSORS];
+    decayed_tensors(decay_on);
     // in bf16 the update writes the parameters' bf16 copy in the same pass
     uint16_t *params_bf16 = uses_bf16(model) ? model->params_bf16 : NULL;
     adamw_step_tensors(model->params_memory, params_bf16, model->grads_memory, &model->m_memory,
                        &model->v_memory, &model->adamw_step, model->num_parameters,
-                       model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
+                       model->param_sizes, decay_on, GPT2_NUM_PARAM_TENSORS, cfg,
                        grad_clip);
     model->centred_stale = 1;
     model->bf16_stale = params_bf16 == NULL;
@@ -670,9 +719,11 @@ void gpt2_update(GPT2 *model, const AdamWConfig *cfg, float grad_clip) {
 
 void gpt2_update_shard(GPT2 *model, const AdamWConfig *cfg, float grad_scale, size_t lo,
                        size_t hi) {
+    unsigned char decay_on[GPT2_NUM_PARAM_TENSORS];
+    decayed_tensors(decay_on);
     adamw_step_tensors_range(model->params_memory, model->grads_memory, &model->m_memory,
                              &model->v_memory, &model->adamw_step, model->num_parameters,
-                             model->param_sizes, gpt2_weight_decay_on, GPT2_NUM_PARAM_TENSORS,
+                             model->param_sizes, decay_on, GPT2_NUM_PARAM_TENSORS,
                              cfg, grad_scale, lo, hi);
     model->centred_stale = 1;
     model->bf16_stale = 1;

@@ -43,7 +43,34 @@ typedef struct {
     int channels;          // C
 } GPT2Config;
 
-#define GPT2_NUM_PARAM_TENSORS 16
+// The parameter tensors' roles, in llm.c's file order: the index of each in
+// ParameterTensors, param_sizes and the model file.
+typedef enum {
+    GPT2_WTE, GPT2_WPE, GPT2_LN1W, GPT2_LN1B, GPT2_QKVW, GPT2_QKVB, GPT2_ATTPROJW, GPT2_ATTPROJB,
+    GPT2_LN2W, GPT2_LN2B, GPT2_FCW, GPT2_FCB, GPT2_FCPROJW, GPT2_FCPROJB, GPT2_LNFW, GPT2_LNFB,
+    GPT2_NUM_PARAM_TENSORS
+} GPT2Tensor;
+
+// What a parameter tensor is, for the code that treats tensors by kind (the
+// gradient reduction, ZeRO-1, the fold, the GPU's cbwc refresh).
+typedef struct {
+    const char *name;  // "wte", ... (file order)
+    LayerRole role;    // what the norm policy asks about (norm_mode.h)
+    int per_layer;     // stacked over the L layers (ln1w .. fcprojb)
+    int bias_of;       // a weight's bias tensor that centres with it, or -1
+    int is_bias;       // the bias of another tensor's layer
+    int folded_bit;    // its GPT2_FOLDED_* bit in a folded file's slot 10, or 0
+    int decayed;       // AdamW decays it (the matrices: wte, wpe, qkvw, attprojw, fcw, fcprojw)
+} GPT2TensorInfo;
+
+// The row of tensor i (0 <= i < GPT2_NUM_PARAM_TENSORS).
+const GPT2TensorInfo *gpt2_tensor_info(int i);
+// Which tensors' gradients become final together during gpt2_backward (the
+// layer argument of GPT2GradsReady): L: lnfw, lnfb; 0 <= layer < L: each
+// per-layer tensor's slice; -1: wte, wpe. Writes them to tensors in file
+// order and returns their count.
+int gpt2_grads_ready_group(int layer, int num_layers, int tensors[GPT2_NUM_PARAM_TENSORS]);
+
 typedef struct {
     float *wte, *wpe, *ln1w, *ln1b, *qkvw, *qkvb, *attprojw, *attprojb;
     float *ln2w, *ln2b, *fcw, *fcb, *fcprojw, *fcprojb, *lnfw, *lnfb;
@@ -137,7 +164,7 @@ typedef struct {
 // Sizes of the 16 parameter tensors in llm.c's order.
 void gpt2_param_sizes(size_t sizes[GPT2_NUM_PARAM_TENSORS], const GPT2Config *config);
 
-// Name of parameter tensor i ("wte", ...), in the file's order.
+// Name of parameter tensor i ("wte", ...), in the file's order; "?" out of range.
 const char *gpt2_param_name(int i);
 // Checks a model file's header (magic, version 3, config, norm mode, the
 // folded slots) without reading further; 0, or -1 with the reason in err.

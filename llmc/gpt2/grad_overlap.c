@@ -1,11 +1,6 @@
 // GPT-2's overlapped gradient reduction (grad_overlap.h).
 #include "grad_overlap.h"
 
-// tensors 2..13 (ln1w .. fcprojb) are stacked over the layers
-static int per_layer(int i) {
-    return i >= 2 && i <= 13;
-}
-
 // part `part` of `parts` equal parts of tensor `tensor`'s gradient
 static void post_tensor_part(const Gpt2GradOverlap *o, int tensor, size_t part, size_t parts) {
     const GPT2 *m = o->model;
@@ -20,18 +15,12 @@ static void post_tensor_part(const Gpt2GradOverlap *o, int tensor, size_t part, 
 static void grads_ready(void *ctx, int layer) {
     const Gpt2GradOverlap *o = ctx;
     const int L = o->model->config.num_layers;
-    if (layer == L) { // lnfw, lnfb
-        post_tensor_part(o, 14, 0, 1);
-        post_tensor_part(o, 15, 0, 1);
-    } else if (layer >= 0) {
-        for (int i = 0; i < GPT2_NUM_PARAM_TENSORS; i++) {
-            if (per_layer(i)) {
-                post_tensor_part(o, i, (size_t)layer, (size_t)L);
-            }
-        }
-    } else { // wte, wpe
-        post_tensor_part(o, 0, 0, 1);
-        post_tensor_part(o, 1, 0, 1);
+    int tensors[GPT2_NUM_PARAM_TENSORS];
+    const int n = gpt2_grads_ready_group(layer, L, tensors);
+    for (int k = 0; k < n; k++) {
+        // a per-layer tensor's gradients are final one layer's slice at a time
+        const int per_layer = gpt2_tensor_info(tensors[k])->per_layer;
+        post_tensor_part(o, tensors[k], per_layer ? (size_t)layer : 0, per_layer ? (size_t)L : 1);
     }
 }
 

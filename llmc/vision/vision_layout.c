@@ -9,8 +9,6 @@ const char *const VIT_PARAM_NAMES[VIT_NUM_PARAM_TENSORS] = {
     "patchw", "patchb", "cls", "pos", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
     "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb", "headw", "headb"};
 
-enum { P_PATCHW = 0, P_QKVW = 6, P_ATTPROJW = 8, P_FCW = 12, P_FCPROJW = 14, P_HEADW = 18 };
-
 void vit_param_sizes(size_t s[VIT_NUM_PARAM_TENSORS], const ViTConfig *c) {
     size_t C = (size_t)c->channels, L = (size_t)c->num_layers, H = C * (size_t)c->mlp_ratio;
     size_t PD = (size_t)c->image_channels * c->patch_size * c->patch_size;
@@ -25,14 +23,25 @@ void vit_param_sizes(size_t s[VIT_NUM_PARAM_TENSORS], const ViTConfig *c) {
 }
 
 int vit_param_decayed(int i) {
-    return i == P_PATCHW || i == P_QKVW || i == P_ATTPROJW || i == P_FCW || i == P_FCPROJW ||
-           i == P_HEADW;
+    return i == VIT_PATCHW || i == VIT_QKVW || i == VIT_ATTPROJW || i == VIT_FCW ||
+           i == VIT_FCPROJW || i == VIT_HEADW;
 }
 
-// ViT's centred tensors in cbwc (vit.h): the patch embedding, cls, pos and
-// every attn proj and mlp fc2, biases included.
+LayerRole vit_param_role(int i) {
+    switch (i) {
+    case VIT_PATCHW: case VIT_PATCHB: case VIT_CLS: case VIT_POS:
+    case VIT_ATTPROJW: case VIT_ATTPROJB: case VIT_FCPROJW: case VIT_FCPROJB:
+        return LAYER_ROLE_STREAM_WRITER;
+    case VIT_LN1W: case VIT_LN1B: case VIT_LN2W: case VIT_LN2B: case VIT_LNFW: case VIT_LNFB:
+        return LAYER_ROLE_NORM;
+    default:
+        return LAYER_ROLE_INNER;
+    }
+}
+
+// the tensors CBWC centres in cbwc: those the cbwc policy centres
 static int vit_param_centred(int i) {
-    return i <= 3 || i == P_ATTPROJW || i == P_ATTPROJW + 1 || i == P_FCPROJW || i == P_FCPROJW + 1;
+    return norm_policy_centres(norm_policy(MODE_CBWC), vit_param_role(i));
 }
 
 static void vit_layout(const ViTConfig *c, TensorTable *table) {

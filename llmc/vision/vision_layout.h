@@ -7,15 +7,26 @@
 
 #include <stddef.h>
 
+#include "core/norm_mode.h"
 #include "core/tensor_table.h"
 #include "vision_config.h"
 
-#define VIT_NUM_PARAM_TENSORS 20
+// ViT's parameter tensors, in the model file's order.
+typedef enum {
+    VIT_PATCHW, VIT_PATCHB, VIT_CLS, VIT_POS, VIT_LN1W, VIT_LN1B, VIT_QKVW, VIT_QKVB,
+    VIT_ATTPROJW, VIT_ATTPROJB, VIT_LN2W, VIT_LN2B, VIT_FCW, VIT_FCB, VIT_FCPROJW, VIT_FCPROJB,
+    VIT_LNFW, VIT_LNFB, VIT_HEADW, VIT_HEADB,
+    VIT_NUM_PARAM_TENSORS
+} ViTTensor;
 extern const char *const VIT_PARAM_NAMES[VIT_NUM_PARAM_TENSORS];
 void vit_param_sizes(size_t sizes[VIT_NUM_PARAM_TENSORS], const ViTConfig *config);
 // Does parameter tensor i get weight decay (the matrices: patchw, qkvw,
 // attprojw, fcw, fcprojw, headw)?
 int vit_param_decayed(int i);
+// Tensor i's role for the norm policy (norm_mode.h): the stream writers
+// (patch embedding, cls, pos, every attn proj and mlp fc2, biases included)
+// are the layers cbwc centres.
+LayerRole vit_param_role(int i);
 
 // Swin's parameter offsets, per block and per patch merging.
 typedef struct {

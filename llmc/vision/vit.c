@@ -17,8 +17,6 @@
 #include "core/tensor_table.h"
 #include "core/utils.h"
 
-enum { P_POS = 3 };
-
 static void vit_reset(ViT *model) {
     memset(model, 0, sizeof(*model));
     model->mean_loss = -1.0f;
@@ -53,10 +51,9 @@ void vit_init_random(ViT *model, const ViTConfig *config, NormMode mode, unsigne
     rng_seed(&rng, seed);
     float **p = (float **)&model->params;
     for (int i = 0; i < VIT_NUM_PARAM_TENSORS; i++) {
-        const char *name = VIT_PARAM_NAMES[i];
         size_t n = model->param_sizes[i];
-        int gain = strcmp(name, "ln1w") == 0 || strcmp(name, "ln2w") == 0 || strcmp(name, "lnfw") == 0;
-        if (vit_param_decayed(i) || i == P_POS || strcmp(name, "cls") == 0) {
+        int gain = i == VIT_LN1W || i == VIT_LN2W || i == VIT_LNFW;
+        if (vit_param_decayed(i) || i == VIT_POS || i == VIT_CLS) {
             rng_normal_fill(&rng, p[i], n, 0.0f, 0.02f);
         } else {
             for (size_t j = 0; j < n; j++) {

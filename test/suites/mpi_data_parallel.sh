@@ -4,7 +4,8 @@
 # train_gpt2 with B/2 per rank on 2 ranks and B/4 on 4 ranks logs the same
 # loss at every one of 20 steps as 1 rank with B (within 1e-5), in each mode,
 # with the ZeRO-1 sharded update (-z 1) and the all-reduce (-z 0); a ZeRO-1
-# run resumed from its checkpoint continues the uninterrupted run.
+# run resumed from its checkpoint continues the uninterrupted run. First the
+# ZeRO-1 slices themselves (bin/test_zero_layout, randomised: seed printed).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if ! command -v mpirun > /dev/null || ! bin/test_comm | grep -q "backend mpi"; then
@@ -15,6 +16,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 # under make SAN=1: Open MPI's own allocations at exit are not ours to free
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 fails=0
+# the ZeRO-1 slices every trainer shares (llmc/core/zero_layout.h): a property test
+seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
+if bin/test_zero_layout "$seed" > /tmp/test_zero_layout_$$.out 2>&1; then
+    echo "ok   zero_layout: $(sed -n 2p /tmp/test_zero_layout_$$.out) (seed $seed)"
+else
+    echo "FAIL zero_layout (seed $seed):"; sed 's/^/    /' /tmp/test_zero_layout_$$.out; fails=$((fails + 1))
+fi
+rm -f /tmp/test_zero_layout_$$.out
 for np in 1 2 4; do
     if mpirun --oversubscribe -np $np bin/test_comm > /tmp/test_comm_$$.out 2>&1; then
         echo "ok   comm allreduce over $np ranks: $(tail -1 /tmp/test_comm_$$.out)"
