@@ -46,6 +46,7 @@ typedef struct {
     const char *id_file;  // -pf: shared file for the NCCL unique id
     const char *attention_name; // -at: NULL = the build's default
     AttentionKind attention;    // from -at, checked against the build
+    int recompute;              // -r: 0, 1 or 2 (llmc/cuda/transformer_block.cuh)
 } GpuArgs;
 
 // The GPT-2 trainers' shared flags (llmc/gpt2/gpt2_train_args.c) with the GPU
@@ -55,7 +56,7 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.model = "d12";
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
-    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 5];
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 6];
     int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT, flags),
         n = 0;
     for (int i = 0; i < all; i++) { // no tokenizer on the GPU (yet): no -vd
@@ -79,6 +80,7 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "probabilities of every layer; flash = fp32 FMAs, flash-style;\n"
          "cudnn = cuDNN's fused flash attention (bf16 builds with cuDNN)\n"
          "(default: tc in bf16 builds, flash in fp32 builds)", "tc|cublas|flash|cudnn", 0, 0},
+        RECOMPUTE_CLI_FLAG(&gpu->recompute),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -398,7 +400,8 @@ int main(int argc, char **argv) {
                           (double)args.resid_dropout);
 
     GPT2Cuda model;
-    gpt2cuda_init(&model, &host, B, T, 0, gpu.attention);
+    gpt2cuda_init(&model, &host, B, T, 0, gpu.attention, gpu.recompute);
+    if (lead) transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
