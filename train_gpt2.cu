@@ -401,7 +401,9 @@ int main(int argc, char **argv) {
 
     GPT2Cuda model;
     gpt2cuda_init(&model, &host, B, T, 0, gpu.attention, gpu.recompute);
-    if (lead) transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
+    if (lead) {
+        transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
+    }
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments

@@ -407,7 +407,9 @@ static int check_recompute(const GPT2 *host, const GPT2DebugState *s) {
                 base_loss = loss;
             } else {
                 size_t differing = 0;
-                for (size_t i = 0; i < P; i++) differing += memcmp(&grads[i], &base[i], sizeof(float)) != 0;
+                for (size_t i = 0; i < P; i++) {
+                    differing += memcmp(&grads[i], &base[i], sizeof(float)) != 0;
+                }
                 const int same = differing == 0 && memcmp(&loss, &base_loss, sizeof(float)) == 0;
                 printf("recompute %s -r %d: loss %.9g (-r 0: %.9g), %zu of %zu gradients differ "
                        "in their bits  %s\n",
@@ -434,8 +436,8 @@ static void usage(void) {
             "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
             "  --dropout P      also: residual dropout P, the kernel vs dropout_apply (bit for bit),\n"
             "                   the train-mode loss and gradients vs the CPU model (fp32: 1e-5)\n"
-            "  --recompute 1    also: -r 1 and 2 vs -r 0 in ln, rms, cbwc: loss and gradients bit for\n"
-            "                   bit, the blocks' activation bytes as the formula\n"
+            "  --recompute 1    also: -r 1 and 2 vs -r 0 in ln, rms, cbwc: loss and gradients\n"
+            "                   bit for bit, the blocks' activation bytes as the formula\n"
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);

@@ -26,7 +26,9 @@ static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *hos
     if (m->family == FAMILY_VIT) {
         vitcuda_init(&m->vit, &host->vit, max_B, attention, recompute);
     } else {
-        if (recompute != 0) fatal("swincuda: -r %d: activation recompute is ViT's and GPT-2's only", recompute);
+        if (recompute != 0) {
+            fatal("swincuda: -r %d: activation recompute is ViT's and GPT-2's only", recompute);
+        }
         swincuda_init(&m->swin, &host->swin, max_B, attention);
     }
 }

@@ -166,7 +166,9 @@ static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
 static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int max_T,
                                  int inference, AttentionKind attention, int recompute = 0) {
     memset(m, 0, sizeof(*m));
-    if (recompute < 0 || recompute > 2) fatal("gpt2cuda: recompute level %d, not 0, 1 or 2", recompute);
+    if (recompute < 0 || recompute > 2) {
+        fatal("gpt2cuda: recompute level %d, not 0, 1 or 2", recompute);
+    }
     m->inference = inference;
     m->recompute = recompute;
     if (norm_policy(host->mode)->folded) {

@@ -52,8 +52,12 @@ struct NoBranchMask {
      "memory, the same gradients bit for bit) (default 0)", NULL, 0, 0}
 
 // layers of stored ln1/ln2 and of fch_gelu at a recompute level
-static inline size_t recompute_norm_layers(int recompute, size_t L) { return recompute >= 2 ? 1 : L; }
-static inline size_t recompute_gelu_layers(int recompute, size_t L) { return recompute >= 1 ? 1 : L; }
+static inline size_t recompute_norm_layers(int recompute, size_t L) {
+    return recompute >= 2 ? 1 : L;
+}
+static inline size_t recompute_gelu_layers(int recompute, size_t L) {
+    return recompute >= 1 ? 1 : L;
+}
 
 // the blocks' activations for BT rows, stacked over L layers (a: the model's
 // activations struct; ln1, ln2 and fch_gelu one layer only where recompute

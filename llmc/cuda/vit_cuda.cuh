@@ -130,7 +130,9 @@ static inline int vitcuda_patch_dim(const ViTConfig *c) {
 static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, AttentionKind attention,
                                 int recompute = 0) {
     memset(m, 0, sizeof(*m));
-    if (recompute < 0 || recompute > 2) fatal("vitcuda: recompute level %d, not 0, 1 or 2", recompute);
+    if (recompute < 0 || recompute > 2) {
+        fatal("vitcuda: recompute level %d, not 0, 1 or 2", recompute);
+    }
     m->recompute = recompute;
     m->config = host->config;
     m->mode = host->mode;
