@@ -17,6 +17,7 @@
 
 #include "cuda/gpt2_cuda.cuh"
 #include "cuda/gpt2_feed.cuh"
+#include "cuda/gpt2_mc_eval.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
 
@@ -46,6 +47,7 @@ typedef struct {
     const char *id_file;  // -pf: shared file for the NCCL unique id
     const char *attention_name; // -at: NULL = the build's default
     AttentionKind attention;    // from -at, checked against the build
+    int recompute;              // -r: 0, 1 or 2 (llmc/cuda/transformer_block.cuh)
 } GpuArgs;
 
 // The GPT-2 trainers' shared flags (llmc/gpt2/gpt2_train_args.c) with the GPU
@@ -55,8 +57,9 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.model = "d12";
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
-    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 5];
-    int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT, flags),
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 6];
+    int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_MC,
+                               flags),
         n = 0;
     for (int i = 0; i < all; i++) { // no tokenizer on the GPU (yet): no -vd
         if (strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
@@ -79,6 +82,7 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "probabilities of every layer; flash = fp32 FMAs, flash-style;\n"
          "cudnn = cuDNN's fused flash attention (bf16 builds with cuDNN)\n"
          "(default: tc in bf16 builds, flash in fp32 builds)", "tc|cublas|flash|cudnn", 0, 0},
+        RECOMPUTE_CLI_FLAG(&gpu->recompute),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -206,6 +210,8 @@ typedef struct {
     MultiGpu *mg;
     const TrainArgs *args;
     DataLoader *val;
+    const McEvalSet *mc; // -mc: scored with every val loss (NULL: none)
+    int T;
     Gpt2Feed *feed; // the training micro-batches, prepared on a host thread (it owns the loader)
     Rng *rng;       // sampling (the checkpoints' RNG)
     const StepOutliers *outliers; // the loop's windows (the checkpoints')
@@ -219,6 +225,15 @@ typedef struct {
 static float gpu_evaluate(void *ctx) {
     GpuTrainer *t = (GpuTrainer *)ctx;
     return multi_gpu_mean(t->mg, evaluate(t->model, t->val, t->args->val_max_steps));
+}
+
+// every rank scores examples rank, rank + ranks, ...; the counts are summed
+static float gpu_mc_eval(void *ctx) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    int scored = 0;
+    const int right = gpt2cuda_mc_eval_score(t->model, t->mc, t->mg->rank, t->mg->world, t->T,
+                                             &scored);
+    return (float)(multi_gpu_sum_double(t->mg, right) / multi_gpu_sum_double(t->mg, scored));
 }
 
 static void gpu_sample(void *ctx) {
@@ -363,6 +378,15 @@ int main(int argc, char **argv) {
     if (have_val) {
         dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, mg.rank, mg.world, 0, 0);
     }
+    McEvalSet mc;
+    const int have_mc = args.mc_eval_path != NULL;
+    if (have_mc) {
+        mc_eval_load(&mc, args.mc_eval_path, cfg->vocab_size);
+        if (mc.longest_row > T) {
+            fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d",
+                  args.mc_eval_path, mc.longest_row, T);
+        }
+    }
     int max_steps = args.max_steps;
     if (max_steps < 0) {
         // rank r of W gets batches r, r+W, ... of each shard, so the ranks' counts can
@@ -398,7 +422,10 @@ int main(int argc, char **argv) {
                           (double)args.resid_dropout);
 
     GPT2Cuda model;
-    gpt2cuda_init(&model, &host, B, T, 0, gpu.attention);
+    gpt2cuda_init(&model, &host, B, T, 0, gpu.attention, gpu.recompute);
+    if (lead) {
+        transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
+    }
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
@@ -449,6 +476,8 @@ int main(int argc, char **argv) {
     trainer.args = &args;
     trainer.feed = &feed;
     trainer.val = have_val ? &val : NULL;
+    trainer.mc = have_mc ? &mc : NULL;
+    trainer.T = T;
     trainer.rng = &rng;
     trainer.grad_accum = grad_accum;
     trainer.total_tokens = total_tokens;
@@ -462,6 +491,7 @@ int main(int argc, char **argv) {
     memset(&hooks, 0, sizeof(hooks));
     hooks.ctx = &trainer;
     hooks.evaluate = gpu_evaluate;
+    hooks.mc_eval = have_mc && have_val ? gpu_mc_eval : NULL;
     hooks.sample = gpu_sample;
     hooks.checkpoint = gpu_checkpoint;
     hooks.forward_backward = gpu_forward_backward;
@@ -502,6 +532,7 @@ int main(int argc, char **argv) {
     gpt2_feed_free(&feed); // joins the thread before the loader goes
     dataloader_free(&train);
     if (have_val) dataloader_free(&val);
+    if (have_mc) mc_eval_free(&mc);
     grad_sync_free(&sync);
     gpt2cuda_free(&model);
     gpt2_free(&host);

@@ -52,6 +52,7 @@ typedef struct {
     int process_rank;     // -pr
     const char *id_file;  // -pf: shared file for the NCCL unique id
     const char *attention_name; // -at: NULL = the build's default for the model's family
+    int recompute;              // -r: 0, 1 or 2, ViT only (llmc/cuda/transformer_block.cuh)
 } GpuArgs;
 
 // Batches queued ahead of the GPU: k+1 and k+2 are built while step k runs.
@@ -61,7 +62,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
     memset(gpu, 0, sizeof(*gpu));
     gpu->data_workers = 8; // ~550 Swin-Tiny crops/s each (docs/performance.md): 8 feed ~4k images/s
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 5];
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 6];
     int n = vit_train_flags(&a, flags);
     const CliFlag gpu_flags[] = {
         {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
@@ -83,6 +84,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "cuDNN); Swin: window = fp32 FMAs, keeps each window's (T, T)\n"
          "probabilities (default: tc in bf16 builds; flash, Swin window, in fp32)",
          "tc|cublas|flash|window|cudnn", 0, 0},
+        RECOMPUTE_CLI_FLAG(&gpu->recompute),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -342,7 +344,11 @@ int main(int argc, char **argv) {
                           attention_kind_name(attention), mg.world);
     ClassifierCuda model;
     // a resumed host's moments and step come along
-    classifier_cuda_init(&model, &host, B, attention);
+    classifier_cuda_init(&model, &host, B, attention, gpu.recompute);
+    if (lead && model.family == FAMILY_VIT) {
+        transformer_blocks_report_acts("vitcuda", gpu.recompute, model.vit.block_act_bytes, B,
+                                       vit_num_tokens(&model.vit.config));
+    }
     VisionGradSync sync;
     vision_grad_sync_init(&sync, &mg, &model, args.zero_stage);
     cudaDeviceProp prop;

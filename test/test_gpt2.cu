@@ -8,7 +8,8 @@
 //   4. --dropout P: residual dropout (-rd P) on the GPU against the CPU model:
 //      the dropout kernel's output equals dropout_apply's bit for bit, and
 //      with the same seed and draws the train-mode loss and every gradient
-//      match the CPU's (so the masks are the same ones).
+//      match the CPU's (so the masks are the same ones);
+//   5. --recompute 1: -r 1 and 2 against -r 0, bit for bit (check_recompute).
 // Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
 // curve: absolute loss differences): fp32 build 1e-4 (fp32 sums in other
 // orders, ~1e-6, plus cuBLAS's blocked sums); bf16 build per check from
@@ -365,17 +366,82 @@ static int check_dropout_model(const GPT2 *host_in, const GPT2DebugState *s, flo
     return ok;
 }
 
+// 5. -r 1 and 2 (activation recompute, transformer_block.cuh): in every mode
+// the loss and every gradient bit-identical to -r 0's (the recomputed GELU
+// and norms are the forward's own kernels on the same inputs), and the
+// blocks' activation bytes as the formula below, written out here apart from
+// the allocator: per row of B T, floatX ln1, qkv (3C), atty, residual2, ln2,
+// fch (4C), fch_gelu (4C), residual3 over L layers, ln1 and ln2 over one
+// layer at -r 2, fch_gelu over one at -r 1 and 2; fp32 mean and rstd of
+// ln1 and ln2 over L layers. With L >= 2 a backward that read the one
+// layer's buffer without recomputing it would use the last layer's values.
+static size_t recompute_formula_bytes(const GPT2Config *c, size_t BT, int r) {
+    const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, H = 4 * C;
+    const size_t norm_layers = r >= 2 ? 1 : L, gelu_layers = r >= 1 ? 1 : L;
+    const size_t per_row_x = L * (3 * C + C + C + H + C) + norm_layers * 2 * C + gelu_layers * H;
+    return BT * (per_row_x * sizeof(floatX) + 4 * L * sizeof(float));
+}
+
+static int check_recompute(const GPT2 *host, const GPT2DebugState *s) {
+    const size_t P = host->num_parameters, BT = (size_t)s->B * s->T;
+    const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
+    float *base = (float *)malloc_check(P * sizeof(float), "grads at -r 0");
+    float *grads = (float *)malloc_check(P * sizeof(float), "grads");
+    int ok = 1;
+    const NormMode modes[3] = {MODE_LN, MODE_RMS, MODE_CBWC};
+    for (int k = 0; k < 3; k++) {
+        GPT2 copy = *host;
+        copy.mode = modes[k];
+        float base_loss = 0.0f;
+        for (int r = 0; r <= 2; r++) {
+            GPT2Cuda gpu;
+            gpt2cuda_init(&gpu, &copy, s->B, s->T, 0, attention, r);
+            gpt2cuda_zero_grad(&gpu);
+            gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
+            const float loss = gpt2cuda_mean_loss(&gpu);
+            gpt2cuda_backward(&gpu, scale);
+            gpt2cuda_grads_to_host(&gpu, r == 0 ? base : grads);
+            const size_t want = recompute_formula_bytes(&copy.config, BT, r);
+            const int bytes_ok = gpu.block_act_bytes == want;
+            printf("recompute %s -r %d: block activations %zu bytes (formula %zu)  %s\n",
+                   norm_mode_name(copy.mode), r, gpu.block_act_bytes, want,
+                   bytes_ok ? "ok" : "FAIL");
+            ok &= bytes_ok;
+            if (r == 0) {
+                base_loss = loss;
+            } else {
+                size_t differing = 0;
+                for (size_t i = 0; i < P; i++) {
+                    differing += memcmp(&grads[i], &base[i], sizeof(float)) != 0;
+                }
+                const int same = differing == 0 && memcmp(&loss, &base_loss, sizeof(float)) == 0;
+                printf("recompute %s -r %d: loss %.9g (-r 0: %.9g), %zu of %zu gradients differ "
+                       "in their bits  %s\n",
+                       norm_mode_name(copy.mode), r, (double)loss, (double)base_loss, differing, P,
+                       same ? "ok" : "FAIL");
+                ok &= same;
+            }
+            gpt2cuda_free(&gpu);
+        }
+    }
+    free(base);
+    free(grads);
+    return ok;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: test_gpt2cu MODEL.bin STATE.bin [-N ln|rms|cbwc] [-r rel_tol] [-l loss_tol]\n"
             "                   [--equivalence K] [--curve K] [--seed S] [-at tc|cublas|flash|cudnn]\n"
-            "                   [--dropout P]\n"
+            "                   [--dropout P] [--recompute 1]\n"
             "  Checks the GPU model against a debug state of dev/reference/gpt2.py.\n"
             "  -at              the attention kernels (default: tc in bf16, flash in fp32; cudnn: bf16 with cuDNN)\n"
             "  --equivalence K  also: ln vs cbwc over K AdamW steps (MODEL must be ln)\n"
             "  --curve K        also: K steps on random batches, GPU vs the CPU model\n"
             "  --dropout P      also: residual dropout P, the kernel vs dropout_apply (bit for bit),\n"
             "                   the train-mode loss and gradients vs the CPU model (fp32: 1e-5)\n"
+            "  --recompute 1    also: -r 1 and 2 vs -r 0 in ln, rms, cbwc: loss and gradients\n"
+            "                   bit for bit, the blocks' activation bytes as the formula\n"
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
@@ -388,6 +454,7 @@ int main(int argc, char **argv) {
     double loss_tol = rel_tol;
     int equivalence_steps = 0, curve_steps = 0;
     float dropout = 0.0f;
+    int recompute = 0;
     unsigned long long seed = 1;
     for (int i = 3; i < argc; i += 2) {
         if (i + 1 >= argc) usage();
@@ -400,6 +467,7 @@ int main(int argc, char **argv) {
         else if (strcmp(f, "--seed") == 0) seed = (unsigned long long)parse_count(f, v, 2147483647L);
         else if (strcmp(f, "-at") == 0) attention = attention_kind_from_flag(v, false);
         else if (strcmp(f, "--dropout") == 0) dropout = (float)atof(v);
+        else if (strcmp(f, "--recompute") == 0) recompute = (int)parse_count(f, v, 1);
         else usage();
     }
     GPT2 host;
@@ -430,6 +498,7 @@ int main(int argc, char **argv) {
         ok &= check_dropout_mask(dropout, seed);
         ok &= check_dropout_model(&host, &s, dropout, seed, 1e-5);
     }
+    if (recompute) ok &= check_recompute(&host, &s);
     printf("%s\n", ok ? "OK" : "FAILED");
     gpt2_debug_state_free(&s);
     gpt2_free(&host);

@@ -18,15 +18,19 @@ typedef struct {
 } ClassifierCuda;
 
 // attention: the kernels (attention_kind.cuh): tc, cublas, flash or cudnn for ViT, tc or window
-// for Swin
+// for Swin; recompute: -r, ViT only (transformer_block.cuh)
 static inline void classifier_cuda_init(ClassifierCuda *m, const Classifier *host, int max_B,
-                                        AttentionKind attention) {
+                                        AttentionKind attention, int recompute = 0) {
     memset(m, 0, sizeof(*m));
     m->family = host->family;
-    if (m->family == FAMILY_VIT)
-        vitcuda_init(&m->vit, &host->vit, max_B, attention);
-    else
+    if (m->family == FAMILY_VIT) {
+        vitcuda_init(&m->vit, &host->vit, max_B, attention, recompute);
+    } else {
+        if (recompute != 0) {
+            fatal("swincuda: -r %d: activation recompute is ViT's and GPT-2's only", recompute);
+        }
         swincuda_init(&m->swin, &host->swin, max_B, attention);
+    }
 }
 
 // drop-path scales (B, blocks, 2) for the following forwards and backwards

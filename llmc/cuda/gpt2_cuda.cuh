@@ -94,6 +94,8 @@ typedef struct {
     int centred_stale;
     int adamw_step;
     int max_B, max_T; // what the activations were allocated for
+    int recompute;    // -r: 0, 1 (GELU) or 2 (GELU and the norms) (transformer_block.cuh)
+    size_t block_act_bytes; // the blocks' stored activations at that level
     int inference;    // forward only: no backward (no token buckets)
     int B, T;         // of the last forward
     ActivationsCuda acts;
@@ -160,10 +162,15 @@ static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
 // Copies the parameters of a host model (loaded or initialised by llmc/gpt2/gpt2.c)
 // and allocates everything for micro-batches up to (max_B, max_T). inference:
 // forward passes only. attention: the kernels (attention_kind.cuh; tc, cublas, flash or cudnn).
+// recompute: -r, the activations the backward recomputes (transformer_block.cuh).
 static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int max_T,
-                                 int inference, AttentionKind attention) {
+                                 int inference, AttentionKind attention, int recompute = 0) {
     memset(m, 0, sizeof(*m));
+    if (recompute < 0 || recompute > 2) {
+        fatal("gpt2cuda: recompute level %d, not 0, 1 or 2", recompute);
+    }
     m->inference = inference;
+    m->recompute = recompute;
     if (norm_policy(host->mode)->folded) {
         fatal("gpt2cuda: folded models are not supported on the GPU yet");
     }
@@ -194,7 +201,7 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     const size_t Vp = (size_t)c->padded_vocab_size;
     ActivationsCuda *a = &m->acts;
     a->encoded = cuda_alloc<floatX>(BT * C);
-    transformer_blocks_alloc_acts(a, L, BT, C, 4 * C);
+    m->block_act_bytes = transformer_blocks_alloc_acts(a, L, BT, C, 4 * C, recompute);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);

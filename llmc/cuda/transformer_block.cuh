@@ -16,6 +16,12 @@
 // MLP's hidden width: 4C in GPT-2, mlp_ratio C in ViT. A branch mask (GPT-2's
 // residual dropout) may act on each c_proj output before its residual add,
 // and on its gradient in the backward.
+// Activation recompute (llm.c's -r; m->recompute, fixed at allocation):
+//   0: every layer's activations are kept;
+//   1: fch_gelu is one layer's buffer, recomputed from fch in the backward;
+//   2: also ln1 and ln2, recomputed from their stored inputs (the kept
+//      residuals) by the forward's own kernel: the same bits, so the
+//      gradients are bit-identical across levels. mean and rstd stay per layer.
 #ifndef FOLDNORM_TRANSFORMER_BLOCK_CUH
 #define FOLDNORM_TRANSFORMER_BLOCK_CUH
 
@@ -38,23 +44,50 @@ struct NoBranchMask {
     bool operator()(floatX *, const floatX *, int, int) const { return false; }
 };
 
+// -r's flag-table entry (train_gpt2cu, train_vitcu), dest an int *
+#define RECOMPUTE_CLI_FLAG(dest)                                                                \
+    {"-r", CLI_INT, dest, 0, 2,                                                                  \
+     "activation recompute in the backward, as llm.c's: 0 = keep every layer's\n"              \
+     "activations, 1 = recompute GELU, 2 = also the norms ln1 and ln2 (less\n"                 \
+     "memory, the same gradients bit for bit) (default 0)", NULL, 0, 0}
+
+// layers of stored ln1/ln2 and of fch_gelu at a recompute level
+static inline size_t recompute_norm_layers(int recompute, size_t L) {
+    return recompute >= 2 ? 1 : L;
+}
+static inline size_t recompute_gelu_layers(int recompute, size_t L) {
+    return recompute >= 1 ? 1 : L;
+}
+
 // the blocks' activations for BT rows, stacked over L layers (a: the model's
-// activations struct); in this order, which fixes the device addresses
+// activations struct; ln1, ln2 and fch_gelu one layer only where recompute
+// says so); in this order, which fixes the device addresses. Returns the
+// bytes allocated (reported at start-up; test/suites/recompute.sh checks them).
 template <typename Acts>
-static inline void transformer_blocks_alloc_acts(Acts *a, size_t L, size_t BT, size_t C,
-                                                 size_t H) {
-    a->ln1 = cuda_alloc<floatX>(L * BT * C);
-    a->ln1_mean = cuda_alloc<float>(L * BT);
-    a->ln1_rstd = cuda_alloc<float>(L * BT);
-    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C);
-    a->atty = cuda_alloc<floatX>(L * BT * C);
-    a->residual2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2 = cuda_alloc<floatX>(L * BT * C);
-    a->ln2_mean = cuda_alloc<float>(L * BT);
-    a->ln2_rstd = cuda_alloc<float>(L * BT);
-    a->fch = cuda_alloc<floatX>(L * BT * H);
-    a->fch_gelu = cuda_alloc<floatX>(L * BT * H);
-    a->residual3 = cuda_alloc<floatX>(L * BT * C);
+static inline size_t transformer_blocks_alloc_acts(Acts *a, size_t L, size_t BT, size_t C,
+                                                   size_t H, int recompute = 0) {
+    const size_t Ln = recompute_norm_layers(recompute, L), Lg = recompute_gelu_layers(recompute, L);
+    size_t xs = 0, fs = 0; // floatX and float elements
+    a->ln1 = cuda_alloc<floatX>(Ln * BT * C), xs += Ln * BT * C;
+    a->ln1_mean = cuda_alloc<float>(L * BT), fs += L * BT;
+    a->ln1_rstd = cuda_alloc<float>(L * BT), fs += L * BT;
+    a->qkv = cuda_alloc<floatX>(L * BT * 3 * C), xs += L * BT * 3 * C;
+    a->atty = cuda_alloc<floatX>(L * BT * C), xs += L * BT * C;
+    a->residual2 = cuda_alloc<floatX>(L * BT * C), xs += L * BT * C;
+    a->ln2 = cuda_alloc<floatX>(Ln * BT * C), xs += Ln * BT * C;
+    a->ln2_mean = cuda_alloc<float>(L * BT), fs += L * BT;
+    a->ln2_rstd = cuda_alloc<float>(L * BT), fs += L * BT;
+    a->fch = cuda_alloc<floatX>(L * BT * H), xs += L * BT * H;
+    a->fch_gelu = cuda_alloc<floatX>(Lg * BT * H), xs += Lg * BT * H;
+    a->residual3 = cuda_alloc<floatX>(L * BT * C), xs += L * BT * C;
+    return xs * sizeof(floatX) + fs * sizeof(float);
+}
+
+// the start-up line: the blocks' stored activations at this -r level
+static inline void transformer_blocks_report_acts(const char *model, int recompute, size_t bytes,
+                                                  int B, int T) {
+    printf("%s: -r %d: the blocks' activations take %zu bytes (%.1f MiB) at B=%d T=%d\n", model,
+           recompute, bytes, (double)bytes / (1024.0 * 1024.0), B, T);
 }
 
 // the backward's scratch for one layer of BT rows (s: the model's scratch struct)
@@ -87,31 +120,35 @@ static inline void transformer_blocks_forward(M *m, int B, int T, int H, Mask ma
     const floatX *fcprojw = centred ? m->centred_fcprojw : p.fcprojw;
     const floatX *fcprojb = centred ? m->centred_fcprojb : p.fcprojb;
     const size_t btc = (size_t)BT * C, lcc = (size_t)C * C, lch = (size_t)C * H;
+    // the offsets of layer l in ln1/ln2 and in fch_gelu (0 where one layer is kept)
+    const size_t ln_stride = m->recompute >= 2 ? 0 : btc;
+    const size_t gelu_stride = m->recompute >= 1 ? 0 : (size_t)BT * H;
 
     residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean, a.ln1_rstd, a.encoded, NULL, p.ln1w,
                           p.ln1b, BT, C, st);
     for (int l = 0; l < L; l++) {
         const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         const size_t lbth = (size_t)l * BT * H;
+        const size_t lln = (size_t)l * ln_stride, lgelu = (size_t)l * gelu_stride;
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * l * lcc,
+        matmul_forward_cuda(mm, a.qkv + 3 * lbtc, a.ln1 + lln, p.qkvw + 3 * l * lcc,
                             p.qkvb + 3 * lc, BT, C, 3 * C);
         attention_layers_forward(&m->attention, mm, l, a.atty + lbtc, a.qkv + 3 * lbtc, B, T, C,
                                  NH);
         matmul_forward_cuda(mm, branch, a.atty + lbtc, attprojw + l * lcc, attprojb + lc, BT, C, C);
         mask(branch, branch, l, 0);
-        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lbtc, a.ln2_mean + lbt,
+        residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lln, a.ln2_mean + lbt,
                               a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
                               st);
-        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lbtc, p.fcw + l * lch, p.fcb + (size_t)l * H,
+        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lln, p.fcw + l * lch, p.fcb + (size_t)l * H,
                             BT, C, H);
-        gelu_forward_cuda(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H, st);
-        matmul_forward_cuda(mm, branch, a.fch_gelu + lbth, fcprojw + l * lch, fcprojb + lc, BT, H,
+        gelu_forward_cuda(a.fch_gelu + lgelu, a.fch + lbth, (size_t)BT * H, st);
+        matmul_forward_cuda(mm, branch, a.fch_gelu + lgelu, fcprojw + l * lch, fcprojb + lc, BT, H,
                             C);
         mask(branch, branch, l, 1);
         // residual3 = residual2 + branch, fused with the next norm (ln1 of l+1, or lnf)
         if (l + 1 < L) {
-            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lbtc + btc,
+            residual_norm_forward(layer, a.residual3 + lbtc, a.ln1 + lln + ln_stride,
                                   a.ln1_mean + lbt + BT, a.ln1_rstd + lbt + BT,
                                   a.residual2 + lbtc, branch, p.ln1w + lc + C, p.ln1b + lc + C,
                                   BT, C, st);
@@ -158,6 +195,8 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
     const auto &g = m->grads;
     const auto &a = m->acts;
     const auto &s = m->scratch;
+    const size_t ln_stride = m->recompute >= 2 ? 0 : btc;
+    const size_t gelu_stride = m->recompute >= 1 ? 0 : (size_t)BT * H;
 
     CUDA_CHECK(cudaMemsetAsync(s.dresidual, 0, btc * sizeof(floatX), st));
     const floatX *last = a.residual3 + (size_t)(L - 1) * btc;
@@ -167,16 +206,26 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
     for (int l = L - 1; l >= 0; l--) {
         const size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
         const size_t lbth = (size_t)l * BT * H;
+        const size_t lln = (size_t)l * ln_stride, lgelu = (size_t)l * gelu_stride;
         const floatX *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
+        // -r 1, 2: this layer's GELU output again, from the kept fch
+        if (m->recompute >= 1) gelu_forward_cuda(a.fch_gelu, a.fch + lbth, (size_t)BT * H, st);
+        // -r 2: ln2 again, from the kept residual2 by the forward's kernel (no
+        // residual add here, the same rows summed in the same order: the same
+        // bits; it rewrites mean and rstd with the values they hold)
+        if (m->recompute >= 2) {
+            residual_norm_forward(layer, NULL, a.ln2, a.ln2_mean + lbt, a.ln2_rstd + lbt,
+                                  a.residual2 + lbtc, NULL, p.ln2w + lc, p.ln2b + lc, BT, C, st);
+        }
         // MLP branch: its gradient through the forward's mask (then centred in
         // place in cbwc: one warp per row, so that is safe)
         const floatX *dstream = mask(s.branch, s.dresidual, l, 1) ? s.branch : s.dresidual;
         stream_writer_backward(mm, s.dfch_gelu, g.fcprojw + l * lch, g.fcprojb + lc,
-                               a.fch_gelu + lbth, p.fcprojw + l * lch, dstream, s.branch,
+                               a.fch_gelu + lgelu, p.fcprojw + l * lch, dstream, s.branch,
                                s.reduce, centred, BT, H, C);
         gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
         column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
-        matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lbtc, p.fcw + l * lch,
+        matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lln, p.fcw + l * lch,
                              BT, C, H);
         norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
                       a.residual2 + lbtc, p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C,
@@ -189,7 +238,11 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
         attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
                                   a.qkv + 3 * lbtc, B, T, C, NH);
         column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
-        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lbtc,
+        if (m->recompute >= 2) { // ln1 again, from the stream x of layer l
+            residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
+                                  NULL, p.ln1w + lc, p.ln1b + lc, BT, C, st);
+        }
+        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lln,
                              p.qkvw + 3 * l * lcc, BT, C, 3 * C);
         norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);

@@ -99,6 +99,8 @@ typedef struct {
     int centred_stale;
     int adamw_step;
     int max_B; // what the activations were allocated for
+    int recompute;          // -r: 0, 1 (GELU) or 2 (GELU and the norms) (transformer_block.cuh)
+    size_t block_act_bytes; // the blocks' stored activations at that level
     int B;     // of the last forward
     ViTActivationsCuda acts;
     ViTScratchCuda scratch;
@@ -143,8 +145,14 @@ static inline int vitcuda_patch_dim(const ViTConfig *c) {
 // Copies the parameters of a host ViT (loaded or initialised by llmc/vision/vit.c)
 // and allocates everything for batches of up to max_B images; attention: the
 // kernels (attention_kind.cuh; tc, cublas, flash or cudnn).
-static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, AttentionKind attention) {
+// recompute: -r, the activations the backward recomputes (transformer_block.cuh).
+static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, AttentionKind attention,
+                                int recompute = 0) {
     memset(m, 0, sizeof(*m));
+    if (recompute < 0 || recompute > 2) {
+        fatal("vitcuda: recompute level %d, not 0, 1 or 2", recompute);
+    }
+    m->recompute = recompute;
     m->config = host->config;
     m->mode = host->mode;
     norm_mode_require_gpu(m->mode, "vitcuda");
@@ -185,7 +193,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     a->patches = cuda_alloc<floatX>(B * Np * PD);
     a->patch_out = cuda_alloc<floatX>(B * Np * C);
     a->encoded = cuda_alloc<floatX>(BT * C);
-    transformer_blocks_alloc_acts(a, L, BT, C, H);
+    m->block_act_bytes = transformer_blocks_alloc_acts(a, L, BT, C, H, recompute);
     a->lnf = cuda_alloc<floatX>(BT * C);
     a->lnf_mean = cuda_alloc<float>(BT);
     a->lnf_rstd = cuda_alloc<float>(BT);

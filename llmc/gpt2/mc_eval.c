@@ -202,6 +202,44 @@ void mc_eval_free(McEvalSet *set) {
     memset(set, 0, sizeof(*set));
 }
 
+void mc_eval_rows(const McExample *e, int T, int *inputs, int *targets) {
+    for (int c = 0; c < e->num_completions; c++) {
+        int *in = inputs + (size_t)c * T, *out = targets + (size_t)c * T;
+        const int n = e->context_len + e->completion_len[c]; // tokens of context + completion
+        for (int t = 0; t < T; t++) {
+            const int k = t < e->context_len ? e->context[t]
+                          : t < n ? e->completion[c][t - e->context_len] : 0;
+            in[t] = k;
+            out[t] = -1; // no loss but on the completion's tokens
+        }
+        // position t predicts token t + 1: the completion's tokens are context_len..n-1
+        for (int t = e->context_len - 1; t < n - 1; t++) {
+            out[t] = t + 1 < e->context_len ? -1 : e->completion[c][t + 1 - e->context_len];
+        }
+    }
+}
+
+int mc_eval_pick(const McExample *e, const int *targets, const float *losses, int T) {
+    int best = -1;
+    double best_loss = 0.0;
+    for (int c = 0; c < e->num_completions; c++) {
+        double sum = 0.0;
+        int counted = 0;
+        for (int t = 0; t < T; t++) {
+            if (targets[(size_t)c * T + t] >= 0) {
+                sum += losses[(size_t)c * T + t];
+                counted++;
+            }
+        }
+        const double mean = counted > 0 ? sum / counted : 0.0;
+        if (best < 0 || mean < best_loss) { // ties: the first, as llm.c's strict <
+            best = c;
+            best_loss = mean;
+        }
+    }
+    return best;
+}
+
 int mc_eval_score(GPT2 *model, const McEvalSet *set, int first, int stride, int T, int *scored) {
     int correct = 0;
     if (set->longest_row > T) {
@@ -211,40 +249,9 @@ int mc_eval_score(GPT2 *model, const McEvalSet *set, int first, int stride, int 
     int *targets = malloc_check((size_t)MC_MAX_COMPLETIONS * T * sizeof(int), "eval targets");
     for (int i = first; i < set->count; i += stride) {
         const McExample *e = &set->examples[i];
-        const int rows = e->num_completions;
-        for (int c = 0; c < rows; c++) {
-            int *in = inputs + (size_t)c * T, *out = targets + (size_t)c * T;
-            const int n = e->context_len + e->completion_len[c]; // tokens of context + completion
-            for (int t = 0; t < T; t++) {
-                const int k = t < e->context_len ? e->context[t]
-                              : t < n ? e->completion[c][t - e->context_len] : 0;
-                in[t] = k;
-                out[t] = -1; // no loss but on the completion's tokens
-            }
-            // position t predicts token t + 1: the completion's tokens are context_len..n-1
-            for (int t = e->context_len - 1; t < n - 1; t++) {
-                out[t] = t + 1 < e->context_len ? -1 : e->completion[c][t + 1 - e->context_len];
-            }
-        }
-        gpt2_forward(model, inputs, targets, rows, T);
-        int best = -1;
-        double best_loss = 0.0;
-        for (int c = 0; c < rows; c++) {
-            double sum = 0.0;
-            int counted = 0;
-            for (int t = 0; t < T; t++) {
-                if (targets[(size_t)c * T + t] >= 0) {
-                    sum += model->acts.losses[(size_t)c * T + t];
-                    counted++;
-                }
-            }
-            const double mean = counted > 0 ? sum / counted : 0.0;
-            if (best < 0 || mean < best_loss) { // ties: the first, as llm.c's strict <
-                best = c;
-                best_loss = mean;
-            }
-        }
-        correct += best == e->label;
+        mc_eval_rows(e, T, inputs, targets);
+        gpt2_forward(model, inputs, targets, e->num_completions, T);
+        correct += mc_eval_pick(e, targets, model->acts.losses, T) == e->label;
         (*scored)++;
     }
     free(inputs);

@@ -57,4 +57,12 @@ void mc_eval_write(const char *path, const McExample *examples, int count);
 // the number scored to *scored.
 int mc_eval_score(GPT2 *model, const McEvalSet *set, int first, int stride, int T, int *scored);
 
+// The pieces of mc_eval_score a GPU trainer shares (llmc/cuda/gpt2_mc_eval.cuh):
+// e's rows of T tokens (num_completions of them: context, completion, zeros)
+// and their targets (-1 but on the completion's tokens) ...
+void mc_eval_rows(const McExample *e, int T, int *inputs, int *targets);
+// ... and the completion of lowest mean loss over its targets (losses: the
+// forward's per-position losses of those rows; ties: the first).
+int mc_eval_pick(const McExample *e, const int *targets, const float *losses, int T);
+
 #endif

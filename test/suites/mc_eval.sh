@@ -9,7 +9,11 @@
 #   - 2 ranks under mpirun (each scores its share, the counts summed): 1 again;
 #   - bad files (magic, truncation, a label past the completions, a token
 #     outside the vocabulary, a wrong example count, a row longer than -t):
-#     exit 1 with the file's name and the reason.
+#     exit 1 with the file's name and the reason;
+#   - train_gpt2fp32cu / train_gpt2cu -mc under the CUDA emulator (a logic
+#     check, not a device run; llmc/cuda/gpt2_mc_eval.cuh), -b 2 so that an
+#     example's 4 completions take two forwards: the CPU trainer's accuracy,
+#     1 on the right labels and 0 on the wrong ones, in stdout and main.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/mc_eval
@@ -74,5 +78,22 @@ done
 out=$(bin/train_gpt2 -e "$model" "${data[@]}" -b 2 -t 8 -x 0 -v 1 -m 1 -mc "$work/right.bin" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -q 'more than -t 8' && ok "rows longer than -t refused: $(echo "$out" | grep -m1 'more than' | sed 's|.*/||')" ||
     bad "rows longer than -t: $(echo "$out" | tail -1)"
+# the GPU trainer's -mc, emulated: the same accuracies as the CPU trainer's
+if make -s build/emu/train_gpt2fp32cu build/emu/train_gpt2cu > "$work/emu_build.log" 2>&1; then
+    for b in train_gpt2fp32cu train_gpt2cu; do
+        for labels in right wrong; do
+            run=$b.$labels
+            DEV_CUDA_CHECK_ONLY=1 OMP_NUM_THREADS=1 build/emu/$b -e "$model" "${data[@]}" -b 2 -t 32 -x 0 -v 1 -m 1 \
+                -mc "$work/$labels.bin" -o "$work/$run" > "$work/$run.out" 2>&1
+            got=$(grep -oE '^s:0 eval:[0-9.]+' "$work/$run/main.log" 2>/dev/null | cut -d: -f3)
+            want=${!labels}
+            [ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^multiple-choice accuracy" "$work/$run.out" &&
+                ok "$b -mc ($labels labels, emulated): accuracy $got = the CPU trainer's" ||
+                bad "$b -mc ($labels labels): accuracy '$got', the CPU trainer's '$want' ($(tail -1 "$work/$run.out"))"
+        done
+    done
+else
+    skip_part "train_gpt2cu -mc: the emulated build failed ($(tail -1 "$work/emu_build.log"))"
+fi
 echo "$fails failed"
 suite_exit $fails
