@@ -67,11 +67,12 @@ circle_mutant() {
         echo "FAIL mutant $name: $(head -1 "$work/$name.out")"; fails=1
     fi
 }
-circle_mutant call_pair 'llmc/kernels/a.c <-> llmc/kernels/b.c: these .c files call each other' \
+k=llmc/kernels # the scratch folder, as the check names its files
+circle_mutant call_pair "$k/a.c <-> $k/b.c: these .c files call each other" \
     a.c 'void a_run(void) {\n    b_run();\n}\n' b.c 'void b_run(void) { a_run(); }\n'
-circle_mutant call_chain 'llmc/kernels/a.c <-> llmc/kernels/b.c <-> llmc/kernels/c.c' \
+circle_mutant call_chain "$k/a.c <-> $k/b.c <-> $k/c.c" \
     a.c 'int a_run(int x) {\n    return b_run(x);\n}\n' b.c 'int b_run(int x) { return c_run(x); }\n' \
     c.c 'static int helper(int x) { return x; }\nint c_run(int x) { return helper(a_run(x)); }\n'
-circle_mutant include_pair 'llmc/kernels/a.h <-> llmc/kernels/b.h: these headers include each other' \
+circle_mutant include_pair "$k/a.h <-> $k/b.h: these headers include each other" \
     a.h '#include "b.h"\n' b.h '#include "a.h"\n'
 exit $fails
