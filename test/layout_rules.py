@@ -11,7 +11,13 @@ folder is reported too (it would only resolve through -I).
 One norm policy (llmc/core/norm_mode.h): no file of llmc/, tools/ or the
 trainers but the policy's own compares a NormMode with one of its MODE_*
 constants (==, !=, <, >, a case label) or switches on a mode; they ask the
-policy instead. Exits 1 if any problem.
+policy instead.
+
+No circles: no llmc/ header includes itself round a chain of headers, and no
+two of llmc/'s .c files call each other's functions, directly or round a
+longer chain (a circle, as matmul.c and matmul_engine.c once were: each
+called the other's entry points, so neither could be read alone). Exits 1 if
+any problem.
 """
 import os
 import re
@@ -60,6 +66,83 @@ def norm_mode_problems(root):
     return problems, len(files)
 
 
+def strip_c(text):
+    """C text without comments and string literals' contents."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return re.sub(r'"(\\.|[^"\\])*"', '""', text)
+
+
+# a function definition at the start of a line: its return type, name, parameters and "{"
+DEFINITION = re.compile(r"^([A-Za-z_][^;{}()#]*?)\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def circles(edges):
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def circle_problems(root):
+    """Calls between llmc/'s .c files, and includes between its headers, that go round."""
+    sources, headers = {}, {}
+    for d, _, names in os.walk(os.path.join(root, "llmc")):
+        for n in names:
+            rel = os.path.relpath(os.path.join(d, n), root)
+            if n.endswith(".c"):
+                sources[rel] = strip_c(open(os.path.join(d, n), errors="replace").read())
+            elif n.endswith(".h"):
+                headers[rel] = open(os.path.join(d, n), errors="replace").read()
+    defined = {}
+    for rel, text in sources.items():
+        for m in DEFINITION.finditer(text):
+            if "static" not in m.group(1).split() and m.group(2) not in ("if", "for", "while", "switch"):
+                defined.setdefault(m.group(2), set()).add(rel)
+    calls = {rel: set() for rel in sources}
+    for rel, text in sources.items():
+        for name in set(CALL.findall(text)):
+            calls[rel] |= defined.get(name, set()) - {rel}
+    includes = {rel: set() for rel in headers}
+    for rel, text in headers.items():
+        for line in text.splitlines():
+            m = INCLUDE.match(line)
+            if m:
+                inc = m.group(1)
+                target = os.path.join(os.path.dirname(rel), inc) if "/" not in inc else os.path.join("llmc", inc)
+                if target in headers:
+                    includes[rel].add(target)
+    problems = [f"{' <-> '.join(c)}: these .c files call each other (a circle); one router, one "
+                f"direction" for c in circles(calls)]
+    problems += [f"{' <-> '.join(c)}: these headers include each other (a circle)" for c in circles(includes)]
+    return problems, len(sources)
+
+
 def allowed(src, dst):
     return src == dst or RANK[dst] < RANK[src]
 
@@ -95,10 +178,12 @@ def main(root):
                     problems.append(f'{where}: {folder}/ includes "{inc}", a folder above or beside it')
     mode_problems, scanned = norm_mode_problems(root)
     problems += mode_problems
+    circle_found, sources = circle_problems(root)
+    problems += circle_found
     for p in problems:
         print(p)
     print(f"layout_rules: {checked} includes checked, {scanned} files checked for norm-mode "
-          f"switches, {len(problems)} problems")
+          f"switches, {sources} .c files checked for call circles, {len(problems)} problems")
     return 1 if problems else 0
 
 

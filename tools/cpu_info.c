@@ -3,7 +3,8 @@
 // avx512_bf16, amx), the instruction set the build was compiled for
 // (-march=native on the machine that built it), oneDNN's ISA and whether it
 // has a bf16 matmul here (else -mp bf16 takes the sgemm fallback), and
-// OpenBLAS's kernel family. Exits 1 when the build uses an instruction set
+// OpenBLAS's kernel family, and the matmul router's table (which kernel runs
+// which layer shape). Exits 1 when the build uses an instruction set
 // extension this CPU lacks (objects built on another machine).
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,8 @@ int main(int argc, char **argv) {
     };
     CliSpec spec = {.program = "cpu_info", .synopsis = "[options]",
                     .about = "This CPU's model and vector flags, what this build was compiled for,\n"
-                             "oneDNN's ISA and bf16 matmul, and OpenBLAS's kernel family.\n",
+                             "oneDNN's ISA and bf16 matmul, OpenBLAS's kernel family and the\n"
+                             "matmul routes.\n",
                     .flags = flags_spec, .num_flags = CLI_COUNT(flags_spec), .max_positional = 0};
     cli_parse(&spec, argc, argv, NULL);
     if (coretype_only) {
@@ -128,6 +130,7 @@ int main(int argc, char **argv) {
     printf("OpenBLAS: core %s%s%s%s\n", matmul_blas_core(), coretype ? " (OPENBLAS_CORETYPE=" : "",
            coretype ? coretype : "", coretype ? ")" : "");
     matmul_blas_print_core_note();
+    matmul_print_routes(stdout);
     if (missing) {
         printf("error: this build uses instructions this CPU lacks (built on another machine?): "
                "make clean && make\n");

@@ -1,11 +1,14 @@
 // Fully connected layer y = x W^T + b with llm.c's layout: x (N, IC),
-// W (OC, IC) row-major, y (N, OC). Backed by cblas_sgemm when built with
-// FOLDNORM_BLAS (OpenBLAS), else by the portable OpenMP loops in matmul.c.
+// W (OC, IC) row-major, y (N, OC). One router (matmul_engine.c) picks each
+// product's kernel by shape and ISA: matmul.c's fp32 kernels (OpenBLAS when
+// built with FOLDNORM_BLAS, the tile kernels, the portable OpenMP loops) or
+// oneDNN's matmul (matmul_dnnl.c); matmul_print_routes lists the choices.
 #ifndef FOLDNORM_MATMUL_H
 #define FOLDNORM_MATMUL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 // out = inp W^T + bias; bias may be NULL.
 void matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N,
@@ -40,6 +43,10 @@ typedef enum {
     MATMUL_ROUTE_PORTABLE
 } MatmulRoute;
 void matmul_force_route(MatmulRoute route);
+// The route table for this build and CPU (bin/cpu_info): the rule, and the
+// kernels of forward/dinp/dweight at a few model shapes, in and outside a
+// parallel region, and what -mp bf16 and dnnl-fp32 run.
+void matmul_print_routes(FILE *f);
 
 // "openblas" or "portable": which implementation this build uses.
 const char *matmul_backend_name(void);
@@ -72,10 +79,10 @@ int matmul_dnnl_available(void);
 // bf16 = the upper 16 bits of an fp32, rounded to nearest even (NaN stays NaN).
 void matmul_to_bf16(uint16_t *dst, const float *src, size_t n);
 
-// The engine of a bf16 or dnnl-fp32 precision (matmul_engine.c): the
-// precision's cached oneDNN primitives, or for bf16 where oneDNN has no bf16
+// The engine of a bf16 or dnnl-fp32 precision (matmul_engine.c): oneDNN's
+// primitives (from the router's per-thread pool), or for bf16 where oneDNN has no bf16
 // matmul (a CPU without AVX-512, or a build without oneDNN) the
-// same arithmetic through the fp32 matmuls above: the inputs rounded to bf16
+// same arithmetic through the fp32 routes above: the inputs rounded to bf16
 // and kept in fp32 (a product of two bf16 values is exact in fp32), fp32
 // accumulation, so the two differ only in summation order. The environment
 // variable FOLDNORM_BF16_MATMUL picks: auto (the default: oneDNN where it

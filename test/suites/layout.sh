@@ -5,7 +5,9 @@
 # vision/ file including gpt2/ (siblings), and a bare include of another
 # folder's header, each in a scratch tree, must be reported; so must a
 # model file that compares a norm mode with a MODE_* constant, or switches on
-# one, instead of asking the policy (llmc/core/norm_mode.h).
+# one, instead of asking the policy (llmc/core/norm_mode.h); so must two .c
+# files that call each other (the matmul router's old circle), three round a
+# chain, and two headers that include each other.
 # tier: check
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,4 +54,25 @@ mode_mutant() {
 mode_mutant mode_equal '    return mode == MODE_CBWC;'
 mode_mutant mode_order '    return MODE_FOLDED > mode;'
 mode_mutant mode_case '    switch (mode) { case MODE_LN: return 1; default: return 0; }'
+# circle_mutant NAME EXPECTED FILE TEXT [FILE TEXT ...]: a scratch kernels/ folder
+circle_mutant() {
+    local name=$1 tree=$work/$1 expected=$2; shift 2
+    mkdir -p "$tree/llmc/kernels"
+    while [ $# -gt 0 ]; do printf '%b' "$2" > "$tree/llmc/kernels/$1"; shift 2; done
+    if $PY test/layout_rules.py "$tree" > "$work/$name.out" 2>&1; then
+        echo "FAIL mutant $name passed"; fails=1
+    elif grep -qF "$expected" "$work/$name.out"; then
+        echo "ok   mutant $name caught: $(head -1 "$work/$name.out" | cut -c1-100)"
+    else
+        echo "FAIL mutant $name: $(head -1 "$work/$name.out")"; fails=1
+    fi
+}
+k=llmc/kernels # the scratch folder, as the check names its files
+circle_mutant call_pair "$k/a.c <-> $k/b.c: these .c files call each other" \
+    a.c 'void a_run(void) {\n    b_run();\n}\n' b.c 'void b_run(void) { a_run(); }\n'
+circle_mutant call_chain "$k/a.c <-> $k/b.c <-> $k/c.c" \
+    a.c 'int a_run(int x) {\n    return b_run(x);\n}\n' b.c 'int b_run(int x) { return c_run(x); }\n' \
+    c.c 'static int helper(int x) { return x; }\nint c_run(int x) { return helper(a_run(x)); }\n'
+circle_mutant include_pair "$k/a.h <-> $k/b.h: these headers include each other" \
+    a.h '#include "b.h"\n' b.h '#include "a.h"\n'
 exit $fails
