@@ -20,12 +20,16 @@
 // The control: rms's loss must differ from ln's by > 1e-3 at some step, and
 // its step-0 logits by > 1e-3.
 // The gradients are compared at step 0 and again at the last step (after
-// STEPS - 1 updates, where rounding has grown through AdamW): there within
-// 1e-3 relative in fp32 (measured <= 4.6e-5 over 60 steps at LR 1e-3 and
-// <= 9.8e-5 over 10 steps at 3e-3, 11 seeds: 10x margin) and 1e-1 in bf16
-// (measured <= 3.6e-2 over 60 steps, 11 seeds: 2.8x), and rms's gradients must
-// differ from ln's by >= 10x (fp32) / 1.5x (bf16) that tolerance (measured
-// >= 0.28 at step 0 and at the last step: margins 28x and 1.9x). At random init the logits are small and the
+// STEPS - 1 updates, where rounding has grown through AdamW), tensor by tensor
+// (relative error of each tensor, the worst taken). That worst error is
+// heavy-tailed over seeds (a tensor whose gradient happens to be small):
+// fp32, 10 steps at LR 3e-3 (resid_dropout's run), 701 seeds: median 2.4e-5,
+// 99th percentile 4.3e-4, worst 3.65e-3 (seed 397442715, which failed the
+// earlier 1e-3); 60 steps at 1e-3, 125 seeds: worst 2.8e-4. So 1e-2 (2.7x the
+// worst seen), and rms's gradients must differ from ln's by >= 10x that
+// (smallest seen 0.19: 1.9x). bf16, 60 steps at 1e-3, 125 seeds: median
+// 2.0e-2, worst 5.0e-2, so 1e-1 (2x), and rms by >= 1.5x (smallest seen
+// 0.185: 1.23x). At random init the logits are small and the
 // losses close, so a short run needs a large enough LR for the control to
 // grow (test/suites/resid_dropout.sh: 10 steps at 3e-3, measured there).
 #include <limits.h>
@@ -117,7 +121,7 @@ int main(int argc, char **argv) {
     const int bf16 = precision == MATMUL_BF16;
     const double rel_tol = bf16 ? 1e-2 : 1e-5, loss_tol = bf16 ? 1e-3 : 1e-4, control_min = 1e-3;
     // the last step's gradients (see the top of the file)
-    const double grad_tol_last = bf16 ? 1e-1 : 1e-3, grad_control_factor = bf16 ? 1.5 : 10.0;
+    const double grad_tol_last = bf16 ? 1e-1 : 1e-2, grad_control_factor = bf16 ? 1.5 : 10.0;
     int ok = 1;
     AdamWConfig adamw = {.learning_rate = (float)lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f};
