@@ -188,11 +188,8 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
 }
 
 // the ranks' part in vit_train_start.h's checks: MPI's
-static void comm_ranks_barrier(void *ctx) {
-    comm_barrier((Comm *)ctx);
-}
-static void comm_ranks_check_same_step(void *ctx, const char *dir, int step, const char *what) {
-    run_dir_ranks_check((const Comm *)ctx, dir, step, what);
+static int comm_ranks_max_int(void *ctx, int value) {
+    return comm_max_int((const Comm *)ctx, value);
 }
 
 int main(int argc, char **argv) {
@@ -213,8 +210,9 @@ int main(int argc, char **argv) {
         comm_finalize(&comm);
         return rc;
     }
-    const VitTrainRanks ranks = {comm.rank == 0, &comm, comm_ranks_barrier,
-                                 comm_ranks_check_same_step};
+    const TrainRanks ranks = {.rank = comm.rank, .world = comm.world_size,
+                              .report_ranks = comm.world_size, .ctx = &comm,
+                              .max_int = comm_ranks_max_int};
     const int resume_step = vit_train_resume_step(&args, &ranks);
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
@@ -239,7 +237,7 @@ int main(int argc, char **argv) {
     // rank 0 alone writes to -o (on a host-local folder the other hosts' stay untouched)
     if (args.output_dir != NULL && comm.rank == 0) {
         make_directories(args.output_dir);
-        run_dir_ranks_announce(&comm, args.output_dir);
+        run_dir_ranks_announce(&ranks, args.output_dir);
         run_dir_remove_stale_tmp(args.output_dir);
         vit_train_check_run_settings(&args, train.count, global_B, resumed_from >= 0);
     }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cuda/multi_gpu.cuh"
+#include "cuda/multi_gpu_ranks.cuh"
 #include "cuda/vision_grad_sync.cuh"
 
 extern "C" {
@@ -259,11 +260,6 @@ static void gpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
     printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
 }
 
-// the ranks' part in vit_train_start.h's checks: an all-reduce as the barrier
-static void multi_gpu_ranks_barrier(void *ctx) {
-    multi_gpu_max_int((MultiGpu *)ctx, 0);
-}
-
 static int gpu_max_over_ranks(void *ctx, int value) {
     return multi_gpu_max_int(((GpuTrainer *)ctx)->mg, value);
 }
@@ -283,7 +279,7 @@ int main(int argc, char **argv) {
     // every process's, before the resume's run.txt check (-b x processes)
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
-    const VitTrainRanks ranks = {lead, &mg, multi_gpu_ranks_barrier, NULL};
+    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.num_processes);
     const int resume_step = vit_train_resume_step(&args, &ranks);
     VisionSplit train, test;
     vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,

@@ -1,29 +1,23 @@
 // Where a vision run starts, the same for train_vit.c and train_vit.cu: -o's
 // checks (the newest checkpoint; run.txt, read before any checkpoint) and the
 // model, train order and progress of a new or a resumed run. The trainers'
-// ranks take part through VitTrainRanks (the CPU's MPI Comm, the GPU's
-// MultiGpu).
+// ranks take part through TrainRanks (the CPU's MPI Comm, the GPU's
+// MultiGpu): every rank must find the same newest and resumed checkpoint
+// (run_dir_ranks_check); rank 0 checks and writes -o's run.txt.
 #ifndef FOLDNORM_VIT_TRAIN_START_H
 #define FOLDNORM_VIT_TRAIN_START_H
 
+#include "core/train_ranks.h"
 #include "classifier.h"
 #include "vision_checkpoint.h"
 #include "vision_data.h"
 #include "vit_train_args.h"
 
-typedef struct {
-    int lead; // rank 0: checks and writes -o's run.txt
-    void *ctx;
-    void (*barrier)(void *ctx); // returns once every rank got there
-    // dies unless every rank found the same step in dir (what: "newest",
-    // "resumed"; run_dir_ranks.h); NULL: not checked
-    void (*check_same_step)(void *ctx, const char *dir, int step, const char *what);
-} VitTrainRanks;
 
 // Before the data loads: with -o, its newest checkpoint, which -y 1 needs
 // and -y 0 must not find (run_dir_check_start). The step to resume from, or
 // -1 for a new run.
-int vit_train_resume_step(const VitTrainArgs *args, const VitTrainRanks *ranks);
+int vit_train_resume_step(const VitTrainArgs *args, const TrainRanks *ranks);
 
 // The run's model, train order (train->count indices) and progress, the
 // shuffling RNG's state included. Resuming (resume_step >= 0): the lead
@@ -35,7 +29,7 @@ int vit_train_resume_step(const VitTrainArgs *args, const VitTrainRanks *ranks);
 // the RNG seeded from -sd. Returns the step resumed from, or -1.
 int vit_train_start(Classifier *model, VisionProgress *start, int *order,
                     const VitTrainArgs *args, const VisionSplit *train, int global_batch,
-                    int resume_step, const VitTrainRanks *ranks);
+                    int resume_step, const TrainRanks *ranks);
 
 // -o's run.txt: what a resume must repeat (run_dir_check_settings), with
 // global_batch (-b x ranks), so a run resumes on other ranks with the same
