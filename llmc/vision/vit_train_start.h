@@ -7,10 +7,12 @@
 #ifndef FOLDNORM_VIT_TRAIN_START_H
 #define FOLDNORM_VIT_TRAIN_START_H
 
+#include "core/logger.h"
 #include "core/train_ranks.h"
 #include "classifier.h"
 #include "vision_checkpoint.h"
 #include "vision_data.h"
+#include "vision_train_loop.h"
 #include "vit_train_args.h"
 
 
@@ -36,5 +38,34 @@ int vit_train_start(Classifier *model, VisionProgress *start, int *order,
 // global batch (the state holds whole moments). The lead alone calls it.
 void vit_train_check_run_settings(const VitTrainArgs *args, int train_count, int global_batch,
                                   int resuming);
+
+// The set-up of a vision training run, one call for train_vit (CPU) and
+// train_vitcu (GPU) alike.
+typedef struct {
+    VisionSplit train, test;
+    int *order;              // the train order (train.count indices)
+    VisionProgress start;    // where the run starts: a checkpoint's, or step 0
+    int resumed_from;        // the step resumed from, or -1
+    int B, global_B;         // -b, and -b x ranks
+    int batches_per_epoch;   // of global_B images
+    int total_steps;         // -x, or -ep epochs
+    Logger logger;           // -o/main.log on rank 0; off elsewhere
+} VitTrainSetup;
+
+// Every rank calls it: -o's newest checkpoint (vit_train_resume_step), the
+// data, -b x ranks against the train images, the model, order and progress
+// (vit_train_start), the checkpoint's batch against an epoch, the step
+// count; on rank 0, -o made and announced and run.txt checked; the logger.
+// Dies with the flag and the reason on bad input.
+void vit_train_setup(VitTrainSetup *s, Classifier *model, const VitTrainArgs *args,
+                     const TrainRanks *ranks);
+
+// The loop's config from the set-up and the flags (argc, argv: the resume
+// command a stop prints).
+VisionLoopConfig vit_train_loop_config(const VitTrainSetup *s, const VitTrainArgs *args,
+                                       const TrainRanks *ranks, int argc, char **argv);
+
+// Frees the splits, the order and the logger.
+void vit_train_setup_free(VitTrainSetup *s);
 
 #endif
