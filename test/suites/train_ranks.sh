@@ -9,6 +9,8 @@
 #     train_vit and the emulated train_gpt2fp32cu and train_vitfp32cu;
 #   - and the same resumed one: rank 1's newest state damaged, so it would
 #     fall back to an older step than rank 0's, is refused (train_gpt2);
+#   - with several ranks rank 0 names the host and folder it writes -o to,
+#     on the GPU as on the CPU (2 emulated ranks as threads, -pf);
 #   - without -x, the run takes one epoch of the fewest batches any rank
 #     has: 2 ranks reading shards of different lengths (rank 1 the shorter)
 #     stop together after rank 1's count, less than rank 0's own (without the
@@ -103,7 +105,17 @@ if make -s build/emu/train_gpt2fp32cu build/emu/train_vitfp32cu > "$work/build.l
     $E/train_gpt2fp32cu "${gpt[@]}" -i "$work/src_train_*.bin" -x 2 -o "$work/gpt_emu/h1/run" \
         > "$work/gpt_emu.out" 2>&1 || bad "train_gpt2fp32cu: the step-2 run: $(tail -n 1 "$work/gpt_emu.out")"
     refused gpt_emu $E/train_gpt2fp32cu "step 2" "${gpt[@]}" -i "$work/src_train_*.bin" -x 4 -y 1
+    # announced NAME PROGRAM FLAGS...: 2 ranks as threads; rank 0 names -o
+    announced() {
+        local name=$1 program=$2; shift 2
+        EMU_RANKS=2 "$program" "$@" -x 1 -pf "$work/$name.id" -o "$work/$name" > "$work/$name.out" 2>&1 &&
+            grep -q "^output: rank 0 on host .* writes main.log and the checkpoints to $work/$name\$" "$work/$name.out" &&
+            ok "$name: 2 ranks: rank 0 names its host and $work/$name" ||
+            bad "$name: no 'output: rank 0 on host ...' line: $(grep -m2 -E '^output|error' "$work/$name.out" | tr '\n' ' ')"
+    }
+    announced gpt_emu_output $E/train_gpt2fp32cu "${gpt[@]}" -i "$work/src_train_*.bin"
     if [ -f "$fmnist/train-images-idx3-ubyte.gz" ]; then
+        announced vit_emu_output $E/train_vitfp32cu "${vit[@]}"
         mkdir -p "$work/vit_emu/h0" "$work/vit_emu/h1"
         $E/train_vitfp32cu "${vit[@]}" -x 2 -o "$work/vit_emu/h1/run" > "$work/vit_emu.out" 2>&1 ||
             bad "train_vitfp32cu: the step-2 run: $(tail -n 1 "$work/vit_emu.out")"
