@@ -1,7 +1,13 @@
 // GPT-2 training on the CPU in fp32 with three norm modes (ln, rms, cbwc).
-// Flags follow llm.c's train_gpt2.cu; -N picks the norm mode. The model,
-// kernels, data loader and step loop (llmc/gpt2/gpt2_train_loop.c) live in
-// llmc/; this file fills the loop's hooks with the CPU model's calls.
+// Flags follow llm.c's train_gpt2.cu; -N picks the norm mode. main reads
+// top-down: parse; set up (llmc/gpt2/gpt2_train_setup.c, shared with
+// train_gpt2.cu); the hooks table (this file: the CPU model's calls); the
+// loop (llmc/gpt2/gpt2_train_loop.c). The step, on every rank:
+//   1. forward and backward over grad_accum micro-batches of B x T tokens;
+//   2. the gradients averaged over the ranks (all-reduce or ZeRO-1's reduce-scatter);
+//   3. the mean loss and the global norm; a non-finite or outlier one skips the update;
+//   4. AdamW on the gradient clipped to -c, at the schedule's learning rate;
+//   5. main.log's line; every -v / -s / -n steps a val loss, a sample, a checkpoint.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +33,7 @@
 #include "gpt2/sampler.h"
 #include "core/schedule.h"
 #include "core/stop_signal.h"
+#include "core/train_ranks.h"
 #include "text/tokenizer.h"
 #include "core/utils.h"
 
@@ -256,6 +263,11 @@ static int cpu_max_over_ranks(void *ctx, int value) {
     return comm_max_int(((CpuTrainer *)ctx)->comm, value);
 }
 
+// the ranks' part in gpt2_train_setup.h's checks: MPI's
+static int comm_ranks_max_int(void *ctx, int value) {
+    return comm_max_int((const Comm *)ctx, value);
+}
+
 int main(int argc, char **argv) {
     // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
     // write a checkpoint and exit (llmc/core/stop_signal.h)
@@ -268,54 +280,21 @@ int main(int argc, char **argv) {
         fatal("rank %d: cannot silence stdout", comm.rank);
     }
     TrainArgs args = parse_args(argc, argv);
+    const TrainRanks ranks = {.rank = comm.rank, .world = comm.world_size,
+                              .report_ranks = comm.world_size, .ctx = &comm,
+                              .max_int = comm_ranks_max_int};
     GPT2 model;
-    TrainProgress progress = {0};
-    Rng rng;
-    rng_seed(&rng, args.seed);
-    int resumed_from = -1;
-    if (args.output_dir != NULL) {
-        int newest = checkpoint_find_latest(args.output_dir);
-        run_dir_ranks_check(&comm, args.output_dir, newest, "newest");
-        run_dir_check_start(args.output_dir, args.resume, newest);
-        if (args.resume) {
-            resumed_from = checkpoint_resume(&model, &progress, args.output_dir);
-            run_dir_ranks_check(&comm, args.output_dir, resumed_from, "resumed");
-        }
-    }
-    if (resumed_from >= 0) {
-        gpt2_train_check_resumed_mode(&model, &args);
-        rng.state = progress.rng_state;
-    } else {
-        gpt2_train_setup_model(&model, &args);
-    }
+    Gpt2TrainSetup run;
+    gpt2_train_setup(&run, &model, &args, &ranks);
     gpt2_set_resid_dropout(&model, args.resid_dropout, args.seed);
     const MatmulPrecision precision = (MatmulPrecision)args.matmul_precision;
     gpt2_set_matmul_precision(&model, precision);
     const GPT2Config *cfg = &model.config;
-    const int B = args.batch_size, T = args.seq_len;
-    if (T > cfg->max_seq_len) {
-        fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
-    }
-    int tokens_per_micro = B * T * comm.world_size; // over all ranks
-    int total_tokens = args.total_batch_tokens < 0 ? tokens_per_micro : args.total_batch_tokens;
-    if (total_tokens <= 0 || total_tokens % tokens_per_micro != 0) {
-        fatal("-d %d: total batch size must be a positive multiple of B*T*ranks = %d",
-              total_tokens, tokens_per_micro);
-    }
-    int grad_accum = total_tokens / tokens_per_micro;
-
-    DataLoader train, val;
-    dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size, comm.rank,
-                    comm.world_size, args.shuffle, args.seed);
-    if (args.sft && !train.is_sft) {
-        fatal("-sft 1: %s holds plain token shards, not SFT shards (bin/alpaca_to_sft)",
-              args.train_pattern);
-    }
-    int have_val = args.val_every > 0;
-    if (have_val) {
-        dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, comm.rank,
-                        comm.world_size, 0, 0);
-    }
+    const int B = run.B, T = run.T;
+    const int total_tokens = run.total_tokens, grad_accum = run.grad_accum;
+    const int max_steps = run.max_steps, resumed_from = run.resumed_from;
+    const int have_val = run.have_val;
+    DataLoader *train = &run.train;
     McEvalSet mc;
     const int have_mc = args.mc_eval_path != NULL;
     if (have_mc) {
@@ -336,30 +315,9 @@ int main(int argc, char **argv) {
         tokenizer_load(&tokenizer, args.vocab_dir);
         sample_tokenizer = &tokenizer;
     }
-    int max_steps = args.max_steps;
-    if (max_steps < 0) {
-        max_steps = (int)(dataloader_batches_per_epoch(&train) / (size_t)grad_accum);
-        max_steps = max_steps > 0 ? max_steps : 1;
-    }
-    // rank 0 alone writes to -o (on a host-local folder the other hosts' stay untouched)
-    if (args.output_dir != NULL && comm.rank == 0) {
-        make_directories(args.output_dir);
-        run_dir_ranks_announce(&comm, args.output_dir);
-        run_dir_remove_stale_tmp(args.output_dir);
-        RunSetting settings[GPT2_RUN_SETTINGS];
-        gpt2_run_settings(&args, total_tokens, settings);
-        run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
-    }
-    if (resumed_from >= 0) {
-        // the cursor of this run's ranks x B (a checkpoint may come from another split
-        // of the same global batch: -d, checked in run.txt)
-        dataloader_seek(&train, progress.epoch, progress.shard_index,
-                        (size_t)train_progress_cursor(&progress, B * comm.world_size));
-    }
-    Logger logger;
-    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);
+    Logger *logger = &run.logger;
     logger_log_run_record(
-        &logger, argc, argv,
+        logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
         "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
         "steps=%d lr=%g resid_dropout=%g ranks=%d matmul=%s matmul_engine=%s",
@@ -385,11 +343,11 @@ int main(int argc, char **argv) {
                                        : matmul_engine_describe(model.matmul_engine),
            threads, comm.world_size, comm_backend_name());
     matmul_blas_print_core_note();
-    printf("train: %zu tokens in %d shards%s%s", train.total_tokens, train.num_shards,
-           train.shuffle ? ", shuffled" : "",
-           train.is_sft ? ", SFT: loss on response tokens only" : "");
+    printf("train: %zu tokens in %d shards%s%s", train->total_tokens, train->num_shards,
+           train->shuffle ? ", shuffled" : "",
+           train->is_sft ? ", SFT: loss on response tokens only" : "");
     if (have_val) {
-        printf(" | val: %zu tokens in %d shards", val.total_tokens, val.num_shards);
+        printf(" | val: %zu tokens in %d shards", run.val.total_tokens, run.val.num_shards);
     }
     printf("\n");
     if (resumed_from >= 0) {
@@ -397,7 +355,7 @@ int main(int argc, char **argv) {
     }
 
     if (args.overfit_single_batch) {
-        dataloader_next_batch(&train);
+        dataloader_next_batch(train);
     }
     // the step's gradient reduction: ZeRO-1 (-z 1) or all-reduce, overlapped
     // with the backward (-ov 1) where MPI allows a thread of its own
@@ -411,35 +369,23 @@ int main(int argc, char **argv) {
                : args.overlap ? "reduced after the backward (this MPI has no thread support)"
                               : "reduced after the backward (-ov 0)");
     }
-    CpuTrainer trainer = {.model = &model, .args = &args, .comm = &comm, .train = &train,
-                          .val = have_val ? &val : NULL, .rng = &rng,
+    CpuTrainer trainer = {.model = &model, .args = &args, .comm = &comm, .train = train,
+                          .val = have_val ? &run.val : NULL, .rng = &run.rng,
                           .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
                           .grad_accum = grad_accum, .total_tokens = total_tokens,
                           .max_steps = max_steps, .sharded = sharded,
-                          .outliers = &progress.outliers, .mc = have_mc ? &mc : NULL};
+                          .outliers = &run.progress.outliers, .mc = have_mc ? &mc : NULL};
     const Gpt2TrainHooks hooks = {
         .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
         .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
         .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks,
         .mc_eval = have_mc && have_val ? cpu_mc_eval : NULL};
-    const Gpt2LoopConfig loop = {
-        .max_steps = max_steps, .first_step = progress.step, .resumed_from = resumed_from,
-        .schedule = gpt2_train_schedule(&args, max_steps),
-        .weight_decay = args.weight_decay, .grad_clip = args.grad_clip,
-        .skip_loss_z = args.skip_loss_z, .skip_grad_z = args.skip_grad_z,
-        .outliers = &progress.outliers, .val_every = args.val_every,
-        .sample_every = args.sample_every, .checkpoint_every = args.checkpoint_every,
-        .output_dir = args.output_dir, .lead = comm.rank == 0, .report_ranks = comm.world_size,
-        .argc = argc, .argv = argv};
-    const int stopped_by = gpt2_train_loop(&hooks, &loop, &logger);
-    logger_free(&logger);
+    const Gpt2LoopConfig loop = gpt2_train_loop_config(&run, &args, &ranks, argc, argv);
+    const int stopped_by = gpt2_train_loop(&hooks, &loop, logger);
     if (sample_tokenizer != NULL) {
         tokenizer_free(&tokenizer);
     }
-    dataloader_free(&train);
-    if (have_val) {
-        dataloader_free(&val);
-    }
+    gpt2_train_setup_free(&run);
     comm_async_free(async);
     if (have_mc) {
         mc_eval_free(&mc);

@@ -10,6 +10,15 @@
 // CPU trainer's (libllmc). -at chooses the attention kernels
 // (llmc/cuda/attention_kind.cuh): tensor cores by default in bf16, flash
 // (fp32 FMAs) in fp32, the cuBLAS + softmax path, or cuDNN's fused attention.
+// main reads top-down: parse; set up (llmc/gpt2/gpt2_train_setup.c, shared
+// with train_gpt2.c); the hooks table (this file: the GPU model's calls);
+// the loop (llmc/gpt2/gpt2_train_loop.c). The step, on every GPU:
+//   1. forward and backward over grad_accum micro-batches, fed by a host thread;
+//   2. each layer's gradients reduced over the ranks as its backward ends (ZeRO-1 or all-reduce);
+//   3. the mean loss, the global norm and the clip scale on the GPU; a bad one skips the update;
+//   4. AdamW on the device, then the step's one wait for the GPU;
+//   5. main.log's line; every -v / -s / -n steps a val loss, a sample, a checkpoint.
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +29,7 @@
 #include "cuda/gpt2_mc_eval.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
+#include "cuda/multi_gpu_ranks.cuh"
 
 extern "C" {
 #include "gpt2/checkpoint.h"
@@ -332,52 +342,29 @@ int main(int argc, char **argv) {
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     GPT2 host;
-    TrainProgress progress;
-    memset(&progress, 0, sizeof(progress));
-    Rng rng; // sampling
-    rng_seed(&rng, args.seed);
-    int resumed_from = -1;
-    if (args.output_dir != NULL && gpu.inference_passes == 0) {
-        run_dir_check_start(args.output_dir, args.resume, checkpoint_find_latest(args.output_dir));
-        if (args.resume) resumed_from = checkpoint_resume(&host, &progress, args.output_dir);
-    }
-    if (resumed_from >= 0) {
-        gpt2_train_check_resumed_mode(&host, &args);
-        rng.state = progress.rng_state;
-    } else {
-        gpt2_train_setup_model(&host, &args); // the same seed on every rank: the same weights
-    }
-    const GPT2Config *cfg = &host.config;
-    const int B = args.batch_size, T = args.seq_len;
-    if (T > cfg->max_seq_len) {
-        fatal("-t %d: sequence length exceeds the model's maxT %d", T, cfg->max_seq_len);
-    }
-    if (gpu.inference_passes > 0) {
-        if (lead) inference_benchmark(&host, B, T, gpu.inference_passes, args.seed, gpu.attention);
+    if (gpu.inference_passes > 0) { // a benchmark of the forward: no run, no -o
+        gpt2_train_setup_model(&host, &args);
+        if (args.seq_len > host.config.max_seq_len) {
+            fatal("-t %d: sequence length exceeds the model's maxT %d", args.seq_len,
+                  host.config.max_seq_len);
+        }
+        if (lead) {
+            inference_benchmark(&host, args.batch_size, args.seq_len, gpu.inference_passes,
+                                args.seed, gpu.attention);
+        }
         gpt2_free(&host);
         multi_gpu_free(&mg);
         return EXIT_SUCCESS;
     }
-    const int tokens_per_micro = B * T;
-    const int total_tokens = args.total_batch_tokens < 0 ? tokens_per_micro * mg.world
-                                                         : args.total_batch_tokens;
-    if (total_tokens <= 0 || total_tokens % (tokens_per_micro * mg.world) != 0) {
-        fatal("-d %d: total batch size must be a positive multiple of B*T*processes = %d",
-              total_tokens, tokens_per_micro * mg.world);
-    }
-    const int grad_accum = total_tokens / (tokens_per_micro * mg.world);
-    DataLoader train, val;
-    // each rank reads its own slice of every shard
-    dataloader_init(&train, args.train_pattern, B, T, cfg->vocab_size, mg.rank, mg.world,
-                    args.shuffle, args.seed);
-    if (args.sft && !train.is_sft) { // train_gpt2.c's refusal
-        fatal("-sft 1: %s holds plain token shards, not SFT shards (bin/alpaca_to_sft)",
-              args.train_pattern);
-    }
-    const int have_val = args.val_every > 0;
-    if (have_val) {
-        dataloader_init(&val, args.val_pattern, B, T, cfg->vocab_size, mg.rank, mg.world, 0, 0);
-    }
+    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.num_processes);
+    Gpt2TrainSetup run;
+    gpt2_train_setup(&run, &host, &args, &ranks);
+    const GPT2Config *cfg = &host.config;
+    const int B = run.B, T = run.T;
+    const int total_tokens = run.total_tokens, grad_accum = run.grad_accum;
+    const int max_steps = run.max_steps, resumed_from = run.resumed_from;
+    const int have_val = run.have_val;
+    Logger *logger = &run.logger;
     McEvalSet mc;
     const int have_mc = args.mc_eval_path != NULL;
     if (have_mc) {
@@ -387,31 +374,9 @@ int main(int argc, char **argv) {
                   args.mc_eval_path, mc.longest_row, T);
         }
     }
-    int max_steps = args.max_steps;
-    if (max_steps < 0) {
-        // rank r of W gets batches r, r+W, ... of each shard, so the ranks' counts can
-        // differ by one per shard: every rank takes the smallest, or the all-reduce hangs
-        const int batches = multi_gpu_min_int(&mg, (int)dataloader_batches_per_epoch(&train));
-        max_steps = batches / grad_accum;
-        max_steps = max_steps > 0 ? max_steps : 1;
-    }
-    if (lead && args.output_dir != NULL) {
-        make_directories(args.output_dir);
-        run_dir_remove_stale_tmp(args.output_dir);
-        RunSetting settings[GPT2_RUN_SETTINGS];
-        gpt2_run_settings(&args, total_tokens, settings);
-        run_dir_check_settings(args.output_dir, settings, GPT2_RUN_SETTINGS, resumed_from >= 0);
-    }
-    if (resumed_from >= 0) {
-        // the cursor of this run's ranks x B (as train_gpt2.c)
-        dataloader_seek(&train, progress.epoch, progress.shard_index,
-                        (size_t)train_progress_cursor(&progress, B * mg.world));
-    }
-    Logger logger;
-    logger_init(&logger, lead ? args.output_dir : NULL, lead ? resumed_from : -1);
     const char *const record_data[] = {"train", args.train_pattern, "val",
                                        have_val ? args.val_pattern : NULL, NULL};
-    logger_log_run_record(&logger, argc, argv, record_data,
+    logger_log_run_record(logger, argc, argv, record_data,
                           "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d "
                           "total_batch=%d steps=%d lr=%g precision=%s attention=%s gpus=%d "
                           "resid_dropout=%g",
@@ -447,7 +412,7 @@ int main(int argc, char **argv) {
                "%.2f\n",
                B, T, mg.world, sync.sharded ? "ZeRO-1" : "all-reduce", grad_accum, max_steps,
                args.learning_rate, args.weight_decay, args.grad_clip);
-        if (train.is_sft) printf("train: SFT shards, loss on response tokens only\n");
+        if (run.train.is_sft) printf("train: SFT shards, loss on response tokens only\n");
         if (args.resid_dropout > 0.0f) {
             printf("residual dropout %g, masks from -sd\n", (double)args.resid_dropout);
         }
@@ -462,11 +427,11 @@ int main(int argc, char **argv) {
                                    12.0 * cfg->num_layers * cfg->channels * (double)T;
     const double peak_flops = (sizeof(floatX) == 2 ? 989e12 : 67e12) * mg.world;
 
-    if (args.overfit_single_batch) dataloader_next_batch(&train);
+    if (args.overfit_single_batch) dataloader_next_batch(&run.train);
     // the micro-batches and their token buckets from here on prepared on a host
     // thread, a micro-step ahead, in page-locked memory (it owns `train` now)
     Gpt2Feed feed;
-    gpt2_feed_init(&feed, &train, args.overfit_single_batch, cfg->vocab_size);
+    gpt2_feed_init(&feed, &run.train, args.overfit_single_batch, cfg->vocab_size);
     GpuTrainer trainer;
     memset(&trainer, 0, sizeof(trainer));
     trainer.model = &model;
@@ -475,16 +440,16 @@ int main(int argc, char **argv) {
     trainer.mg = &mg;
     trainer.args = &args;
     trainer.feed = &feed;
-    trainer.val = have_val ? &val : NULL;
+    trainer.val = have_val ? &run.val : NULL;
     trainer.mc = have_mc ? &mc : NULL;
     trainer.T = T;
-    trainer.rng = &rng;
+    trainer.rng = &run.rng;
     trainer.grad_accum = grad_accum;
     trainer.total_tokens = total_tokens;
     trainer.max_steps = max_steps;
-    trainer.first_step = progress.step;
+    trainer.first_step = run.progress.step;
     trainer.lead = lead;
-    trainer.outliers = &progress.outliers;
+    trainer.outliers = &run.progress.outliers;
     trainer.flops_per_token = flops_per_token;
     trainer.peak_flops = peak_flops;
     Gpt2TrainHooks hooks;
@@ -498,27 +463,8 @@ int main(int argc, char **argv) {
     hooks.update = gpu_update;
     hooks.step_done = gpu_step_done;
     hooks.max_over_ranks = gpu_max_over_ranks;
-    Gpt2LoopConfig loop;
-    memset(&loop, 0, sizeof(loop));
-    loop.max_steps = max_steps;
-    loop.first_step = progress.step;
-    loop.resumed_from = resumed_from;
-    loop.schedule = gpt2_train_schedule(&args, max_steps);
-    loop.weight_decay = args.weight_decay;
-    loop.grad_clip = args.grad_clip;
-    loop.skip_loss_z = args.skip_loss_z;
-    loop.skip_grad_z = args.skip_grad_z;
-    loop.outliers = &progress.outliers;
-    loop.val_every = args.val_every;
-    loop.sample_every = args.sample_every;
-    loop.checkpoint_every = args.checkpoint_every;
-    loop.output_dir = args.output_dir;
-    loop.lead = lead;
-    // "mpirun -np N" in the resume command only when mpirun started the ranks (-pn 0)
-    loop.report_ranks = gpu.num_processes == 0 ? mg.world : 1;
-    loop.argc = argc;
-    loop.argv = argv;
-    const int stopped_by = gpt2_train_loop(&hooks, &loop, &logger);
+    const Gpt2LoopConfig loop = gpt2_train_loop_config(&run, &args, &ranks, argc, argv);
+    const int stopped_by = gpt2_train_loop(&hooks, &loop, logger);
     const double timed_seconds = trainer.timed_seconds;
     const long long timed_tokens = trainer.timed_tokens;
     if (lead && timed_tokens > 0) {
@@ -528,10 +474,8 @@ int main(int argc, char **argv) {
                1e3 * timed_seconds * total_tokens / timed_tokens,
                100.0 * tps * flops_per_token / peak_flops);
     }
-    logger_free(&logger);
     gpt2_feed_free(&feed); // joins the thread before the loader goes
-    dataloader_free(&train);
-    if (have_val) dataloader_free(&val);
+    gpt2_train_setup_free(&run);
     if (have_mc) mc_eval_free(&mc);
     grad_sync_free(&sync);
     gpt2cuda_free(&model);

@@ -1,14 +1,14 @@
-// ViT and Swin training on the CPU in fp32 with three norm modes (ln, rms,
-// cbwc) on Fashion-MNIST (IDX, gzip) or image shards. The models and kernels
-// live in llmc/ (vision/vit.c, vision/swin.c over the shared kernels,
-// vision/classifier.c dispatching on the family); this file reads top down:
-// flags -> model config -> data -> model -> the training loop, which
-// train_vitcu shares (llmc/vision/vision_train_loop.c: AdamW with warmup +
-// cosine, label smoothing, gradient clipping, per-epoch test loss and top-1
-// accuracy, llm.c-style log lines and checkpoints that -y 1 resumes from
-// exactly; SIGINT/SIGTERM/SIGUSR1 checkpoint and stop), filled here with the
-// CPU model's calls. Under mpirun the batch is split over the ranks
-// (llmc/vision/classifier_parallel.h).
+// ViT and Swin training on the CPU in fp32 with the norm modes (-N) on
+// Fashion-MNIST (IDX, gzip) or image shards. The models and kernels live in
+// llmc/vision/. main reads top-down: parse; set up (llmc/vision/vit_train_start.c,
+// shared with train_vit.cu); the hooks table (this file: the CPU model's
+// calls); the loop (llmc/vision/vision_train_loop.c). The step, on every rank:
+//   1. its slice of a global batch of -b x ranks images, in the epoch's shuffled order (-f: flips);
+//   2. forward, label-smoothed cross-entropy and backward over the slice;
+//   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
+//   4. AdamW at the warmup + cosine learning rate;
+//   5. a step line every -pe steps; a test loss and top-1 accuracy each epoch; checkpoints (-n, -y 1).
+// Under mpirun the batch is split over the ranks (llmc/vision/classifier_parallel.h).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,11 +204,8 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
 }
 
 // the ranks' part in vit_train_start.h's checks: MPI's
-static void comm_ranks_barrier(void *ctx) {
-    comm_barrier((Comm *)ctx);
-}
-static void comm_ranks_check_same_step(void *ctx, const char *dir, int step, const char *what) {
-    run_dir_ranks_check((const Comm *)ctx, dir, step, what);
+static int comm_ranks_max_int(void *ctx, int value) {
+    return comm_max_int((const Comm *)ctx, value);
 }
 
 int main(int argc, char **argv) {
@@ -229,41 +226,19 @@ int main(int argc, char **argv) {
         comm_finalize(&comm);
         return rc;
     }
-    const VitTrainRanks ranks = {comm.rank == 0, &comm, comm_ranks_barrier,
-                                 comm_ranks_check_same_step};
-    const int resume_step = vit_train_resume_step(&args, &ranks);
-    VisionSplit train, test;
-    vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
-                     args.max_test);
-    const int B = args.batch_size, global_B = B * comm.world_size;
-    if (train.count < global_B) {
-        fatal("-b %d x %d ranks: larger than the %d train images", B, comm.world_size,
-              train.count);
-    }
-    VisionProgress start;
-    int *order = malloc_check((size_t)train.count * sizeof(int), "train order");
+    const TrainRanks ranks = {.rank = comm.rank, .world = comm.world_size,
+                              .report_ranks = comm.world_size, .ctx = &comm,
+                              .max_int = comm_ranks_max_int};
     Classifier model;
-    const int resumed_from = vit_train_start(&model, &start, order, &args, &train, global_B,
-                                             resume_step, &ranks);
-    const int batches_per_epoch = train.count / global_B;
-    if (start.next_batch >= batches_per_epoch) {
-        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d x "
-              "%d ranks",
-              args.output_dir, start.next_batch, batches_per_epoch, B, comm.world_size);
-    }
-    const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
-    // rank 0 alone writes to -o (on a host-local folder the other hosts' stay untouched)
-    if (args.output_dir != NULL && comm.rank == 0) {
-        make_directories(args.output_dir);
-        run_dir_ranks_announce(&comm, args.output_dir);
-        run_dir_remove_stale_tmp(args.output_dir);
-        vit_train_check_run_settings(&args, train.count, global_B, resumed_from >= 0);
-    }
-    Logger logger;
-    logger_init(&logger, comm.rank == 0 ? args.output_dir : NULL, resumed_from);
+    VitTrainSetup run;
+    vit_train_setup(&run, &model, &args, &ranks);
+    VisionSplit *train = &run.train, *test = &run.test;
+    const int B = run.B, resumed_from = run.resumed_from;
+    const int total_steps = run.total_steps, batches_per_epoch = run.batches_per_epoch;
+    Logger *logger = &run.logger;
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), &model);
-    logger_log_run_record(&logger, argc, argv,
+    logger_log_run_record(logger, argc, argv,
                           (const char *const[]){"train", args.train_data, "test", args.test_data,
                                                 NULL},
                           "mode=%s seed=%llu %s B=%d steps=%d lr=%g ranks=%d",
@@ -272,18 +247,18 @@ int main(int argc, char **argv) {
     print_model(&model);
     printf("data: %s, %d train / %d test images; B=%d x %d ranks (%s%s), %d steps (%d per "
            "epoch)\n",
-           args.train_data, train.count, test.count, B, comm.world_size, comm_backend_name(),
+           args.train_data, train->count, test->count, B, comm.world_size, comm_backend_name(),
            comm.world_size > 1 ? (args.zero_stage == 1 ? ", ZeRO-1" : ", all-reduce") : "",
            total_steps, batches_per_epoch);
     if (resumed_from >= 0) {
         printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
     }
 
-    const size_t image_floats = (size_t)train.channels * train.side * train.side;
-    Rng rng = {.state = start.rng_state};
+    const size_t image_floats = (size_t)train->channels * train->side * train->side;
+    Rng rng = {.state = run.start.rng_state};
     CpuTrainer trainer = {
-        .model = &model, .args = &args, .train = &train, .test = &test, .comm = &comm,
-        .order = order, .rng = &rng,
+        .model = &model, .args = &args, .train = train, .test = test, .comm = &comm,
+        .order = run.order, .rng = &rng,
         .images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch"),
         .labels = malloc_check((size_t)B * sizeof(int), "labels"),
         .eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices")};
@@ -302,14 +277,9 @@ int main(int argc, char **argv) {
                                     .evaluate = cpu_evaluate,
                                     .checkpoint = cpu_checkpoint,
                                     .max_over_ranks = cpu_max_over_ranks};
-    const VisionLoopConfig loop = {
-        .total_steps = total_steps, .batches_per_epoch = batches_per_epoch, .global_batch = global_B,
-        .learning_rate = args.learning_rate, .final_lr_fraction = args.final_lr_fraction,
-        .weight_decay = args.weight_decay, .grad_clip = args.grad_clip,
-        .warmup_steps = args.warmup_steps, .print_every = args.print_every,
-        .checkpoint_every = args.checkpoint_every, .output_dir = args.output_dir,
-        .lead = comm.rank == 0, .report_ranks = comm.world_size, .argc = argc, .argv = argv};
-    VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng, &logger);
+    const VisionLoopConfig loop = vit_train_loop_config(&run, &args, &ranks, argc, argv);
+    VisionLoopResult r =
+        vision_train_loop(&hooks, &loop, &run.start, run.order, train->count, &rng, logger);
     if (r.stopped_by == 0) {
         printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f "
                "train_images_per_s %.1f median_images_per_s %.1f test_top5 %.4f\n",
@@ -320,10 +290,7 @@ int main(int argc, char **argv) {
     free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
-    logger_free(&logger);
-    free(order);
-    vision_split_free(&train);
-    vision_split_free(&test);
+    vit_train_setup_free(&run);
     classifier_free(&model);
     comm_finalize(&comm);
     return r.stopped_by != 0 ? 128 + r.stopped_by : 0;

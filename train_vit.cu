@@ -16,12 +16,21 @@
 // reduce-scattered, each rank updating its shard of the AdamW moments
 // (llmc/cuda/vision_grad_sync.cuh). -at chooses the attention kernels
 // (llmc/cuda/attention_kind.cuh): tensor cores by default in bf16.
+// main reads top-down: parse; set up (llmc/vision/vit_train_start.c, shared
+// with train_vit.c); the hooks table (this file: the GPU model's calls); the
+// loop (llmc/vision/vision_train_loop.c). The step, on every GPU:
+//   1. its slice of a global batch of -b x ranks images, augmented ahead on host threads;
+//   2. forward, label-smoothed cross-entropy and backward on the GPU;
+//   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
+//   4. AdamW on the device at the warmup + cosine learning rate;
+//   5. a step line every -pe steps; a test loss and top-1 accuracy each epoch; checkpoints (-n, -y 1).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuda/multi_gpu.cuh"
+#include "cuda/multi_gpu_ranks.cuh"
 #include "cuda/vision_grad_sync.cuh"
 
 extern "C" {
@@ -276,11 +285,6 @@ static void gpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
     printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
 }
 
-// the ranks' part in vit_train_start.h's checks: an all-reduce as the barrier
-static void multi_gpu_ranks_barrier(void *ctx) {
-    multi_gpu_max_int((MultiGpu *)ctx, 0);
-}
-
 static int gpu_max_over_ranks(void *ctx, int value) {
     return multi_gpu_max_int(((GpuTrainer *)ctx)->mg, value);
 }
@@ -300,43 +304,23 @@ int main(int argc, char **argv) {
     // every process's, before the resume's run.txt check (-b x processes)
     MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
-    const VitTrainRanks ranks = {lead, &mg, multi_gpu_ranks_barrier, NULL};
-    const int resume_step = vit_train_resume_step(&args, &ranks);
-    VisionSplit train, test;
-    vision_data_load(&train, &test, args.train_data, args.test_data, args.max_train,
-                     args.max_test);
-    VisionProgress start;
-    int *order = (int *)malloc_check((size_t)train.count * sizeof(int), "train order");
+    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.num_processes);
     Classifier host;
-    const int B = args.batch_size, global_B = B * mg.world;
-    // the RNG: the CPU trainer's shuffles (the same on every rank) and, one process, flips
-    const int resumed_from = vit_train_start(&host, &start, order, &args, &train, global_B,
-                                             resume_step, &ranks);
+    VitTrainSetup run;
+    vit_train_setup(&run, &host, &args, &ranks);
+    VisionSplit *train = &run.train, *test = &run.test;
+    const int B = run.B, resumed_from = run.resumed_from;
+    const int total_steps = run.total_steps, batches_per_epoch = run.batches_per_epoch;
+    Logger *logger = &run.logger;
     const bool windowed = host.family == FAMILY_SWIN;
     AttentionKind attention = attention_kind_default(windowed);
     if (gpu.attention_name != NULL) attention_kind_parse(gpu.attention_name, &attention);
     const char *refusal = attention_kind_refusal(attention, windowed);
     if (refusal != NULL) fatal("-at %s: %s", gpu.attention_name, refusal);
-    if (train.count < global_B) {
-        fatal("-b %d x %d processes: larger than the %d train images", B, mg.world, train.count);
-    }
-    const int batches_per_epoch = train.count / global_B;
-    if (start.next_batch >= batches_per_epoch) {
-        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of %d images",
-              args.output_dir, start.next_batch, batches_per_epoch, global_B);
-    }
-    const int total_steps = args.max_steps > 0 ? args.max_steps : args.epochs * batches_per_epoch;
-    if (lead && args.output_dir != NULL) {
-        make_directories(args.output_dir);
-        run_dir_remove_stale_tmp(args.output_dir);
-        vit_train_check_run_settings(&args, train.count, global_B, resumed_from >= 0);
-    }
-    Logger logger;
-    logger_init(&logger, lead ? args.output_dir : NULL, lead ? resumed_from : -1);
     char shape[512];
     vit_train_describe_model(shape, sizeof(shape), &host);
     const char *const record_data[] = {"train", args.train_data, "test", args.test_data, NULL};
-    logger_log_run_record(&logger, argc, argv, record_data,
+    logger_log_run_record(logger, argc, argv, record_data,
                           "mode=%s seed=%llu %s B=%d steps=%d lr=%g precision=%s attention=%s "
                           "gpus=%d",
                           norm_mode_name(classifier_mode(&host)), args.seed, shape, B,
@@ -361,24 +345,24 @@ int main(int argc, char **argv) {
                classifier_cuda_num_parameters(&model), norm_mode_name(classifier_cuda_mode(&model)));
         printf("data: %s, %d train / %d test images; B=%d x %d processes (%s), %d steps (%d per "
                "epoch)\n",
-               args.train_data, train.count, test.count, B, mg.world,
+               args.train_data, train->count, test->count, B, mg.world,
                sync.sharded ? "ZeRO-1" : "all-reduce", total_steps, batches_per_epoch);
         if (resumed_from >= 0) printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
         fflush(stdout);
     }
 
-    const size_t image_floats = (size_t)train.channels * train.side * train.side;
+    const size_t image_floats = (size_t)train->channels * train->side * train->side;
     Rng rng; // shuffles and, with one process, flips: the checkpoints' RNG
-    rng.state = start.rng_state;
+    rng.state = run.start.rng_state;
     GpuTrainer trainer;
     memset(&trainer, 0, sizeof(trainer));
     trainer.model = &model;
     trainer.sync = &sync;
     trainer.mg = &mg;
     trainer.args = &args;
-    trainer.test = &test;
-    trainer.order = order;
-    trainer.count = train.count;
+    trainer.test = test;
+    trainer.order = run.order;
+    trainer.count = train->count;
     trainer.rng = &rng;
     trainer.host = &host;
     trainer.images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
@@ -397,7 +381,7 @@ int main(int argc, char **argv) {
     }
     if (args.flip) trainer.flips.rng = mg.world == 1 ? &rng : &rank_flips;
     trainer.flips.per_batch = trainer.flips.per_batch && trainer.flips.rng != NULL;
-    BatchPrefetch *prefetch = batch_prefetch_create(&train, B, PREFETCH_DEPTH, gpu.data_workers,
+    BatchPrefetch *prefetch = batch_prefetch_create(train, B, PREFETCH_DEPTH, gpu.data_workers,
                                                     BatchBufferAllocator{pinned_alloc, pinned_free});
     trainer.prefetch = prefetch;
     VisionTrainHooks hooks;
@@ -411,26 +395,9 @@ int main(int argc, char **argv) {
     hooks.checkpoint = gpu_checkpoint;
     hooks.max_over_ranks = gpu_max_over_ranks;
     hooks.synchronize = gpu_synchronize;
-    VisionLoopConfig loop;
-    memset(&loop, 0, sizeof(loop));
-    loop.total_steps = total_steps;
-    loop.batches_per_epoch = batches_per_epoch;
-    loop.global_batch = global_B;
-    loop.learning_rate = args.learning_rate;
-    loop.final_lr_fraction = args.final_lr_fraction;
-    loop.weight_decay = args.weight_decay;
-    loop.grad_clip = args.grad_clip;
-    loop.warmup_steps = args.warmup_steps;
-    loop.print_every = args.print_every;
-    loop.checkpoint_every = args.checkpoint_every;
-    loop.output_dir = args.output_dir;
-    loop.lead = lead;
-    // "mpirun -np N" in the resume command only when mpirun started the ranks (-pn 0)
-    loop.report_ranks = gpu.num_processes == 0 ? mg.world : 1;
-    loop.argc = argc;
-    loop.argv = argv;
-    const VisionLoopResult r = vision_train_loop(&hooks, &loop, &start, order, train.count, &rng,
-                                                 &logger);
+    const VisionLoopConfig loop = vit_train_loop_config(&run, &args, &ranks, argc, argv);
+    const VisionLoopResult r =
+        vision_train_loop(&hooks, &loop, &run.start, run.order, train->count, &rng, logger);
     if (r.stopped_by == 0 && lead) {
         // median_images_per_s as train_vit's (scripts/study.sh reads it), after the fields check.sh reads
         printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f "
@@ -444,13 +411,10 @@ int main(int argc, char **argv) {
     free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
-    free(order);
-    logger_free(&logger);
     vision_grad_sync_free(&sync);
     classifier_cuda_free(&model);
     multi_gpu_free(&mg);
-    vision_split_free(&train);
-    vision_split_free(&test);
+    vit_train_setup_free(&run);
     classifier_free(&host);
     return r.stopped_by != 0 ? 128 + r.stopped_by : EXIT_SUCCESS;
 }

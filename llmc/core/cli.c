@@ -265,7 +265,27 @@ int cli_given(const CliSpec *spec, const char *name) {
     return 0;
 }
 
+int cli_find_duplicate(const CliSpec *spec, int *first, int *second) {
+    for (int j = 1; j < spec->num_flags; j++) {
+        for (int i = 0; i < j; i++) {
+            if (strcmp(spec->flags[i].name, spec->flags[j].name) == 0) {
+                *first = i;
+                *second = j;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 int cli_parse(CliSpec *spec, int argc, char **argv, const char **positional) {
+    int first, second;
+    if (cli_find_duplicate(spec, &first, &second)) {
+        fprintf(stderr, "error: %s: flag %s is in the program's flag table twice (entries %d "
+                "and %d): a bug in the program, not in the command line\n", spec->program,
+                spec->flags[first].name, first, second);
+        exit(EXIT_FAILURE);
+    }
     int count = 0, flags_done = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -63,8 +63,14 @@ typedef struct {
 
 // Parses argv[1..argc-1] into the flags' destinations (which hold the
 // defaults) and collects the positional arguments into positional[] (room
-// for spec->max_positional). Returns their number. Exits as described above.
+// for spec->max_positional). Returns their number. Exits as described above;
+// first, a table that names a flag twice (cli_find_duplicate) is a bug in
+// the program: error naming the flag, exit 1, even for -h.
 int cli_parse(CliSpec *spec, int argc, char **argv, const char **positional);
+
+// The first flag name the table holds twice: 1 with its two indices
+// (*first < *second), or 0.
+int cli_find_duplicate(const CliSpec *spec, int *first, int *second);
 
 // The help text: usage line, about, one line per flag with its value type
 // and range, footer.

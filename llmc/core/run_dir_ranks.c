@@ -7,8 +7,8 @@
 
 #include "utils.h"
 
-void run_dir_ranks_announce(const Comm *comm, const char *dir) {
-    if (comm->world_size == 1 || comm->rank != 0) {
+void run_dir_ranks_announce(const TrainRanks *ranks, const char *dir) {
+    if (ranks->world == 1 || ranks->rank != 0) {
         return;
     }
     char full[PATH_MAX];
@@ -27,21 +27,21 @@ static const char *describe(int step, char *buf, size_t cap) {
     return buf;
 }
 
-void run_dir_ranks_check(const Comm *comm, const char *dir, int step, const char *what) {
-    const int first = comm_bcast_int(comm, step);
+void run_dir_ranks_check(const TrainRanks *ranks, const char *dir, int step, const char *what) {
+    const int first = train_ranks_from_lead(ranks, step);
     // every rank learns whether any disagrees, so none goes on alone
-    const int differs = comm_max_int(comm, step != first);
+    const int differs = train_ranks_max(ranks, step != first);
     if (step != first) {
         char mine[32], theirs[32];
         fatal("rank %d on host %s finds %s in %s where rank 0 finds %s (the %s checkpoint): "
               "every rank reads the checkpoint it resumes from, so a host-local -o folder must "
               "be copied to every host first (or be on storage all hosts share)",
-              comm->rank, host_name(), describe(step, mine, sizeof(mine)), dir,
+              ranks->rank, host_name(), describe(step, mine, sizeof(mine)), dir,
               describe(first, theirs, sizeof(theirs)), what);
     }
     if (differs) {
         fatal("rank %d on host %s: another rank finds another %s checkpoint in %s (its message "
               "says which); stopping",
-              comm->rank, host_name(), what, dir);
+              ranks->rank, host_name(), what, dir);
     }
 }

@@ -1,26 +1,28 @@
+// Where a vision run starts and its set-up (vit_train_start.h).
 #include "vit_train_start.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/checkpoint_files.h"
 #include "core/rand.h"
 #include "core/run_dir.h"
+#include "core/run_dir_ranks.h"
+#include "core/utils.h"
 
-int vit_train_resume_step(const VitTrainArgs *args, const VitTrainRanks *ranks) {
+int vit_train_resume_step(const VitTrainArgs *args, const TrainRanks *ranks) {
     if (args->output_dir == NULL) {
         return -1;
     }
     const int newest = checkpoint_find_latest(args->output_dir);
-    if (ranks->check_same_step != NULL) {
-        ranks->check_same_step(ranks->ctx, args->output_dir, newest, "newest");
-    }
+    run_dir_ranks_check(ranks, args->output_dir, newest, "newest");
     run_dir_check_start(args->output_dir, args->resume, newest);
     return args->resume ? newest : -1;
 }
 
 int vit_train_start(Classifier *model, VisionProgress *start, int *order,
                     const VitTrainArgs *args, const VisionSplit *train, int global_batch,
-                    int resume_step, const VitTrainRanks *ranks) {
+                    int resume_step, const TrainRanks *ranks) {
     memset(start, 0, sizeof(*start)); // a new run: step 0, epoch 0, batch 0
     if (resume_step < 0) {
         vit_train_build_model(model, args, train); // the same seed on every rank
@@ -33,16 +35,14 @@ int vit_train_start(Classifier *model, VisionProgress *start, int *order,
         return -1;
     }
     // without a run.txt, the trainer's check after this records this run's
-    if (ranks->lead && run_dir_has_settings(args->output_dir)) {
+    if (ranks->rank == 0 && run_dir_has_settings(args->output_dir)) {
         vit_train_check_run_settings(args, train->count, global_batch, 1);
     }
-    ranks->barrier(ranks->ctx);
+    train_ranks_max(ranks, 0); // a barrier: run.txt is checked before any rank reads on
     // a CPU run's checkpoint as well as a GPU run's
     const int resumed = vision_checkpoint_resume(model, start, order, train->count,
                                                  args->output_dir);
-    if (ranks->check_same_step != NULL) {
-        ranks->check_same_step(ranks->ctx, args->output_dir, resumed, "resumed");
-    }
+    run_dir_ranks_check(ranks, args->output_dir, resumed, "resumed");
     vit_train_check_resumed(model, args, train);
     return resumed;
 }
@@ -52,4 +52,58 @@ void vit_train_check_run_settings(const VitTrainArgs *args, int train_count, int
     RunSetting settings[VIT_RUN_SETTINGS];
     vit_train_run_settings(args, global_batch, train_count, settings);
     run_dir_check_settings(args->output_dir, settings, VIT_RUN_SETTINGS, resuming);
+}
+
+void vit_train_setup(VitTrainSetup *s, Classifier *model, const VitTrainArgs *args,
+                     const TrainRanks *ranks) {
+    memset(s, 0, sizeof(*s));
+    const int resume_step = vit_train_resume_step(args, ranks);
+    vision_data_load(&s->train, &s->test, args->train_data, args->test_data, args->max_train,
+                     args->max_test);
+    s->B = args->batch_size;
+    s->global_B = s->B * ranks->world;
+    if (s->train.count < s->global_B) {
+        fatal("-b %d x %d ranks: larger than the %d train images", s->B, ranks->world,
+              s->train.count);
+    }
+    s->order = malloc_check((size_t)s->train.count * sizeof(int), "train order");
+    s->resumed_from = vit_train_start(model, &s->start, s->order, args, &s->train, s->global_B,
+                                      resume_step, ranks);
+    s->batches_per_epoch = s->train.count / s->global_B;
+    if (s->start.next_batch >= s->batches_per_epoch) {
+        fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d x "
+              "%d ranks",
+              args->output_dir, s->start.next_batch, s->batches_per_epoch, s->B, ranks->world);
+    }
+    s->total_steps =
+        args->max_steps > 0 ? args->max_steps : args->epochs * s->batches_per_epoch;
+    // rank 0 alone writes to -o (on a host-local folder the other hosts' stay untouched)
+    const int lead = ranks->rank == 0;
+    if (args->output_dir != NULL && lead) {
+        make_directories(args->output_dir);
+        run_dir_ranks_announce(ranks, args->output_dir);
+        run_dir_remove_stale_tmp(args->output_dir);
+        vit_train_check_run_settings(args, s->train.count, s->global_B, s->resumed_from >= 0);
+    }
+    logger_init(&s->logger, lead ? args->output_dir : NULL, s->resumed_from);
+}
+
+VisionLoopConfig vit_train_loop_config(const VitTrainSetup *s, const VitTrainArgs *args,
+                                       const TrainRanks *ranks, int argc, char **argv) {
+    const VisionLoopConfig loop = {
+        .total_steps = s->total_steps, .batches_per_epoch = s->batches_per_epoch,
+        .global_batch = s->global_B, .learning_rate = args->learning_rate,
+        .final_lr_fraction = args->final_lr_fraction, .weight_decay = args->weight_decay,
+        .grad_clip = args->grad_clip, .warmup_steps = args->warmup_steps,
+        .print_every = args->print_every, .checkpoint_every = args->checkpoint_every,
+        .output_dir = args->output_dir, .lead = ranks->rank == 0,
+        .report_ranks = ranks->report_ranks, .argc = argc, .argv = argv};
+    return loop;
+}
+
+void vit_train_setup_free(VitTrainSetup *s) {
+    logger_free(&s->logger);
+    free(s->order);
+    vision_split_free(&s->train);
+    vision_split_free(&s->test);
 }

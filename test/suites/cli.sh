@@ -7,6 +7,7 @@
 #   - a value below the range of each numeric flag (or a word outside a
 #     choice) is refused with exit 1 and an error naming the flag;
 #   - options after the positional arguments, unknown flags, missing values;
+#   - a flag named twice in a program's table is a bug the parser refuses;
 #   - short real runs of the trainers with most flags at once, -o creating
 #     missing parent folders.
 set -uo pipefail
@@ -104,6 +105,16 @@ for prog in bin/*; do
     done < <(sed -n 's/^  \(-[-a-zA-Z]*\)\( <\([^>]*\)>\)\{0,1\}.*/\1\t\3/p' "$work/$name.help" |
              grep -v -- '^-h,\?	')
     echo "$name: -h and $flags flag(s) checked"
+done
+
+# a flag named twice in a program's table is refused (test/test_cli.c; every
+# program's -h above runs the same check on its own table); the GPU trainers'
+# tables, where their emulated builds are there (make emu)
+bin/test_cli > "$work/test_cli.out" 2>&1 && ok || fail "test_cli: $(grep FAIL "$work/test_cli.out" | head -2)"
+for prog in build/emu/train_gpt2fp32cu build/emu/train_vitfp32cu build/emu/train_swinfp32cu; do
+    [ -x "$prog" ] || continue
+    "$prog" -h > /dev/null 2> "$work/gpu.help.err" && ok ||
+        fail "$prog -h: $(head -c 200 "$work/gpu.help.err")"
 done
 
 # the values the issue found passing silently
