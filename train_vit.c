@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
     if (args.drop_path > 0.0f) {
         const size_t per_image = (size_t)classifier_num_blocks(&model) * DROP_PATH_BRANCHES;
         trainer.drop_scales = malloc_check(
-            mul_size_check((size_t)global_B, per_image * sizeof(float), "drop-path scales"),
+            mul_size_check((size_t)run.global_B, per_image * sizeof(float), "drop-path scales"),
             "drop-path scales");
     }
     const VisionTrainHooks hooks = {.ctx = &trainer,

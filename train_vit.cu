@@ -375,7 +375,7 @@ int main(int argc, char **argv) {
     trainer.rank = mg.rank;
     if (args.drop_path > 0.0f) {
         trainer.drop_scales = (float *)malloc_check(
-            mul_size_check((size_t)global_B, (size_t)classifier_num_blocks(&host) * DROP_PATH_BRANCHES *
+            mul_size_check((size_t)run.global_B, (size_t)classifier_num_blocks(&host) * DROP_PATH_BRANCHES *
                                                  sizeof(float), "drop-path scales"),
             "drop-path scales");
     }
