@@ -27,11 +27,16 @@
 // 99th percentile 4.3e-4, worst 3.65e-3 (seed 397442715, which failed the
 // earlier 1e-3); 60 steps at 1e-3, 125 seeds: worst 2.8e-4. So 1e-2 (2.7x the
 // worst seen), and rms's gradients must differ from ln's by >= 10x that
-// (smallest seen 0.19: 1.9x). bf16, 60 steps at 1e-3, 125 seeds: median
-// 2.0e-2, worst 5.0e-2, so 1e-1 (2x), and rms by >= 1.5x (smallest seen
-// 0.185: 1.23x). At random init the logits are small and the
-// losses close, so a short run needs a large enough LR for the control to
-// grow (test/suites/resid_dropout.sh: 10 steps at 3e-3, measured there).
+// (smallest seen 0.19: 1.9x). In bf16 after 60 steps at 1e-3 the
+// tensor-wise worst is as heavy-tailed and as large as rms's (300 seeds:
+// cbwc median 2.0e-2, worst 9.7e-2; rms smallest 0.17), so bf16's last step
+// is compared normwise over the whole gradient vector: 300 seeds, cbwc median
+// 6.1e-3, 99th percentile 1.8e-2, worst 5.5e-2, so 1.5e-1 (2.7x); rms's
+// smallest is 6.8e-2, inside that tail, so no control is asked of bf16's last
+// step (bf16's controls are its step-0 gradients and logits and the loss).
+// At random init the logits are small and the losses close, so a short run
+// needs a large enough LR for the control to grow (test/suites/resid_dropout.sh:
+// 10 steps at 3e-3, measured there).
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -121,7 +126,7 @@ int main(int argc, char **argv) {
     const int bf16 = precision == MATMUL_BF16;
     const double rel_tol = bf16 ? 1e-2 : 1e-5, loss_tol = bf16 ? 1e-3 : 1e-4, control_min = 1e-3;
     // the last step's gradients (see the top of the file)
-    const double grad_tol_last = bf16 ? 1e-1 : 1e-2, grad_control_factor = bf16 ? 1.5 : 10.0;
+    const double grad_tol_last = bf16 ? 1.5e-1 : 1e-2, grad_control_factor = bf16 ? 1.5 : 10.0;
     int ok = 1;
     AdamWConfig adamw = {.learning_rate = (float)lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f};
@@ -158,15 +163,24 @@ int main(int argc, char **argv) {
                 cbwc->grads_memory[cbwc->num_parameters / 2] = NAN;
             }
             const double tol = step == 0 ? rel_tol : grad_tol_last;
-            int worst_tensor, control_tensor;
-            double e = worst_grad_error(cbwc, ln, &worst_tensor);
-            double control = worst_grad_error(rms, ln, &control_tensor);
-            int within = e <= tol, separated = control >= grad_control_factor * tol;
-            printf("  step %d gradients, all %d tensors: cbwc vs ln %.3e (%s, tol %.0e) %s; "
+            // bf16's last step: the whole gradient vector normwise (see the top of the file)
+            const int normwise = bf16 && step > 0;
+            int worst_tensor = 0, control_tensor = 0;
+            double e = normwise ? normwise_relative_error(cbwc->grads_memory, ln->grads_memory,
+                                                          ln->num_parameters)
+                                : worst_grad_error(cbwc, ln, &worst_tensor);
+            double control = normwise ? normwise_relative_error(rms->grads_memory, ln->grads_memory,
+                                                                ln->num_parameters)
+                                      : worst_grad_error(rms, ln, &control_tensor);
+            // (bf16's last step has no control: see the top of the file)
+            int within = e <= tol, separated = normwise || control >= grad_control_factor * tol;
+            printf("  step %d gradients, all %d tensors: cbwc vs ln %.3e (%s, tol %.2g) %s; "
                    "control rms vs ln %.3e (%s, min %g x tol) %s\n",
-                   step, GPT2_NUM_PARAM_TENSORS, e, gpt2_param_name(worst_tensor), tol,
-                   within ? "ok" : "FAIL", control, gpt2_param_name(control_tensor),
-                   grad_control_factor, separated ? "ok" : "FAIL");
+                   step, GPT2_NUM_PARAM_TENSORS, e,
+                   normwise ? "normwise" : gpt2_param_name(worst_tensor), tol,
+                   within ? "ok" : "FAIL", control,
+                   normwise ? "normwise" : gpt2_param_name(control_tensor),
+                   grad_control_factor, normwise ? "not asked" : separated ? "ok" : "FAIL");
             ok &= within && separated;
         }
         for (int k = 0; k < 3; k++) {
