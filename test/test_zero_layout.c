@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/cli.h"
 #include "core/rand.h"
 #include "core/zero_layout.h"
 
@@ -53,7 +54,15 @@ static void check_chunk(SliceFn slice, size_t offset, size_t n, int world, ZeroR
 }
 
 int main(int argc, char **argv) {
-    unsigned long long seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 20261204ULL;
+    unsigned long long seed = 20261204ULL;
+    CliFlag flags[] = {
+        {"-sd", CLI_SEED, &seed, 0, 0, "seed (default 20261204)", NULL, 0, 0},
+    };
+    CliSpec spec = {.program = "test_zero_layout", .synopsis = "[options]",
+                    .about = "llmc/core/zero_layout: the ranks' ZeRO-1 slices tile every chunk\n"
+                             "under each remainder rule, for random sizes and 1..9 ranks.\n",
+                    .flags = flags, .num_flags = CLI_COUNT(flags)};
+    cli_parse(&spec, argc, argv, NULL);
     printf("test_zero_layout: seed %llu\n", seed);
     Rng rng;
     rng_seed(&rng, seed);

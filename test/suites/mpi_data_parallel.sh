@@ -18,7 +18,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 fails=0
 # the ZeRO-1 slices every trainer shares (llmc/core/zero_layout.h): a property test
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
-if bin/test_zero_layout "$seed" > /tmp/test_zero_layout_$$.out 2>&1; then
+if bin/test_zero_layout -sd "$seed" > /tmp/test_zero_layout_$$.out 2>&1; then
     echo "ok   zero_layout: $(sed -n 2p /tmp/test_zero_layout_$$.out) (seed $seed)"
 else
     echo "FAIL zero_layout (seed $seed):"; sed 's/^/    /' /tmp/test_zero_layout_$$.out; fails=$((fails + 1))
