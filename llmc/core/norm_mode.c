@@ -103,7 +103,7 @@ int norm_mode_from_file(int32_t value, int slot, NormMode *mode, char *err, size
             *mode = (NormMode)i;
             return 0;
         }
-        if (POLICIES[i].file_value == value) {
+        if (!POLICIES[i].partial && POLICIES[i].file_value == value) { // prms needs its share
             *mode = (NormMode)i;
             return 0;
         }
