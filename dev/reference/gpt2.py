@@ -169,11 +169,11 @@ def dropout_scale(p, seed, stream, n):
 
 
 class GPT(nn.Module):
-    def __init__(self, V, Vp, maxT, L, NH, C, mode):
+    def __init__(self, V, Vp, maxT, L, NH, C, mode, prms_share=0.0625):
         super().__init__()
         self.V, self.Vp, self.maxT, self.L, self.NH, self.C = V, Vp, maxT, L, NH, C
         self.mode = mode
-        self.prms_share = 0.0625
+        self.prms_share = prms_share  # read_model's cfg carries a prms file's own
         self.resid_dropout, self.dropout_seed, self.draw = 0.0, 0, 0
         for name, shape in param_shapes(Vp, maxT, L, C).items():
             setattr(self, name, nn.Parameter(torch.zeros(shape, dtype=torch.float32)))
