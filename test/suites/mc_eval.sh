@@ -49,7 +49,7 @@ right=$(score right "$work/right.bin") wrong=$(score wrong "$work/wrong.bin")
     bad "negative control: accuracy '$wrong' (expected 0)"
 if command -v mpirun > /dev/null; then
     root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
-    np2=$(score np2 "$work/right.bin" mpirun "${root[@]}" --oversubscribe -np 2)
+    np2=$(ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} score np2 "$work/right.bin" mpirun "${root[@]}" --oversubscribe -np 2)
     [ "$np2" = 1.000000 ] && ok "2 ranks, each scoring its share: accuracy $np2" || bad "2 ranks: accuracy '$np2' (expected 1)"
 else
     skip_part "2 ranks: no mpirun"

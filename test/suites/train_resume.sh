@@ -83,7 +83,7 @@ else
     }
     if ! bin/train_gpt2 "${gflags[@]}" -b 4 -x 20 -o "$work/split_ref" > "$work/split_ref.out" 2>&1; then
         fail "split: the uninterrupted 1 x -b 4 run: $(tail -2 "$work/split_ref.out" | tr '\n' ' ')"
-    elif ! OMP_NUM_THREADS=1 mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS bin/train_gpt2 "${gflags[@]}" \
+    elif ! OMP_NUM_THREADS=1 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} mpirun --oversubscribe -np 2 -x OMP_NUM_THREADS bin/train_gpt2 "${gflags[@]}" \
             -b 2 -x 10 -n 5 -o "$work/split_2r" > "$work/split_2r.out" 2>&1; then
         fail "split: the 2-rank run to step 10: $(tail -2 "$work/split_2r.out" | tr '\n' ' ')"
     else
