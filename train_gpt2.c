@@ -296,14 +296,7 @@ int main(int argc, char **argv) {
     const int have_val = run.have_val;
     DataLoader *train = &run.train;
     McEvalSet mc;
-    const int have_mc = args.mc_eval_path != NULL;
-    if (have_mc) {
-        mc_eval_load(&mc, args.mc_eval_path, cfg->vocab_size);
-        if (mc.longest_row > T) {
-            fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d",
-                  args.mc_eval_path, mc.longest_row, T);
-        }
-    }
+    const int have_mc = mc_eval_load_for_trainer(&mc, args.mc_eval_path, cfg->vocab_size, T);
     Tokenizer tokenizer;
     const Tokenizer *sample_tokenizer = NULL;
     char encoder_path[4096];

@@ -366,14 +366,7 @@ int main(int argc, char **argv) {
     const int have_val = run.have_val;
     Logger *logger = &run.logger;
     McEvalSet mc;
-    const int have_mc = args.mc_eval_path != NULL;
-    if (have_mc) {
-        mc_eval_load(&mc, args.mc_eval_path, cfg->vocab_size);
-        if (mc.longest_row > T) {
-            fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d",
-                  args.mc_eval_path, mc.longest_row, T);
-        }
-    }
+    const int have_mc = mc_eval_load_for_trainer(&mc, args.mc_eval_path, cfg->vocab_size, T);
     const char *const record_data[] = {"train", args.train_pattern, "val",
                                        have_val ? args.val_pattern : NULL, NULL};
     logger_log_run_record(logger, argc, argv, record_data,

@@ -258,3 +258,13 @@ int mc_eval_score(GPT2 *model, const McEvalSet *set, int first, int stride, int 
     free(targets);
     return correct;
 }
+
+int mc_eval_load_for_trainer(McEvalSet *set, const char *path, int vocab_size, int T) {
+    if (path == NULL) return 0;
+    mc_eval_load(set, path, vocab_size);
+    if (set->longest_row > T) {
+        fatal("-mc %s: a row takes %d tokens (context + completion - 1), more than -t %d", path,
+              set->longest_row, T);
+    }
+    return 1;
+}

@@ -45,6 +45,9 @@ typedef struct {
 int mc_eval_read(McEvalSet *set, Reader *r, int vocab_size, char *err, size_t err_bytes);
 // mc_eval_read of the file at path, or fatal naming it.
 void mc_eval_load(McEvalSet *set, const char *path, int vocab_size);
+// A trainer's -mc: loads PATH when it is not NULL and refuses rows longer than
+// -t T; returns whether a set was loaded (then mc_eval_free it)
+int mc_eval_load_for_trainer(McEvalSet *set, const char *path, int vocab_size, int T);
 void mc_eval_free(McEvalSet *set);
 // Writes examples[0..count) to path in the format above, atomically (fatal on
 // a bad example: no context, a completion of no tokens, a token >= 65535, a
