@@ -350,7 +350,8 @@ def main(argv=None):
     print(f"swin.py: mode {mode}, {sum(q.numel() for q in params)} parameters, "
           f"loss {loss0:.6f}, {a.steps} steps, blocks "
           + " ".join(f"s{b['stage']}(res {b['res']} win {b['ws']} shift {b['shift']})"
-                     for b in arch.blocks))
+                     for b in arch.blocks)
+          + (f", prms conditioning {vf.PRMS_CONDITIONING[0]:.1f}" if mode == "prms" else ""))
 
 
 if __name__ == "__main__":

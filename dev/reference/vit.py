@@ -221,7 +221,8 @@ def main(argv=None):
         vf.write_state(a.state, "vit", images.numpy(), labels.numpy(), logits0, loss0,
                        grads0, losses, hp)
     print(f"vit.py: mode {mode}, {sum(q.numel() for q in params)} parameters, "
-          f"loss {loss0:.6f}, {a.steps} steps")
+          f"loss {loss0:.6f}, {a.steps} steps"
+          + (f", prms conditioning {vf.PRMS_CONDITIONING[0]:.1f}" if mode == "prms" else ""))
 
 
 if __name__ == "__main__":
