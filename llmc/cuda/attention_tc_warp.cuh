@@ -20,6 +20,7 @@
 
 #include "cuda_common.cuh"
 #include "mma.cuh"
+#include "smem_optin.cuh"
 
 // loops over fragment arrays must unroll (constant indices keep them in registers)
 #if defined(__CUDA_ARCH__)
@@ -175,24 +176,6 @@ __device__ inline void tc_store_strip(const MmaFragC (&acc)[D / 8], const float 
             if (r < valid && d < hs) row(r)[d] = from_float<floatX>(acc[nt].r[e] * f[e / 2]);
         }
     }
-}
-
-// above 48 KiB a kernel must opt in to its dynamic shared memory; beyond the
-// device's opt-in limit the shape does not fit
-template <typename K>
-static inline void tc_allow_smem(K kernel, size_t bytes, const char *what) {
-    if (bytes <= 48 * 1024) return;
-    int device = 0, limit = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (bytes > (size_t)limit) {
-        fprintf(stderr,
-                "error: %s needs %zu bytes of shared memory a block, more than the device's %d\n",
-                what, bytes, limit);
-        exit(EXIT_FAILURE);
-    }
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
 #endif

@@ -17,6 +17,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "smem_optin.cuh"
 
 #define FA_TILE 32          // keys (forward, dq) or queries (dk, dv) per shared-memory tile
 #define FA_WARPS 4
@@ -269,14 +270,6 @@ static inline void fa_check_shape(int C, int NH) {
     }
 }
 
-// above 48 KiB a kernel must opt in to its dynamic shared memory
-template <typename K> static inline void fa_allow_smem(K kernel, size_t bytes) {
-    if (bytes > 48 * 1024) {
-        CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)bytes));
-    }
-}
-
 // out (B, T, C) and lse (B, NH, T) from qkv (B, T, 3C)
 template <bool CAUSAL>
 static inline void flash_attention_forward_any(floatX *out, float *lse, const floatX *qkv, int B,
@@ -284,7 +277,7 @@ static inline void flash_attention_forward_any(floatX *out, float *lse, const fl
     fa_check_shape(C, NH);
     const int hs = C / NH;
     const size_t smem = fa_forward_smem_bytes(hs);
-    fa_allow_smem(flash_attention_forward_kernel<CAUSAL>, smem);
+    smem_optin(flash_attention_forward_kernel<CAUSAL>, smem, "flash attention");
     dim3 grid(ceil_div(T, FA_ROWS), B * NH);
     flash_attention_forward_kernel<CAUSAL><<<grid, FA_WARPS * 32, smem, stream>>>(
         out, lse, qkv, T, NH, hs, 1.0f / sqrtf((float)hs));
@@ -305,8 +298,8 @@ static inline void flash_attention_backward_any(floatX *dqkv, float *D, const fl
         D, dout, out, B, T, NH, hs);
     CUDA_CHECK_LAUNCH();
     const size_t smem = fa_backward_smem_bytes(hs);
-    fa_allow_smem(flash_attention_backward_dq_kernel<CAUSAL>, smem);
-    fa_allow_smem(flash_attention_backward_dkdv_kernel<CAUSAL>, smem);
+    smem_optin(flash_attention_backward_dq_kernel<CAUSAL>, smem, "flash attention");
+    smem_optin(flash_attention_backward_dkdv_kernel<CAUSAL>, smem, "flash attention");
     dim3 grid(ceil_div(T, FA_ROWS), B * NH);
     flash_attention_backward_dq_kernel<CAUSAL><<<grid, FA_WARPS * 32, smem, stream>>>(
         dqkv, dout, qkv, lse, D, T, NH, hs, scale);

@@ -234,7 +234,7 @@ static inline void flash_attention_tc_forward_d(floatX *out, float *lse, const f
                                                 int T, int C, int NH, cudaStream_t stream) {
     const int hs = C / NH;
     const size_t smem = tc_forward_smem_bytes(D);
-    tc_allow_smem(flash_attention_tc_forward_kernel<D, CAUSAL>, smem, "tensor-core attention");
+    smem_optin(flash_attention_tc_forward_kernel<D, CAUSAL>, smem, "tensor-core attention");
     dim3 grid(ceil_div(T, TC_ROWS), B * NH);
     flash_attention_tc_forward_kernel<D, CAUSAL><<<grid, TC_THREADS, smem, stream>>>(
         out, lse, qkv, T, NH, hs, 1.0f / sqrtf((float)hs));
@@ -249,8 +249,8 @@ static inline void flash_attention_tc_backward_d(floatX *dqkv, const float *Dsum
     const int hs = C / NH;
     const float scale = 1.0f / sqrtf((float)hs);
     const size_t smem = tc_backward_smem_bytes(D);
-    tc_allow_smem(flash_attention_tc_backward_dq_kernel<D, CAUSAL>, smem, "tensor-core attention");
-    tc_allow_smem(flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>, smem, "tensor-core attention");
+    smem_optin(flash_attention_tc_backward_dq_kernel<D, CAUSAL>, smem, "tensor-core attention");
+    smem_optin(flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>, smem, "tensor-core attention");
     dim3 grid(ceil_div(T, TC_ROWS), B * NH);
     flash_attention_tc_backward_dq_kernel<D, CAUSAL><<<grid, TC_THREADS, smem, stream>>>(
         dqkv, dout, qkv, lse, Dsum, T, NH, hs, scale);

@@ -19,6 +19,7 @@
 #include <math.h>
 
 #include "cuda_common.cuh"
+#include "smem_optin.cuh"
 extern "C" {
 #include "kernels/swin_window.h" // SWIN_MASK_VALUE
 }
@@ -249,26 +250,6 @@ static inline size_t swin_backward_smem_bytes(int T, int hs) {
     return sizeof(float) * (4 * (size_t)T * (hs + 1) + (size_t)T * T);
 }
 
-// above 48 KiB a kernel must opt in to its dynamic shared memory; beyond the
-// device's opt-in limit the shape does not fit (a window of T tokens needs
-// O(T hs + T^2) floats: W = 7 with hs 32 uses 35 KB in the backward, W = 12
-// with hs 32 155 KB)
-template <typename K> static inline void swin_allow_smem(K kernel, size_t bytes) {
-    if (bytes <= 48 * 1024) return;
-    int device = 0, limit = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (bytes > (size_t)limit) {
-        fprintf(stderr,
-                "error: Swin window attention needs %zu bytes of shared memory a block, more than "
-                "the device's %d (window or head size too large)\n",
-                bytes, limit);
-        exit(EXIT_FAILURE);
-    }
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-}
-
 // out (B, res^2, C) and att (B nW, NH, T, T) from qkv (B, res^2, 3C) and the
 // bias table ((2W-1)^2, NH)
 static inline void swin_window_attention_forward_cuda(floatX *out, floatX *att, const floatX *qkv,
@@ -278,7 +259,9 @@ static inline void swin_window_attention_forward_cuda(floatX *out, floatX *att, 
     swin_window_attention_check_shape(s);
     const int hs = s->C / s->NH, T = s->W * s->W;
     const size_t smem = swin_forward_smem_bytes(T, hs);
-    swin_allow_smem(swin_window_attention_forward_kernel, smem);
+    // a window of T tokens needs O(T hs + T^2) floats: W = 7 with hs 32 uses
+    // 35 KB in the backward, W = 12 with hs 32 155 KB
+    smem_optin(swin_window_attention_forward_kernel, smem, "Swin window attention");
     dim3 grid(swin_window_groups(s), s->NH);
     swin_window_attention_forward_kernel<<<grid, SWIN_ATT_THREADS, smem, stream>>>(
         out, att, qkv, table, s->res, s->W, s->shift, s->C, s->NH, 1.0f / sqrtf((float)hs));
@@ -312,7 +295,7 @@ static inline void swin_window_attention_backward_cuda(floatX *dqkv, float *dtab
     swin_window_attention_check_shape(s);
     const int hs = s->C / s->NH, T = s->W * s->W, chunks = swin_score_chunks(s);
     const size_t smem = swin_backward_smem_bytes(T, hs);
-    swin_allow_smem(swin_window_attention_backward_kernel, smem);
+    smem_optin(swin_window_attention_backward_kernel, smem, "Swin window attention");
     dim3 grid(chunks, s->NH);
     swin_window_attention_backward_kernel<<<grid, SWIN_ATT_THREADS, smem, stream>>>(
         dqkv, scratch, dout, qkv, att, swin_window_groups(s), chunks, s->res, s->W, s->shift,

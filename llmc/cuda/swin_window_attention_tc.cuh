@@ -248,7 +248,7 @@ static inline void swin_window_attention_tc_forward_d(floatX *out, float *lse, c
                                                       const SwinWindowShape *s,
                                                       cudaStream_t stream) {
     const size_t smem = swin_tc_forward_smem_bytes(s->W, D);
-    tc_allow_smem(swin_window_attention_tc_forward_kernel<D>, smem,
+    smem_optin(swin_window_attention_tc_forward_kernel<D>, smem,
                   "Swin tensor-core window attention (window or head size too large)");
     dim3 grid(swin_window_groups(s), s->NH);
     swin_window_attention_tc_forward_kernel<D><<<grid, TC_THREADS, smem, stream>>>(
@@ -265,7 +265,7 @@ static inline void swin_window_attention_tc_backward_d(floatX *dqkv, float *scra
                                                        const SwinWindowShape *s,
                                                        cudaStream_t stream) {
     const size_t smem = swin_tc_backward_smem_bytes(s->W, D);
-    tc_allow_smem(swin_window_attention_tc_backward_kernel<D>, smem,
+    smem_optin(swin_window_attention_tc_backward_kernel<D>, smem,
                   "Swin tensor-core window attention (window or head size too large)");
     dim3 grid(swin_score_chunks(s), s->NH);
     swin_window_attention_tc_backward_kernel<D><<<grid, TC_THREADS, smem, stream>>>(
