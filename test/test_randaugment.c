@@ -1,6 +1,6 @@
 // llmc/vision/randaugment.c's side of test/suites/randaugment.sh: writes its
 // ops' inputs, draws and outputs for an independent Python reference
-// (test/python/randaugment_reference.py) to re-apply, and checks the spec
+// (dev/reference/randaugment.py) to re-apply, and checks the spec
 // parser on its own.
 //   test_randaugment --ops SEED FILE
 //       every op on random images (1 and 3 channels, two sides), magnitudes
