@@ -17,8 +17,11 @@
 #     reason, by the parser and by train_vit;
 #   resume: train_vit -aa resumed at step 4 gives step 8's model and state bit
 #     for bit; control: without -aa another model (SKIP without Fashion-MNIST;
-#     left out under SAN=1: train_vit runs under the sanitizers elsewhere).
-# About 6 s; the fast tier stops before the resume.
+#     left out under SAN=1: train_vit runs under the sanitizers elsewhere);
+#   GPU: the emulated train_vitfp32cu -aa (its prefetch workers) follows
+#     train_vit -aa's curve within 1e-5 relative (as cuda_vit_emu), train_vit
+#     without -aa's differs by > 1e-4 (SKIP without make emu).
+# About 10 s (the emulated run 5 s); the fast tier stops before the resume.
 # tier: check
 set -euo pipefail
 quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
@@ -85,4 +88,27 @@ if cmp -s "$work/full/model_00000008.bin" "$work/noaa/model_00000008.bin"; then
     echo "FAIL: -aa trained the model that no -aa trains (RandAugment did nothing)"; exit 1
 fi
 echo "  control: without -aa another model"
+# train_vitcu shares the set-up and the prefetch pool (llmc/vision/batch_prefetch.c):
+# emulated, a logic check, not a device run
+emu=build/emu/train_vitfp32cu
+if [ ! -x $emu ]; then
+    echo "SKIP: train_vitfp32cu -aa: $emu not built (make emu)"
+    exit 77
+fi
+echo "== $emu -aa (emulated, -dw 8 workers): train_vit -aa's curve within 1e-5 relative; train_vit without -aa differs"
+gpu=(-e vit -C 16 -L 2 -H 2 -b 16 -x 3 -nt 96 -ne 16 -u 1 -pe 1 -N cbwc -sd $((seed % 1000 + 1)))
+rm -rf "$work/g_cpu" "$work/g_cpu0" "$work/g_gpu"
+bin/train_vit "${gpu[@]}" -aa rand-m9-mstd0.5-inc1 -o "$work/g_cpu" > /dev/null
+bin/train_vit "${gpu[@]}" -o "$work/g_cpu0" > /dev/null
+$emu "${gpu[@]}" -aa rand-m9-mstd0.5-inc1 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
+# largest |a - b| / max(1, |b|) over the trl lines of two runs
+curve_diff() {
+    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
+                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
+                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
+}
+same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_cpu0" "$work/g_gpu")
+echo "  CPU vs emulated GPU with -aa: $same; CPU without -aa vs emulated GPU with: $other"
+$PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
+    { echo "FAIL: the GPU trainer's -aa"; exit 1; }
 echo "randaugment: all checks passed"
