@@ -77,7 +77,9 @@ int randaugment_parse(RandAugmentSpec *spec, const char *text, char *err, size_t
         }
         double v;
         int rc;
-        if (key_len == 1 && section[0] == 'm') {
+        if (len == 0) {
+            rc = parse_error(err, err_bytes, "an empty section ('--' or a '-' at the end)");
+        } else if (key_len == 1 && section[0] == 'm') {
             rc = section_value(section, key_len, len, 0, RANDAUGMENT_LEVEL_MAX, &v, err, err_bytes);
             spec->magnitude = (float)v;
         } else if (key_len == 1 && section[0] == 'n') {
@@ -356,12 +358,14 @@ void randaugment_apply_op(uint8_t *image, uint8_t *scratch, int side, int channe
     case RA_SOLARIZE_INCREASING:
     case RA_SOLARIZE_ADD: {
         const int arg = (int)level;
-        const int keep_mask = 0xff & ~((1 << (8 - arg)) - 1); // posterize: the arg high bits
+        const int posterize = op == RA_POSTERIZE || op == RA_POSTERIZE_INCREASING;
+        // posterize keeps the arg (0..4) high bits
+        const int keep_mask = posterize ? 0xff & ~((1 << (8 - arg)) - 1) : 0xff;
         for (int i = 0; i < 256; i++) {
             int v = i;
             if (op == RA_INVERT) {
                 v = 255 - i;
-            } else if (op == RA_POSTERIZE || op == RA_POSTERIZE_INCREASING) {
+            } else if (posterize) {
                 v = i & keep_mask;
             } else if (op == RA_SOLARIZE || op == RA_SOLARIZE_INCREASING) {
                 v = i < arg ? i : 255 - i;

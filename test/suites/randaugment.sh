@@ -7,7 +7,8 @@
 #     affine in PIL's convention for the geometric ops (NEAREST), exactly;
 #     PIL's own NEAREST rotate / transform differ in <= 2e-3 of the pixels
 #     (pixel edges), the opposite direction in most;
-#   pipeline: vision_make_batch with -aa rand-m9-mstd0.5-inc1 on grey images
+#   pipeline: vision_make_batch with -aa rand-m9-mstd0.5-inc1 (and
+#     rand-n8-m10-mstd101: the plain set, uniform magnitudes) on grey images
 #     (flip, ops, normalise) and shard crops (the crop's bytes, ops,
 #     normalise) equals the reference's floats within 1e-6 (measured 0), and
 #     differs by > 1e-2 without the ops;
@@ -42,10 +43,10 @@ check_spec rand-m9-mstd0.5-inc1 "n=2 m=9 mstd=0.5 mmax=10 p=0.5 inc=1"
 check_spec rand-n3-m5.5-p0.7 "n=3 m=5.5 mstd=0 mmax=10 p=0.7 inc=0"
 check_spec rand "n=2 m=10 mstd=0 mmax=10 p=0.5 inc=0"
 check_spec rand-m7-mstd101-mmax8 "n=2 m=7 mstd=101 mmax=8 p=0.5 inc=0"
-for bad in rond-m9 rand-m11 rand-m9-x1 rand-n0 rand-n2.5 rand-inc2 rand-m rand-m9x rand-p1.5 randm9 rand-mmax0; do
+for bad in rond-m9 rand-m11 rand-m9-x1 rand-n0 rand-n2.5 rand-inc2 rand-m rand-m9x rand-p1.5 randm9 rand-mmax0 rand--m9 rand-m9-; do
     if out=$(bin/test_randaugment --parse $bad); then echo "FAIL: $bad accepted ($out)"; exit 1; fi
 done
-echo "  ok: 4 specs parsed to their parts, 11 bad ones refused"
+echo "  ok: 4 specs parsed to their parts, 13 bad ones refused"
 [ -x bin/train_vit ] || make -s train_vit
 for args in "-aa rand-m9-mstd0.5-foo1" "-aa rand-m9 -f 0"; do
     # shellcheck disable=SC2086
@@ -59,6 +60,9 @@ $PY dev/reference/randaugment.py ops "$work/ops.bin"
 echo "== pipeline: vision_make_batch -aa rand-m9-mstd0.5-inc1 vs the reference"
 bin/test_randaugment --pipeline rand-m9-mstd0.5-inc1 $((seed + 1)) "$work/pipe.bin"
 $PY dev/reference/randaugment.py pipeline "$work/pipe.bin"
+echo "== pipeline: -aa rand-n8-m10-mstd101 (the plain set, 8 ops, magnitudes uniform in [0, 10])"
+bin/test_randaugment --pipeline rand-n8-m10-mstd101 $((seed + 3)) "$work/pipe2.bin"
+$PY dev/reference/randaugment.py pipeline "$work/pipe2.bin"
 echo "== draws"
 bin/test_randaugment --draws rand-m9-mstd0.5-inc1 $((seed + 2)) 20000 > "$work/draws.txt"
 $PY dev/reference/randaugment.py draws 9 0.5 0.5 < "$work/draws.txt"
