@@ -4,7 +4,7 @@
 // num_layers ops drawn with replacement from 15, each applied with
 // probability prob at a magnitude drawn from N(m, mstd) clipped to
 // [0, mmax] (of 10), with a random sign for the signed ops. The pixel ops
-// follow PIL's integer arithmetic (ImageOps, ImageEnhance, Image.blend, the
+// follow PIL's arithmetic, bytes out (ImageOps, ImageEnhance, Image.blend, the
 // SMOOTH filter), which timm calls. The geometric ops (Rotate, Shear*,
 // Translate*Rel) use PIL's affine conventions (pixel centres, rotation about
 // (side/2, side/2)) with NEAREST sampling, where timm samples bilinear or
