@@ -6,15 +6,20 @@
 //   train shard: stored side -S (default 256, images_to_shard's for 224),
 //     crop -cs (default 224): Swin-Tiny's input;
 //   grey: 28x28 Fashion-MNIST-style images with flips.
+// Each also with RandAugment (-aa, default Swin-T's rand-m9-mstd0.5-inc1:
+// the crop rendered to bytes, the ops, then normalised), and RandAugment
+// alone: each op's time on one crop x crop RGB image, and the spec's mean
+// per image (its draws: ~1 op applied an image at n 2, p 0.5).
 // Per configuration: images/s (wall) over -r timed batches of -b images, after
 // one untimed batch, and the process CPU time per image (all threads).
-// Usage: bench_augment [-b 128] [-r 8] [-S 256] [-cs 224] [-dw 4]
+// Usage: bench_augment [-b 128] [-r 8] [-S 256] [-cs 224] [-dw 4] [-aa SPEC]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "vision/batch_prefetch.h"
+#include "vision/randaugment.h"
 #include "core/cli.h"
 #include "core/rand.h"
 #include "core/utils.h"
@@ -101,8 +106,45 @@ static void bench_split(const char *name, const VisionSplit *s, int B, int round
     free(indices);
 }
 
+// RandAugment alone on crop x crop RGB images of random pixels: each op's
+// CPU time at magnitude 9, then the spec's draws over many images.
+static void bench_randaugment(const RandAugmentSpec *spec, int crop, Rng *rng) {
+    const size_t n = (size_t)crop * crop * 3;
+    uint8_t *source = malloc_check(3 * n, "RandAugment images");
+    uint8_t *image = source + n, *scratch = source + 2 * n;
+    for (size_t i = 0; i < n; i++) source[i] = rng_u32(rng) & 255u;
+    const int reps = crop >= 128 ? 20 : 2000;
+    printf("RandAugment alone, %dx%d RGB, magnitude 9, one thread (CPU ms per op):\n", crop, crop);
+    for (int op = 0; op < RA_NUM_OPS; op++) {
+        const double c0 = cpu_seconds();
+        for (int r = 0; r < reps; r++) {
+            memcpy(image, source, n);
+            randaugment_apply_op(image, scratch, crop, 3, op, 9.0f, r & 1, IMAGE_SHARD_MEAN_BYTES);
+        }
+        printf("  %-22s %.3f%s", randaugment_op_name(op), 1e3 * (cpu_seconds() - c0) / reps,
+               op % 3 == 2 ? "\n" : "");
+    }
+    printf("\n");
+    const int images = crop >= 128 ? 200 : 20000;
+    double total = 0.0; // the ops alone: not the draws, not the copy of the source
+    for (int i = 0; i < images; i++) {
+        RandAugmentDraw d;
+        randaugment_draw(&d, spec, rng);
+        memcpy(image, source, n);
+        const double c0 = cpu_seconds();
+        randaugment_apply(image, scratch, crop, 3, &d, IMAGE_SHARD_MEAN_BYTES);
+        total += cpu_seconds() - c0;
+    }
+    char text[128];
+    randaugment_describe(spec, text, sizeof(text));
+    printf("RandAugment %s: CPU %.4f ms/image = %.0f images/s per core (mean over %d images)\n",
+           text, 1e3 * total / images, images / total, images);
+    free(source);
+}
+
 int main(int argc, char **argv) {
     int B = 128, rounds = 8, side = 256, crop = 224, max_workers = 4;
+    const char *aa = "rand-m9-mstd0.5-inc1";
     CliFlag flags[] = {
         {"-b", CLI_INT, &B, 1, 65536, "images per batch (default 128)", NULL, 0, 0},
         {"-r", CLI_INT, &rounds, 1, 100000, "timed batches (default 8)", NULL, 0, 0},
@@ -110,12 +152,17 @@ int main(int argc, char **argv) {
         {"-cs", CLI_INT, &crop, 1, 4096, "crop side, <= -S (default 224)", NULL, 0, 0},
         {"-dw", CLI_INT, &max_workers, 1, 1024, "most worker threads: 1, 2, 4, .. (default 4)",
          NULL, 0, 0},
+        {"-aa", CLI_STRING, &aa, 0, 0,
+         "the RandAugment spec timed (default rand-m9-mstd0.5-inc1)", "spec", 0, 0},
     };
     CliSpec spec = {.program = "bench_augment", .synopsis = "[options]",
                     .about = "Host augmentation throughput: one thread and the prefetch pool.\n",
                     .flags = flags, .num_flags = CLI_COUNT(flags)};
     cli_parse(&spec, argc, argv, NULL);
     if (crop > side) cli_error(&spec, "-cs %d: larger than -S %d", crop, side);
+    RandAugmentSpec ra;
+    char err[256];
+    if (randaugment_parse(&ra, aa, err, sizeof(err)) != 0) cli_error(&spec, "-aa %s: %s", aa, err);
     Rng rng;
     rng_seed(&rng, 20261130);
     VisionSplit shard, grey;
@@ -127,6 +174,12 @@ int main(int argc, char **argv) {
     bench_split(name, &shard, B, rounds, max_workers);
     snprintf(name, sizeof(name), "grey 28x28 + flips, B=%d", B);
     bench_split(name, &grey, B, rounds * 16, max_workers);
+    shard.randaugment = grey.randaugment = ra;
+    snprintf(name, sizeof(name), "shard -> crop %d + RandAugment", crop);
+    bench_split(name, &shard, B, rounds, max_workers);
+    snprintf(name, sizeof(name), "grey 28x28 + RandAugment");
+    bench_split(name, &grey, B, rounds * 16, max_workers);
+    bench_randaugment(&ra, crop, &rng);
     vision_split_free(&shard);
     vision_split_free(&grey);
     return 0;

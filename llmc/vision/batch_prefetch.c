@@ -11,7 +11,7 @@ typedef struct {
     float *images;
     int *labels;
     int *indices;
-    ImageCrop *crops;
+    ImageAugment *augments;
     uint64_t rng_before; // the submitter's Rng state before this batch's draws
     int next_image;      // the first image no worker has claimed yet
     int done_images;     // images rendered
@@ -57,7 +57,7 @@ static void buffer_free(const BatchPrefetch *p, void *ptr) {
 static void render_range(const BatchPrefetch *p, const PrefetchSlot *slot, int first, int count) {
     for (int b = first; b < first + count; b++) {
         vision_render_image(slot->images + (size_t)b * p->image_floats, slot->labels + b, p->split,
-                            slot->indices[b], slot->crops[b]);
+                            slot->indices[b], &slot->augments[b]);
     }
 }
 
@@ -118,7 +118,7 @@ BatchPrefetch *batch_prefetch_create(const VisionSplit *s, int B, int depth, int
         slot->images = buffer_alloc(p, mul_size_check(B, image_bytes, "batch"), "batch images");
         slot->labels = buffer_alloc(p, (size_t)B * sizeof(int), "batch labels");
         slot->indices = malloc_check((size_t)B * sizeof(int), "batch indices");
-        slot->crops = malloc_check((size_t)B * sizeof(ImageCrop), "batch crops");
+        slot->augments = malloc_check((size_t)B * sizeof(ImageAugment), "batch augments");
     }
     PTHREAD_CHECK(pthread_mutex_init(&p->lock, NULL));
     PTHREAD_CHECK(pthread_cond_init(&p->work_ready, NULL));
@@ -142,7 +142,7 @@ void batch_prefetch_submit(BatchPrefetch *p, const int *indices, Rng *rng) {
     PTHREAD_CHECK(pthread_mutex_unlock(&p->lock));
     memcpy(slot->indices, indices, (size_t)p->B * sizeof(int));
     slot->rng_before = rng != NULL ? rng->state : 0;
-    vision_draw_augment(slot->crops, p->split, p->B, rng);
+    vision_draw_augment(slot->augments, p->split, p->B, rng);
     slot->next_image = 0;
     slot->done_images = 0;
     if (p->num_threads == 0) {
@@ -191,7 +191,7 @@ void batch_prefetch_free(BatchPrefetch *p) {
         buffer_free(p, p->slots[i].images);
         buffer_free(p, p->slots[i].labels);
         free(p->slots[i].indices);
-        free(p->slots[i].crops);
+        free(p->slots[i].augments);
     }
     free(p->slots);
     free(p->threads);

@@ -10,6 +10,7 @@
 
 static const float IMAGENET_MEAN[3] = {0.485f, 0.456f, 0.406f};
 static const float IMAGENET_STD[3] = {0.229f, 0.224f, 0.225f};
+const uint8_t IMAGE_SHARD_MEAN_BYTES[3] = {124, 116, 104}; // round(255 * IMAGENET_MEAN)
 
 static int image_shard_parse_body(Reader *r, ImageShard *s, char *err, size_t err_bytes) {
     int32_t h[256];
@@ -141,31 +142,70 @@ static BilinearTap bilinear_tap(float v, int side) {
     return t;
 }
 
-void image_shard_render(const ImageShard *s, int index, ImageCrop win, float *out) {
-    const int side = s->side, crop = s->crop;
-    const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
+// The window's column taps, mirrored when it flips (the caller frees them).
+static BilinearTap *crop_columns(ImageCrop win, int side, int crop) {
     BilinearTap *columns = malloc_check((size_t)crop * sizeof(BilinearTap), "crop columns");
     for (int x = 0; x < crop; x++) {
         int xs = win.flip ? crop - 1 - x : x;
         columns[x] = bilinear_tap(win.x0 + ((float)xs + 0.5f) * win.w / (float)crop - 0.5f, side);
     }
+    return columns;
+}
+
+// Channel c's bilinear level (0..255) between the rows top and bottom.
+static inline float bilinear_level(const uint8_t *top, const uint8_t *bottom, BilinearTap col,
+                                   float fy, int c) {
+    const float fx = col.frac;
+    float a = top[col.lo * 3 + c], b = top[col.hi * 3 + c];
+    float d = bottom[col.lo * 3 + c], e = bottom[col.hi * 3 + c];
+    return (a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy;
+}
+
+void image_shard_render(const ImageShard *s, int index, ImageCrop win, float *out) {
+    const int side = s->side, crop = s->crop;
+    const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
+    BilinearTap *columns = crop_columns(win, side, crop);
     const size_t plane = (size_t)crop * crop;
     for (int y = 0; y < crop; y++) {
         BilinearTap row = bilinear_tap(win.y0 + ((float)y + 0.5f) * win.h / (float)crop - 0.5f, side);
         const uint8_t *top = img + (size_t)row.lo * side * 3, *bottom = img + (size_t)row.hi * side * 3;
         const float fy = row.frac;
         for (int x = 0; x < crop; x++) {
-            const BilinearTap col = columns[x];
-            const float fx = col.frac;
             for (int c = 0; c < 3; c++) {
-                float a = top[col.lo * 3 + c], b = top[col.hi * 3 + c];
-                float d = bottom[col.lo * 3 + c], e = bottom[col.hi * 3 + c];
-                float v = ((a * (1 - fx) + b * fx) * (1 - fy) + (d * (1 - fx) + e * fx) * fy) / 255.0f;
+                float v = bilinear_level(top, bottom, columns[x], fy, c) / 255.0f;
                 out[c * plane + (size_t)y * crop + x] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
             }
         }
     }
     free(columns);
+}
+
+void image_shard_render_bytes(const ImageShard *s, int index, ImageCrop win, uint8_t *out) {
+    const int side = s->side, crop = s->crop;
+    const uint8_t *img = s->pixels + (size_t)index * side * side * 3;
+    BilinearTap *columns = crop_columns(win, side, crop);
+    for (int y = 0; y < crop; y++) {
+        BilinearTap row = bilinear_tap(win.y0 + ((float)y + 0.5f) * win.h / (float)crop - 0.5f, side);
+        const uint8_t *top = img + (size_t)row.lo * side * 3, *bottom = img + (size_t)row.hi * side * 3;
+        for (int x = 0; x < crop; x++) {
+            for (int c = 0; c < 3; c++) {
+                // in [0, 255]: the taps' weights sum to 1
+                const float v = bilinear_level(top, bottom, columns[x], row.frac, c);
+                out[((size_t)y * crop + x) * 3 + c] = (uint8_t)(v + 0.5f);
+            }
+        }
+    }
+    free(columns);
+}
+
+void image_shard_normalise_bytes(const uint8_t *hwc, int side, float *out) {
+    const size_t plane = (size_t)side * side;
+    for (size_t i = 0; i < plane; i++) {
+        for (int c = 0; c < 3; c++) {
+            float v = hwc[i * 3 + c] / 255.0f;
+            out[c * plane + i] = (v - IMAGENET_MEAN[c]) / IMAGENET_STD[c];
+        }
+    }
 }
 
 void image_shard_sample(const ImageShard *s, int index, float *out, Rng *rng) {

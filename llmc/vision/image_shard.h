@@ -45,6 +45,13 @@ ImageCrop image_shard_draw_crop(const ImageShard *shard, Rng *rng);
 // Image index through window as floats (3, crop, crop), bilinear, normalized
 // with the ImageNet mean and std. Reads only: safe from several threads.
 void image_shard_render(const ImageShard *shard, int index, ImageCrop window, float *out);
+// The same window's bilinear levels rounded to bytes, HWC (crop, crop, 3), not
+// normalised: the uint8 image RandAugment works on (as timm's crop gives PIL).
+void image_shard_render_bytes(const ImageShard *shard, int index, ImageCrop window, uint8_t *out);
+// HWC bytes (side, side, 3) to floats (3, side, side), normalised as image_shard_render.
+void image_shard_normalise_bytes(const uint8_t *hwc, int side, float *out);
+// The ImageNet mean pixel in bytes, round(255 * mean): timm's RandAugment fill colour.
+extern const uint8_t IMAGE_SHARD_MEAN_BYTES[3];
 // image_shard_render of image_shard_draw_crop(shard, rng).
 void image_shard_sample(const ImageShard *shard, int index, float *out, Rng *rng);
 void image_shard_free(ImageShard *shard);

@@ -82,22 +82,64 @@ void vision_data_load(VisionSplit *train, VisionSplit *test, const char *train_p
     }
 }
 
-void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng) {
+void vision_draw_augment(ImageAugment *augments, const VisionSplit *s, int B, Rng *rng) {
     for (int b = 0; b < B; b++) {
+        ImageAugment *a = &augments[b];
         if (s->is_shard) {
-            crops[b] = image_shard_draw_crop(&s->shard, rng);
+            a->crop = image_shard_draw_crop(&s->shard, rng);
         } else {
             ImageCrop whole = {0.0f, 0.0f, (float)s->side, (float)s->side, 0};
             whole.flip = rng != NULL && (rng_u32(rng) & 1u);
-            crops[b] = whole;
+            a->crop = whole;
+        }
+        a->randaugment.num_layers = 0;
+        if (rng != NULL && s->randaugment.num_layers > 0) {
+            randaugment_draw(&a->randaugment, &s->randaugment, rng);
         }
     }
 }
 
-void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop) {
+// The grey image through its flip as bytes (S, S).
+static void grey_bytes(uint8_t *out, const VisionSplit *s, int index, int flip) {
+    const int S = s->side;
+    const uint8_t *src = s->images.data + (size_t)index * S * S;
+    for (int y = 0; y < S; y++) {
+        for (int x = 0; x < S; x++) out[y * S + x] = src[y * S + (flip ? S - 1 - x : x)];
+    }
+}
+
+// The RandAugment path: bytes, the ops, then normalised floats.
+static void render_randaugment(float *image, const VisionSplit *s, int index,
+                               const ImageAugment *augment) {
+    const int S = s->side, C = s->channels;
+    const size_t n = (size_t)S * S * C;
+    uint8_t *bytes = malloc_check(2 * n, "RandAugment image");
+    if (s->is_shard) {
+        image_shard_render_bytes(&s->shard, index, augment->crop, bytes);
+    } else {
+        grey_bytes(bytes, s, index, augment->crop.flip);
+    }
+    const uint8_t grey_fill = FMNIST_MEAN_BYTE;
+    randaugment_apply(bytes, bytes + n, S, C, &augment->randaugment,
+                      s->is_shard ? IMAGE_SHARD_MEAN_BYTES : &grey_fill);
+    if (s->is_shard) {
+        image_shard_normalise_bytes(bytes, S, image);
+    } else {
+        for (size_t i = 0; i < n; i++) image[i] = (bytes[i] / 255.0f - FMNIST_MEAN) / FMNIST_STD;
+    }
+    free(bytes);
+}
+
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index,
+                         const ImageAugment *augment) {
+    *label = s->is_shard ? s->shard.labels[index] : s->labels.data[index];
+    if (augment->randaugment.num_layers > 0) {
+        render_randaugment(image, s, index, augment);
+        return;
+    }
+    const ImageCrop crop = augment->crop;
     if (s->is_shard) {
         image_shard_render(&s->shard, index, crop, image);
-        *label = s->shard.labels[index];
         return;
     }
     const int S = s->side;
@@ -108,19 +150,18 @@ void vision_render_image(float *image, int *label, const VisionSplit *s, int ind
             image[y * S + x] = (p - FMNIST_MEAN) / FMNIST_STD;
         }
     }
-    *label = s->labels.data[index];
 }
 
 void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
                        Rng *flip_rng) {
-    ImageCrop *crops = malloc_check((size_t)B * sizeof(ImageCrop), "batch crops");
-    vision_draw_augment(crops, s, B, flip_rng); // in order: the draws do not depend on threads
+    ImageAugment *augments = malloc_check((size_t)B * sizeof(ImageAugment), "batch augments");
+    vision_draw_augment(augments, s, B, flip_rng); // in order: the draws do not depend on threads
     const size_t image_floats = (size_t)s->channels * s->side * s->side;
-#pragma omp parallel for schedule(dynamic, 1) if (s->is_shard && B > 1)
+#pragma omp parallel for schedule(dynamic, 1) if ((s->is_shard || s->randaugment.num_layers > 0) && B > 1)
     for (int b = 0; b < B; b++) {
-        vision_render_image(images + b * image_floats, labels + b, s, indices[b], crops[b]);
+        vision_render_image(images + b * image_floats, labels + b, s, indices[b], &augments[b]);
     }
-    free(crops);
+    free(augments);
 }
 
 void vision_shuffle(int *order, int n, Rng *rng) {

@@ -7,10 +7,12 @@
 
 #include "idx.h"
 #include "image_shard.h"
+#include "randaugment.h"
 #include "core/rand.h"
 
 // Fashion-MNIST pixel statistics (train split), for x = (p/255 - mean) / std.
 #define FMNIST_MEAN    0.2860f
+#define FMNIST_MEAN_BYTE 73 // round(255 * FMNIST_MEAN): RandAugment's fill
 #define FMNIST_STD     0.3530f
 #define FMNIST_CLASSES 10
 
@@ -21,7 +23,16 @@ typedef struct {
     IdxArray images, labels;
     ImageShard shard;
     int count, side, channels, num_classes;
+    // the training batches' RandAugment (-aa), after the crop and flip;
+    // num_layers 0 (as loaded): none
+    RandAugmentSpec randaugment;
 } VisionSplit;
+
+// One image's augmentation draws: the window and flip, then RandAugment's.
+typedef struct {
+    ImageCrop crop;
+    RandAugmentDraw randaugment; // num_layers 0: none
+} ImageAugment;
 
 // A split from a Fashion-MNIST folder (its PREFIX-* files) or an image shard
 // file, its first `limit` images (limit <= 0: all). Dies naming the file.
@@ -35,11 +46,15 @@ void vision_split_free(VisionSplit *s);
 
 // Each of B images' augmentation drawn from rng in order (NULL: none): a
 // random-resized-crop window and flip for shards, a flip for Fashion-MNIST
-// (whole-image window). The same draws, in the same order, as vision_make_batch.
-void vision_draw_augment(ImageCrop *crops, const VisionSplit *s, int B, Rng *rng);
-// Image index through crop, normalised, (Cin, S, S) floats, and its label.
-// Reads only: safe from several threads.
-void vision_render_image(float *image, int *label, const VisionSplit *s, int index, ImageCrop crop);
+// (whole-image window), then, with s->randaugment on, the image's RandAugment
+// draws. The same draws, in the same order, as vision_make_batch.
+void vision_draw_augment(ImageAugment *augments, const VisionSplit *s, int B, Rng *rng);
+// Image index through its window and flip, normalised, (Cin, S, S) floats,
+// and its label. With RandAugment draws the window is rendered to bytes
+// first (rounded), RandAugment applies to them (fill: the data's mean pixel),
+// then they are normalised. Reads only: safe from several threads.
+void vision_render_image(float *image, int *label, const VisionSplit *s, int index,
+                         const ImageAugment *augment);
 // Normalised images (B, Cin, S, S) and labels for the given indices; with
 // flip_rng, training augmentation (flips; random-resized-crop for shards).
 // The draws come from flip_rng in image order, the pixels from OpenMP threads.

@@ -91,6 +91,13 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
          "dropped with this rate at the last block, linearly less before it (default 0)",
          NULL, 0, 0},
         {"-f", CLI_INT, &p->flip, 0, 1, "random horizontal flips (default 1)", NULL, 0, 0},
+        {"-aa", CLI_STRING, &p->auto_augment, 0, 0,
+         "RandAugment as timm's --aa names it, e.g. rand-m9-mstd0.5-inc1 (Swin-T's):\n"
+         "sections m (magnitude of 10), n (ops an image, default 2), mstd, mmax,\n"
+         "p (each op's probability, default 0.5), inc (1: increasing ops); after\n"
+         "the crop and flip, on bytes; geometric ops sample nearest; needs -f 1\n"
+         "(default: none)",
+         "spec", 0, 0},
         {"-pe", CLI_INT, &p->print_every, 1, MAX_COUNT,
          "progress line every this many steps (default 50)", NULL, 0, 0},
         {"-sd", CLI_SEED, &p->seed, 0, 0, "seed for init, shuffling and flips (default 1337)", NULL,
@@ -118,6 +125,26 @@ void vit_train_args_check(const CliSpec *spec, const VitTrainArgs *a) {
     if (a->resume && a->output_dir == NULL) {
         cli_error(spec, "-y 1 needs -o, the directory to resume from");
     }
+    if (a->auto_augment != NULL) {
+        RandAugmentSpec ra;
+        char err[256];
+        if (randaugment_parse(&ra, a->auto_augment, err, sizeof(err)) != 0) {
+            cli_error(spec, "-aa %s: %s", a->auto_augment, err);
+        }
+        if (!a->flip) {
+            cli_error(spec, "-aa %s needs -f 1 (-f 0 turns the training augmentation off)",
+                      a->auto_augment);
+        }
+    }
+}
+
+RandAugmentSpec vit_train_randaugment(const VitTrainArgs *a) {
+    RandAugmentSpec ra = {0};
+    char err[256];
+    if (a->auto_augment != NULL && randaugment_parse(&ra, a->auto_augment, err, sizeof(err)) != 0) {
+        fatal("-aa %s: %s", a->auto_augment, err);
+    }
+    return ra;
 }
 
 static int is_family_name(const char *model) {

@@ -38,6 +38,7 @@ typedef struct {
     float smoothing;
     float drop_path; // -dp: the deepest block's stochastic-depth rate (0: off)
     int flip;
+    const char *auto_augment; // -aa: timm's RandAugment spec ("rand-m9-mstd0.5-inc1"), or NULL
     int print_every;
     unsigned long long seed;
     // checkpoints and data parallel, the same on the CPU and the GPU
@@ -54,8 +55,11 @@ typedef struct {
 VitTrainArgs vit_train_args_defaults(void);
 // Writes the flags bound to a into flags (room for VIT_TRAIN_MAX_FLAGS); returns their count.
 int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
-// After cli_parse: the rules between the flags (-y 1 needs -o); cli_error otherwise.
+// After cli_parse: the rules between the flags (-y 1 needs -o; -aa a valid
+// spec, with -f 1); cli_error otherwise.
 void vit_train_args_check(const CliSpec *spec, const VitTrainArgs *a);
+// -aa's spec (checked by vit_train_args_check); a zeroed spec (off) without -aa.
+RandAugmentSpec vit_train_randaugment(const VitTrainArgs *a);
 
 // -e: a model file, or a fresh ViT / Swin from the shape flags sized for the
 // data (its image side, channels and classes). Dies with the reason otherwise.

@@ -60,6 +60,7 @@ void vit_train_setup(VitTrainSetup *s, Classifier *model, const VitTrainArgs *ar
     const int resume_step = vit_train_resume_step(args, ranks);
     vision_data_load(&s->train, &s->test, args->train_data, args->test_data, args->max_train,
                      args->max_test);
+    s->train.randaugment = vit_train_randaugment(args); // the test split takes none
     s->B = args->batch_size;
     s->global_B = s->B * ranks->world;
     if (s->train.count < s->global_B) {
