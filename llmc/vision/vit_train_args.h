@@ -49,7 +49,7 @@ typedef struct {
 } VitTrainArgs;
 
 // Room for every flag vit_train_flags writes.
-#define VIT_TRAIN_MAX_FLAGS 40
+#define VIT_TRAIN_MAX_FLAGS 48
 
 // The defaults (the CPU trainer's).
 VitTrainArgs vit_train_args_defaults(void);
