@@ -22,7 +22,7 @@ def row_dot(B, T, NH, hs, what):
     """flash_attention_row_dot_kernel: D = dy . y, a warp a row"""
     rows = B * NH * T
     return Call("flash_attention_row_dot_kernel", what, rows * 2 * XB * hs, rows * F32,
-                rows * (2 * XB * hs + F32), fma=rows * 2 * hs)
+                rows * (2 * XB * hs + F32), fma=rows * 2 * hs, shared_read=0, shared_written=0)
 
 
 def _flash_style_unique(B, T, C, NH, part):
@@ -40,15 +40,41 @@ def _pairs(T, causal):
     return T * (T + 1) // 2 if causal else T * T
 
 
+# shared memory of the tensor-core kernels (mma.cuh): an A strip of 16 rows x
+# 16 features is one ldmatrix.x4 (4 matrices of 128 B), every mma's B fragment
+# one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk, the P V-like
+# products through mma_load_b_kn); tiles are written by tc_load_rows, a whole
+# tile of rows (zero past the valid ones) whatever is valid
+LDMATRIX_MATRIX = 128
+B_FRAGMENT = 2 * LDMATRIX_MATRIX
+A_STRIP = 4 * LDMATRIX_MATRIX
+
+
+def _seen_pairs(first_row, rows, T, q0, queries, causal):
+    """(key row, query) pairs of a dk/dv warp strip and a query tile that the
+    mask keeps: the lse_s reads (made only for those)"""
+    n = 0
+    for tk in range(first_row, min(first_row + rows, T)):
+        lo = max(0, tk - q0) if causal else 0
+        n += max(0, queries - lo)
+    return n
+
+
 def tc(B, T, C, NH, causal, forward):
     """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
     64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
-    16-key chunks past its last row; one mma covers 16 x 8 x 16"""
+    16-key chunks past its last row; one mma covers 16 x 8 x 16. Shared memory:
+    every warp's A strips (forward q; dq q and dy, once; dk/dv k and v, again
+    for each query tile it works on), a B fragment each mma, the tiles written
+    whole, and dk/dv's lse and D of a query tile (written by the block; D read
+    for every score element of a lane, lse only where the mask keeps the pair)"""
     hs = C // NH
     D = padded_head(hs)
     bh = B * NH
     nb = ceil_div(T, 64)
     row_b = XB * hs
+    tile_row = XB * D  # a shared tile row: D bf16 (the padding past D never touched)
+    strip = (D // 16) * A_STRIP
     pairs = _pairs(T, causal)
     if forward:
         r = w = mma = 0
@@ -67,21 +93,28 @@ def tc(B, T, C, NH, causal, forward):
                     seen = min(keys, r0 + 16 - k0) if causal else keys
                     mma += ceil_div(seen, 16) * D // 4  # S (2 k16 n-tiles x D/16) + P V (k16 x D/8)
             w += rows * (row_b + F32)
+        tiles = sum(ceil_div(min(64 * bx + 64, T) if causal else T, 64) for bx in range(nb))
+        sw = nb * 64 * tile_row + tiles * 2 * 64 * tile_row
+        sr = nb * 4 * strip + B_FRAGMENT * mma
         return [Call("flash_attention_tc_forward_kernel<D, CAUSAL>", "attention fwd", bh * r, bh * w,
                      _flash_style_unique(B, T, C, NH, "fwd"), mma=bh * mma, fma=bh * 8 * pairs,
-                     sfu=bh * pairs)]
+                     sfu=bh * pairs, shared_read=bh * sr, shared_written=bh * sw)]
     BK = 64 if D <= 64 else 32
     rq = wq = mq = 0
     rk = wk = mk = 0
+    srq = swq = srk = swk = 0
     for bx in range(nb):
         first = 64 * bx
         rows = min(64, T - first)
         # dq: q and dy rows; lse and D loaded by the 4 lanes of each row's quad
         rq += 2 * rows * row_b + rows * 4 * 2 * F32
+        swq += 2 * 64 * tile_row
+        srq += 4 * 2 * strip
         k_end = min(first + 64, T) if causal else T
         for k0 in range(0, k_end, BK):
             keys = min(BK, T - k0)
             rq += 2 * keys * row_b
+            swq += 2 * BK * tile_row
             for warp in range(4):
                 r0 = first + 16 * warp
                 if r0 >= T or (causal and k0 > r0 + 15):
@@ -91,23 +124,30 @@ def tc(B, T, C, NH, causal, forward):
         wq += rows * row_b
         # dk/dv: k and v rows; q, dy, lse, D of each query tile from the block's first key
         rk += 2 * rows * row_b
+        swk += 2 * 64 * tile_row
         for q0 in range(first if causal else 0, T, BK):
             queries = min(BK, T - q0)
             rk += 2 * queries * row_b + 2 * F32 * queries
+            swk += 2 * BK * tile_row + 2 * F32 * BK
             for warp in range(4):
                 kr0 = first + 16 * warp
                 if kr0 >= T or (causal and q0 + BK - 1 < kr0):
                     continue
                 mk += ceil_div(queries, 16) * D // 2  # S^T, dP^T, dV += P^T dO, dK += dS^T Q
+                # k, v strips again; D_s for each of a lane's BK / 2 score elements; lse_s if kept
+                srk += 2 * strip + 32 * (BK // 2) * F32 + \
+                    F32 * _seen_pairs(kr0, 16, T, q0, queries, causal)
         wk += 2 * rows * row_b
+    srq += B_FRAGMENT * mq
+    srk += B_FRAGMENT * mk
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
     return [rd,
             Call("flash_attention_tc_backward_dq_kernel<D, CAUSAL>", "attention bwd dq", bh * rq,
                  bh * wq, _flash_style_unique(B, T, C, NH, "dq"), mma=bh * mq,
-                 fma=bh * 5 * pairs, sfu=bh * pairs),
+                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srq, shared_written=bh * swq),
             Call("flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>", "attention bwd dk dv",
                  bh * rk, bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), mma=bh * mk,
-                 fma=bh * 5 * pairs, sfu=bh * pairs)]
+                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srk, shared_written=bh * swk)]
 
 
 def flash(B, T, C, NH, causal, forward):
