@@ -6,6 +6,9 @@ The flash-style kernels' counts come from walking their grids block by block
 (tails, causal skips and all), one (b, h) at a time: every (b, h) is the same.
 """
 
+import copy
+import functools
+
 from calls import Call
 from kernels import XB, F32, ceil_div, gemm
 
@@ -61,6 +64,12 @@ def _seen_pairs(first_row, rows, T, q0, queries, causal):
 
 
 def tc(B, T, C, NH, causal, forward):
+    """the tensor-core kernels' calls (_tc_calls, walked once a shape)"""
+    return [copy.copy(c) for c in _tc_calls(B, T, C, NH, causal, forward)]
+
+
+@functools.lru_cache(maxsize=None)
+def _tc_calls(B, T, C, NH, causal, forward):
     """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
     64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
     16-key chunks past its last row; one mma covers 16 x 8 x 16. Shared memory:
@@ -226,14 +235,15 @@ def cublas(B, T, C, NH, causal, forward):
 
 def cudnn(B, T, C, NH, causal, forward):
     """cuDNN's fused kernels (not in the emulator's table): the useful FLOPs of
-    the pairs on tensor cores, the flash-style unique bytes"""
+    the pairs on tensor cores at cuBLAS's rate (cuDNN's Hopper kernels use
+    wgmma, not mma.sync: issue 27's figure kept), the flash-style unique bytes"""
     hs = C // NH
     pairs = B * NH * _pairs(T, causal)
     flops = (4 if forward else 10) * hs * pairs
     u = (_flash_style_unique(B, T, C, NH, "fwd") if forward else
          sum(_flash_style_unique(B, T, C, NH, p) for p in ("dot", "dq", "dkdv")))
     return [Call("cudnn", "attention %s (cuDNN)" % ("fwd" if forward else "bwd"), u, 0, u,
-                 mma=flops // 4096, sfu=pairs * (1 if forward else 2), launches=1 if forward else 2,
+                 gemm=flops, sfu=pairs * (1 if forward else 2), launches=1 if forward else 2,
                  counted=False)]
 
 
