@@ -7,7 +7,7 @@
 # EMU_TRAFFIC=1, and every kernel's counted launches, bytes read and written,
 # mma and cuBLAS GEMM FLOPs equal to the model's at that size, and its
 # shared-memory bytes read and written (ldmatrix's included) where the model
-# follows them (the tensor-core attention kernels: issue 36). Mutants must
+# follows them (the tensor-core and fp32 flash attention kernels: issue 36). Mutants must
 # fail, naming their kernel: the norm backward's per-lane load of rstd counted
 # once a row, the tensor-core forward's mma per 16-key chunk halved, a
 # GEMM's bias read dropped, the ldmatrix.x2 B fragment of an mma halved. Then

@@ -160,47 +160,78 @@ def _tc_calls(B, T, C, NH, causal, forward):
 
 
 def flash(B, T, C, NH, causal, forward):
+    """the fp32 FMA kernels' calls (_flash_calls, walked once a shape)"""
+    return [copy.copy(c) for c in _flash_calls(B, T, C, NH, causal, forward)]
+
+
+@functools.lru_cache(maxsize=None)
+def _flash_calls(B, T, C, NH, causal, forward):
     """the fp32 FMA kernels: blocks of 16 rows (4 warps x 4), tiles of 32 keys or
     queries through shared memory; dq reads lse and D from global memory for
-    every pair it sees. FMAs: 4 hs a pair forward, 6 hs in dq, 8 hs in dk/dv"""
+    every pair it sees. FMAs: 4 hs a pair forward, 6 hs in dq, 8 hs in dk/dv.
+    Shared memory (fp32): the row and tile buffers written whole (zeros past
+    the valid rows); a warp's row and a tile: each lane that sees its key
+    reads both operands of its dot products (q and k forward; q, k, dy, v in
+    dq; q, k, dy, v, its lse and D in dk/dv), and each seen key (query) adds
+    a row of the tile to the lanes' dimensions (v forward, k in dq, dy and q in
+    dk/dv)"""
     hs = C // NH
     bh = B * NH
     nb = ceil_div(T, 16)
     row_b = XB * hs
+    tile_b = F32 * hs  # a row of a shared buffer (the + 1 padding never touched)
     pairs = _pairs(T, causal)
     if forward:
-        r = w = 0
+        r = w = sr = sw = 0
         for bx in range(nb):
             q0 = 16 * bx
             q_end = min(q0 + 16, T)
             r += (q_end - q0) * row_b
+            sw += 16 * tile_b
             for k0 in range(0, q_end if causal else T, 32):
                 r += 2 * min(32, T - k0) * row_b
+                sw += 2 * 32 * tile_b
+                for tq in range(q0, q_end):
+                    if not (causal and k0 > tq):  # keys seen by the row in this tile
+                        sr += 3 * tile_b * (min(32, tq - k0 + 1) if causal else min(32, T - k0))
             w += (q_end - q0) * (row_b + F32)
         return [Call("flash_attention_forward_kernel<CAUSAL>", "attention fwd", bh * r, bh * w,
-                     _flash_style_unique(B, T, C, NH, "fwd"), fma=bh * 4 * hs * pairs, sfu=bh * pairs)]
+                     _flash_style_unique(B, T, C, NH, "fwd"), fma=bh * 4 * hs * pairs, sfu=bh * pairs,
+                     shared_read=bh * sr, shared_written=bh * sw)]
     rq = wq = rk = wk = 0
+    srq = swq = srk = swk = 0
     for bx in range(nb):
         first = 16 * bx
         end = min(first + 16, T)
         rows = end - first
         rq += 2 * rows * row_b
+        swq += 2 * 16 * tile_b
         for k0 in range(0, end if causal else T, 32):
             rq += 2 * min(32, T - k0) * row_b
+            swq += 2 * 32 * tile_b
+            for tq in range(first, end):
+                if not (causal and k0 > tq):
+                    srq += 5 * tile_b * (min(32, tq - k0 + 1) if causal else min(32, T - k0))
         wq += rows * row_b
         rk += 2 * rows * row_b
+        swk += 2 * 16 * tile_b
         for q0 in range(first if causal else 0, T, 32):
             queries = min(32, T - q0)
             rk += 2 * queries * row_b + 2 * F32 * queries
+            swk += 2 * 32 * tile_b + 2 * 32 * F32
+            for tk in range(first, end):
+                sees = max(0, queries - max(0, tk - q0)) if causal else queries
+                srk += sees * (6 * tile_b + 2 * F32)
         wk += 2 * rows * row_b
     rq += 2 * F32 * pairs  # lse[row] and D[row] loaded by every lane that sees its key
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
     return [rd,
             Call("flash_attention_backward_dq_kernel<CAUSAL>", "attention bwd dq", bh * rq, bh * wq,
-                 _flash_style_unique(B, T, C, NH, "dq"), fma=bh * 6 * hs * pairs, sfu=bh * pairs),
+                 _flash_style_unique(B, T, C, NH, "dq"), fma=bh * 6 * hs * pairs, sfu=bh * pairs,
+                 shared_read=bh * srq, shared_written=bh * swq),
             Call("flash_attention_backward_dkdv_kernel<CAUSAL>", "attention bwd dk dv", bh * rk,
                  bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), fma=bh * 8 * hs * pairs,
-                 sfu=bh * pairs)]
+                 sfu=bh * pairs, shared_read=bh * srk, shared_written=bh * swk)]
 
 
 def cublas(B, T, C, NH, causal, forward):
