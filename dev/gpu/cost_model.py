@@ -5,7 +5,8 @@ with the bytes it moves, the FLOPs it does and on which unit, and its
 roofline time (cost/calls.py). The bytes issued are held to the emulator's
 counts by `check`; the roofline uses the bytes once (see calls.py).
 
-  cost_model.py [report]            d12 per-call table, step times, MFU, cbwc/ln,
+  cost_model.py [report]            d12 before/after issue 36 by part, per-call table,
+                                    step times, MFU (llm.c's convention), cbwc/ln,
                                     ViT-Tiny and Swin-Tiny, folded vs LN inference
   cost_model.py calls [--model d12] [-b 16] [-t 1024] [-N ln] [-at tc] [--forward]
                                     every role of one GPT-2 step
@@ -30,6 +31,70 @@ import report  # noqa: E402
 import vision  # noqa: E402
 
 D12_B, D12_T, D12_BUCKETS = 16, 1024, 5000  # distinct tokens of a 16k-token batch of text (estimate)
+TARGET_STEP_MS, TARGET_ATTENTION_MS = 28.0, 3.0  # issue 36: d12 bf16 B=16 T=1024 -at tc
+
+
+def before_after_section(out=print):
+    """issue 36: the d12 ln tc step by part under issue 27's calibration and
+    this one, the MFU in llm.c's convention, and the issue's targets"""
+    s = gpt2.parse_descriptor("d12")
+    cs = gpt2.train_step(s, D12_B, D12_T, "ln", "tc", D12_BUCKETS)
+    was = C.calibration
+    C.use_calibration("issue27")
+    before, t_before = report.step_parts(cs), C.total_seconds(cs)
+    C.use_calibration(was)
+    after, t_after = report.step_parts(cs), C.total_seconds(cs)
+    flops, flops12 = gpt2.model_flops(s, D12_B, D12_T), gpt2.model_flops_12lct(s, D12_B, D12_T)
+    out("## d12 bf16 B=%d T=%d ln -at tc: before (issue 27's model) and after (issue 36's)\n"
+        % (D12_B, D12_T))
+    out("| part | launches | before ms | after ms |")
+    out("| --- | ---: | ---: | ---: |")
+    for label, _ in report.STEP_PARTS:
+        (b, n), (a, _n) = before[label], after[label]
+        if n:
+            out("| %s | %d | %.3f | %.3f |" % (label, n, b * 1e3, a * 1e3))
+    launches = sum(c.launches for c in cs)
+    out("| **step** | %d | **%.2f** | **%.2f** |" % (launches, t_before * 1e3, t_after * 1e3))
+    floor = [c for c in cs if max(c.unit_seconds(), key=c.unit_seconds().get) == "latency"]
+    out("\nof which launch gaps %.2f ms (%d launches x %.0f us, both); %d launches are latency-bound "
+        "after (%s): %.2f ms with their gaps" % (
+            launches * C.LAUNCH_S * 1e3, launches, C.LAUNCH_S * 1e6,
+            sum(c.launches for c in floor), ", ".join(sorted(set(c.name for c in floor))),
+            C.total_seconds(floor) * 1e3))
+    out("\nMFU in llm.c's convention (train_gpt2.cu gpt2_estimate_mfu: (6 N + 6 L C T) B T = %.2f "
+        "TFLOP a step, over %.1f TFLOP/s): before %.1f %%, after %.1f %%; with issue 27's "
+        "(6 N + 12 L C T) B T = %.2f TFLOP: before %.1f %%, after %.1f %%" % (
+            flops / 1e12, C.PEAK_BF16 / 1e12, 100 * flops / t_before / C.PEAK_BF16,
+            100 * flops / t_after / C.PEAK_BF16, flops12 / 1e12,
+            100 * flops12 / t_before / C.PEAK_BF16, 100 * flops12 / t_after / C.PEAK_BF16))
+    out("\n### the tensor-core attention kernels after (12 layers): each unit's time\n")
+    out("| kernel | mma.sync ms (%.0f TFLOP/s) | shared ms (%.1f TB/s) | HBM ms | fp32 ms | bound | ms |"
+        % (C.MMA_SYNC_FLOPS / 1e12, C.SMEM_BYTES / 1e12))
+    out("| --- | ---: | ---: | ---: | ---: | --- | ---: |")
+    att = [c for c in cs if c.what.startswith("attention")]
+    for name in sorted(set(c.name for c in att)):
+        ks = [c for c in att if c.name == name]
+        u = dict((k, sum(c.unit_seconds()[k] for c in ks) * 1e3) for k in ks[0].unit_seconds())
+        out("| `%s` | %.3f | %.3f | %.3f | %.3f | %s | %.3f |" % (
+            name, u["tensor"], u["smem"], u["hbm"], u["fma"], ks[0].bound(),
+            C.total_seconds(ks) * 1e3))
+    serial = sum(c.launches * C.LAUNCH_S + max(c.unit_seconds()["tensor"] + c.unit_seconds()["smem"],
+                                               c.unit_seconds()["hbm"]) for c in att)
+    out("\nthe roofline takes the slowest unit, as if ldmatrix and mma.sync overlapped perfectly; "
+        "with none (each warp's B fragment loaded, then used: shared + mma.sync time) attention "
+        "would take %.2f ms. Neither counts occupancy (dk/dv's registers), barriers or synchronous "
+        "tile loads" % (serial * 1e3))
+    attn = after["attention fwd"][0] + after["attention bwd"][0]
+    out("\nissue 36's targets: step %.2f ms (target <= %.0f): %s; attention fwd + bwd %.2f ms "
+        "(target <= %.0f): %s" % (
+            t_after * 1e3, TARGET_STEP_MS, "meets" if t_after * 1e3 <= TARGET_STEP_MS else "MISSES",
+            attn * 1e3, TARGET_ATTENTION_MS, "meets" if attn * 1e3 <= TARGET_ATTENTION_MS else "MISSES"))
+    if attn * 1e3 > TARGET_ATTENTION_MS:
+        worst = max(set(c.name for c in att), key=lambda n: C.total_seconds([c for c in att if c.name == n]))
+        ks = [c for c in att if c.name == worst]
+        out("the part that misses: attention, the kernels as written; the slowest is `%s` at %.2f ms, "
+            "bound by %s" % (worst, C.total_seconds(ks) * 1e3, ks[0].bound()))
+    out("")
 
 
 def d12_section(out=print):
@@ -37,8 +102,9 @@ def d12_section(out=print):
     flops = gpt2.model_flops(s, D12_B, D12_T)
     tokens = D12_B * D12_T
     out("## GPT-2 d12, bf16, B=%d T=%d, one step (no gradient accumulation)\n" % (D12_B, D12_T))
-    out("N = %d parameters; model FLOPs a step (6 N + 12 L C T) B T = %.2f TFLOP; MFU = that / "
-        "(predicted step time x %.1f TFLOP/s)\n" % (s.params, flops / 1e12, C.PEAK_BF16 / 1e12))
+    out("N = %d parameters; model FLOPs a step in llm.c's convention (6 N + 6 L C T) B T = %.2f "
+        "TFLOP; MFU = that / (predicted step time x %.1f TFLOP/s)\n" % (
+            s.params, flops / 1e12, C.PEAK_BF16 / 1e12))
     times = {}
     for kind in ("tc", "flash", "cublas", "cudnn"):
         for mode in ("ln", "cbwc", "rms"):
@@ -130,10 +196,14 @@ def calls_command(argv):
 def main(argv):
     cmd = argv[0] if argv else "report"
     if cmd == "report":
-        print("# H200 roofline: bf16 tensor %.0f TFLOP/s, fp32 FMA %.0f TFLOP/s, exp %.0f G/s, HBM %.1f "
-              "TB/s (bytes once), %.0f us a launch\n" % (C.TENSOR_FLOPS / 1e12, C.FMA_FLOPS / 1e12,
-                                                        C.SFU_OPS / 1e9, C.HBM_BYTES / 1e12,
-                                                        C.LAUNCH_S * 1e6))
+        print("# H200 roofline: bf16 tensor %.0f TFLOP/s (cuBLASLt), mma.sync %.0f TFLOP/s "
+              "(FlashAttention-2 on H100), fp32 FMA %.0f TFLOP/s, exp %.0f G/s, HBM %.1f TB/s "
+              "(bytes once), shared memory %.2f TB/s (132 SMs x 128 B/clock x 1.98 GHz), "
+              "%.0f us a launch + a %.0f us latency floor\n" % (
+                  C.TENSOR_FLOPS / 1e12, C.MMA_SYNC_FLOPS / 1e12, C.FMA_FLOPS / 1e12,
+                  C.SFU_OPS / 1e9, C.HBM_BYTES / 1e12, C.SMEM_BYTES / 1e12, C.LAUNCH_S * 1e6,
+                  C.KERNEL_MIN_S * 1e6))
+        before_after_section()
         d12_section()
         vision_section()
         inference_section()

@@ -5,12 +5,18 @@
 # tails and head sizes 64, 32 and 16, flash, cublas, forward-only; ViT tc,
 # flash, cublas; Swin ln and cbwc with the centring ops), each with
 # EMU_TRAFFIC=1, and every kernel's counted launches, bytes read and written,
-# mma and cuBLAS GEMM FLOPs equal to the model's at that size. Mutants must
+# mma and cuBLAS GEMM FLOPs equal to the model's at that size, and its
+# shared-memory bytes read and written (ldmatrix's included) where the model
+# follows them (the tensor-core and fp32 flash attention kernels: issue 36). Mutants must
 # fail, naming their kernel: the norm backward's per-lane load of rstd counted
 # once a row, the tensor-core forward's mma per 16-key chunk halved, a
-# GEMM's bias read dropped. Then the report: the issue's targets (d12 bf16
-# B=16 T=1024, tc: MFU >= 45 %, cbwc <= 1.02 x ln) and the device hook's
-# measured-vs-predicted line, whose prediction must equal a hand computation.
+# GEMM's bias read dropped, the ldmatrix.x2 B fragment of an mma halved. Then
+# the report: issue 27's targets (d12 bf16 B=16 T=1024, tc: MFU >= 45 % in
+# llm.c's 6 N + 6 L C T convention, cbwc <= 1.02 x ln), issue 36's before and
+# after table (after >= before: the new roofs only add limits; the parts sum
+# to the step; the targets line names the part that misses) and the device
+# hook's measured-vs-predicted line, whose prediction must equal a hand
+# computation.
 # cores: 1
 # sanitized: skip a SAN=1 build has no access hooks, so nothing is counted; the emulated programs run under the sanitizers in cuda_emu and cuda_vit_emu
 set -uo pipefail
@@ -28,6 +34,7 @@ make -s build/emu/train_gpt2cu build/emu/train_vitcu > "$work/build.log" 2>&1 ||
 # 1. every emulated run's counts = the model's
 if $PY dev/gpu/cost_model.py check "$work/runs" > "$work/check.log" 2>&1; then
     ok "emulated counts = the model, kernel by kernel: $(tail -1 "$work/check.log")"
+    echo "     $(tail -2 "$work/check.log" | head -1)"
     grep -E '^ok +[a-z]' "$work/check.log" | sed 's/^ok  */     /'
 else
     bad "emulated counts differ from the model:"; sed 's/^/     /' "$work/check.log"
@@ -53,6 +60,8 @@ mutant rstd_once_a_row kernels.py "stats = 32 * F32" "stats = F32" "norm_backwar
 mutant tc_chunk_mma_halved attention.py "ceil_div(seen, 16) * D // 4" "ceil_div(seen, 16) * D // 8" \
     "flash_attention_tc_forward_kernel<"
 mutant gemm_bias_dropped kernels.py "(XB * m if bias else 0)" "0" "cublasLtMatmul"
+mutant ldmatrix_b_fragment_halved attention.py "B_FRAGMENT = 2 * LDMATRIX_MATRIX" \
+    "B_FRAGMENT = LDMATRIX_MATRIX" "flash_attention_tc_backward_dkdv_kernel<"
 
 # 3. the report and the issue's targets
 if $PY dev/gpu/cost_model.py report > "$work/report.md" 2>&1; then
@@ -63,6 +72,27 @@ if $PY dev/gpu/cost_model.py report > "$work/report.md" 2>&1; then
         ok "report: d12 ln tc MFU $mfu % (target >= 45), cbwc / ln $ratio (target <= 1.02)"
     else
         bad "report targets: MFU '${mfu:-none}' (>= 45), cbwc / ln '${ratio:-none}' (<= 1.02)"
+    fi
+    # issue 36: the before/after table; its step row, its parts' sum, the targets line
+    step=$(grep -m1 '^| \*\*step\*\* |' "$work/report.md")
+    before=$(awk -F'|' '{ gsub(/[ *]/, "", $4); print $4 }' <<< "$step")
+    after=$(awk -F'|' '{ gsub(/[ *]/, "", $5); print $5 }' <<< "$step")
+    sum=$(sed -n '/^| part | launches | before ms | after ms |/,/^| \*\*step/p' "$work/report.md" |
+          awk -F'|' 'NR > 2 && $2 !~ /step/ { s += $5 } END { printf "%.2f", s }')
+    if [ -n "$before" ] && [ -n "$after" ] &&
+       awk -v b="$before" -v a="$after" -v s="$sum" 'BEGIN { exit !(a >= b && s - a <= 0.02 && a - s <= 0.02) }'; then
+        ok "report: d12 ln tc step before $before ms, after $after ms (>= before; its parts sum to $sum)"
+    else
+        bad "report: before/after step '${before:-none}' / '${after:-none}', parts sum '${sum:-none}'"
+    fi
+    targets=$(grep -m1 "^issue 36's targets:" "$work/report.md")
+    if [ -z "$targets" ]; then
+        bad "report: no issue 36 targets line"
+    elif grep -q MISSES <<< "$targets" && ! grep -q '^the part that misses:' "$work/report.md"; then
+        bad "report: a target missed without naming the part: $targets"
+    else
+        ok "report: $targets"
+        grep -m1 '^the part that misses:' "$work/report.md" | sed 's/^/     /'
     fi
     for section in "ViT-Tiny ln" "Swin-Tiny ln" "| 16384 | 1 |"; do
         grep -qF -- "$section" "$work/report.md" || bad "report: no '$section'"

@@ -91,6 +91,7 @@ struct State {
     Cell *shared_cells;
     size_t shared_used, shared_capacity;
     unsigned long long read_bytes, written_bytes, mmas;
+    unsigned long long shared_read_bytes, shared_written_bytes; // ldmatrix's reads included
     uintptr_t code_bias; // the program's load address: code offsets fit 32 bits
 };
 __thread State st;
@@ -144,7 +145,7 @@ void add_region(uintptr_t lo, size_t bytes, const char *name) {
     if (st.regions == MAX_REGIONS) {
         device_abort("race detector: more than %d __shared__ arrays in one launch", MAX_REGIONS);
     }
-    const size_t cells = bytes / GRANULE + 1;
+    const size_t cells = st.check ? bytes / GRANULE + 1 : 0; // counting traffic only: no shadow
     if (st.shared_used + cells > st.shared_capacity) {
         size_t cap = st.shared_capacity > 0 ? st.shared_capacity : 4096;
         while (cap < st.shared_used + cells) cap *= 2;
@@ -417,12 +418,15 @@ void access(const void *p, size_t n, Access kind, const void *pc) {
         }
         return;
     }
-    if (!st.check) return;
     for (int i = 0; i < st.regions; i++) {
         const Region &r = st.region[i];
         if (a - r.lo < r.bytes) {
+            if (kind != WRITE) st.shared_read_bytes += n;
+            if (kind != READ) st.shared_written_bytes += n;
             const size_t within = r.lo + r.bytes - a; // an overrun is ASan's to see (SAN=1)
-            check(st.shared_cells + r.cell, r.lo, a, n < within ? n : within, kind, pc, false, &r);
+            if (st.check) {
+                check(st.shared_cells + r.cell, r.lo, a, n < within ? n : within, kind, pc, false, &r);
+            }
             return;
         }
     }
@@ -492,15 +496,19 @@ void launch_begins(const char *kernel, const char *instance, dim3 grid, dim3 blo
     st.regions = 0;
     st.shared_used = 0;
     st.read_bytes = st.written_bytes = st.mmas = 0;
+    st.shared_read_bytes = st.shared_written_bytes = 0;
     st.dynamic_region = -1;
-    if (st.check && bytes > 0) {
+    if (st.on && bytes > 0) {
         st.dynamic_region = st.regions;
         add_region((uintptr_t)dynamic_shared, bytes, "extern __shared__");
     }
 }
 
 void launch_ends() {
-    if (st.on) traffic_add(st.kernel, st.read_bytes, st.written_bytes, st.mmas, 0);
+    if (st.on) {
+        traffic_add(st.kernel, st.read_bytes, st.written_bytes, st.mmas, 0, st.shared_read_bytes,
+                    st.shared_written_bytes);
+    }
     active = false;
 }
 
@@ -520,7 +528,7 @@ void warp_released(int warp) { st.epoch[warp]++; }
 void block_released() { st.sync = next_interval(); }
 
 void shared_array(void *p, size_t bytes, const char *name) {
-    if (!st.check) return;
+    if (!st.on) return;
     for (int i = 0; i < st.regions; i++) {
         if (st.region[i].lo == (uintptr_t)p) return; // registered by an earlier block
     }

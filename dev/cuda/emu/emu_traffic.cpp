@@ -1,7 +1,8 @@
 // CUDA emulation (a logic check, not a device run): the per-kernel traffic
 // table (emu_traffic.h), filled at the end of every launch by the race
-// detector's hooks (bytes, and the mma count emu_mma.cpp keeps with them) and
-// by the emulated cuBLAS at each call, shared by the ranks as threads.
+// detector's hooks (global and shared bytes, and the mma count emu_mma.cpp
+// keeps with them) and by the emulated cuBLAS at each call, shared by the
+// ranks as threads.
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,8 @@ bool traffic_counted() {
 }
 
 void traffic_add(const char *kernel, unsigned long long bytes_read, unsigned long long bytes_written,
-                 unsigned long long mma, unsigned long long gemm_flops) {
+                 unsigned long long mma, unsigned long long gemm_flops,
+                 unsigned long long shared_read, unsigned long long shared_written) {
     std::lock_guard<std::mutex> lock(traffic_mutex);
     KernelTraffic &t = traffic[kernel];
     t.launches++;
@@ -49,23 +51,27 @@ void traffic_add(const char *kernel, unsigned long long bytes_read, unsigned lon
     t.bytes_written += bytes_written;
     t.mma += mma;
     t.gemm_flops += gemm_flops;
+    t.shared_read += shared_read;
+    t.shared_written += shared_written;
 }
 
 KernelTraffic kernel_traffic(const char *kernel) {
     std::lock_guard<std::mutex> lock(traffic_mutex);
     auto it = traffic.find(kernel);
-    return it == traffic.end() ? KernelTraffic{0, 0, 0, 0, 0} : it->second;
+    return it == traffic.end() ? KernelTraffic{0, 0, 0, 0, 0, 0, 0} : it->second;
 }
 
 KernelTraffic traffic_total() {
     std::lock_guard<std::mutex> lock(traffic_mutex);
-    KernelTraffic sum = {0, 0, 0, 0, 0};
+    KernelTraffic sum = {0, 0, 0, 0, 0, 0, 0};
     for (const auto &k : traffic) {
         sum.launches += k.second.launches;
         sum.bytes_read += k.second.bytes_read;
         sum.bytes_written += k.second.bytes_written;
         sum.mma += k.second.mma;
         sum.gemm_flops += k.second.gemm_flops;
+        sum.shared_read += k.second.shared_read;
+        sum.shared_written += k.second.shared_written;
     }
     return sum;
 }
@@ -82,13 +88,14 @@ void print_traffic(FILE *f) {
     }
     std::lock_guard<std::mutex> lock(traffic_mutex);
     fprintf(f, "emulated global-memory traffic (bytes the kernels' accesses touched; no caches), "
-               "warp-wide mma.m16n8k16 issued, the emulated cuBLAS's GEMM FLOPs:\n");
-    fprintf(f, "%-48s %10s %16s %16s %12s %16s\n", "kernel", "launches", "bytes read",
-            "bytes written", "mma", "GEMM FLOPs");
+               "warp-wide mma.m16n8k16 issued, the emulated cuBLAS's GEMM FLOPs, shared-memory "
+               "bytes (ldmatrix's included):\n");
+    fprintf(f, "%-48s %10s %16s %16s %12s %16s %16s %16s\n", "kernel", "launches", "bytes read",
+            "bytes written", "mma", "GEMM FLOPs", "shared read", "shared written");
     for (const auto &k : traffic) {
-        fprintf(f, "%-48s %10llu %16llu %16llu %12llu %16llu\n", k.first.c_str(),
+        fprintf(f, "%-48s %10llu %16llu %16llu %12llu %16llu %16llu %16llu\n", k.first.c_str(),
                 k.second.launches, k.second.bytes_read, k.second.bytes_written, k.second.mma,
-                k.second.gemm_flops);
+                k.second.gemm_flops, k.second.shared_read, k.second.shared_written);
     }
 }
 

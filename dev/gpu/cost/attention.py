@@ -6,6 +6,9 @@ The flash-style kernels' counts come from walking their grids block by block
 (tails, causal skips and all), one (b, h) at a time: every (b, h) is the same.
 """
 
+import copy
+import functools
+
 from calls import Call
 from kernels import XB, F32, ceil_div, gemm
 
@@ -22,7 +25,7 @@ def row_dot(B, T, NH, hs, what):
     """flash_attention_row_dot_kernel: D = dy . y, a warp a row"""
     rows = B * NH * T
     return Call("flash_attention_row_dot_kernel", what, rows * 2 * XB * hs, rows * F32,
-                rows * (2 * XB * hs + F32), fma=rows * 2 * hs)
+                rows * (2 * XB * hs + F32), fma=rows * 2 * hs, shared_read=0, shared_written=0)
 
 
 def _flash_style_unique(B, T, C, NH, part):
@@ -40,15 +43,47 @@ def _pairs(T, causal):
     return T * (T + 1) // 2 if causal else T * T
 
 
+# shared memory of the tensor-core kernels (mma.cuh): an A strip of 16 rows x
+# 16 features is one ldmatrix.x4 (4 matrices of 128 B), every mma's B fragment
+# one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk, the P V-like
+# products through mma_load_b_kn); tiles are written by tc_load_rows, a whole
+# tile of rows (zero past the valid ones) whatever is valid
+LDMATRIX_MATRIX = 128
+B_FRAGMENT = 2 * LDMATRIX_MATRIX
+A_STRIP = 4 * LDMATRIX_MATRIX
+
+
+def _seen_pairs(first_row, rows, T, q0, queries, causal):
+    """(key row, query) pairs of a dk/dv warp strip and a query tile that the
+    mask keeps: the lse_s reads (made only for those)"""
+    n = 0
+    for tk in range(first_row, min(first_row + rows, T)):
+        lo = max(0, tk - q0) if causal else 0
+        n += max(0, queries - lo)
+    return n
+
+
 def tc(B, T, C, NH, causal, forward):
+    """the tensor-core kernels' calls (_tc_calls, walked once a shape)"""
+    return [copy.copy(c) for c in _tc_calls(B, T, C, NH, causal, forward)]
+
+
+@functools.lru_cache(maxsize=None)
+def _tc_calls(B, T, C, NH, causal, forward):
     """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
     64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
-    16-key chunks past its last row; one mma covers 16 x 8 x 16"""
+    16-key chunks past its last row; one mma covers 16 x 8 x 16. Shared memory:
+    every warp's A strips (forward q; dq q and dy, once; dk/dv k and v, again
+    for each query tile it works on), a B fragment each mma, the tiles written
+    whole, and dk/dv's lse and D of a query tile (written by the block; D read
+    for every score element of a lane, lse only where the mask keeps the pair)"""
     hs = C // NH
     D = padded_head(hs)
     bh = B * NH
     nb = ceil_div(T, 64)
     row_b = XB * hs
+    tile_row = XB * D  # a shared tile row: D bf16 (the padding past D never touched)
+    strip = (D // 16) * A_STRIP
     pairs = _pairs(T, causal)
     if forward:
         r = w = mma = 0
@@ -67,21 +102,28 @@ def tc(B, T, C, NH, causal, forward):
                     seen = min(keys, r0 + 16 - k0) if causal else keys
                     mma += ceil_div(seen, 16) * D // 4  # S (2 k16 n-tiles x D/16) + P V (k16 x D/8)
             w += rows * (row_b + F32)
+        tiles = sum(ceil_div(min(64 * bx + 64, T) if causal else T, 64) for bx in range(nb))
+        sw = nb * 64 * tile_row + tiles * 2 * 64 * tile_row
+        sr = nb * 4 * strip + B_FRAGMENT * mma
         return [Call("flash_attention_tc_forward_kernel<D, CAUSAL>", "attention fwd", bh * r, bh * w,
                      _flash_style_unique(B, T, C, NH, "fwd"), mma=bh * mma, fma=bh * 8 * pairs,
-                     sfu=bh * pairs)]
+                     sfu=bh * pairs, shared_read=bh * sr, shared_written=bh * sw)]
     BK = 64 if D <= 64 else 32
     rq = wq = mq = 0
     rk = wk = mk = 0
+    srq = swq = srk = swk = 0
     for bx in range(nb):
         first = 64 * bx
         rows = min(64, T - first)
         # dq: q and dy rows; lse and D loaded by the 4 lanes of each row's quad
         rq += 2 * rows * row_b + rows * 4 * 2 * F32
+        swq += 2 * 64 * tile_row
+        srq += 4 * 2 * strip
         k_end = min(first + 64, T) if causal else T
         for k0 in range(0, k_end, BK):
             keys = min(BK, T - k0)
             rq += 2 * keys * row_b
+            swq += 2 * BK * tile_row
             for warp in range(4):
                 r0 = first + 16 * warp
                 if r0 >= T or (causal and k0 > r0 + 15):
@@ -91,67 +133,105 @@ def tc(B, T, C, NH, causal, forward):
         wq += rows * row_b
         # dk/dv: k and v rows; q, dy, lse, D of each query tile from the block's first key
         rk += 2 * rows * row_b
+        swk += 2 * 64 * tile_row
         for q0 in range(first if causal else 0, T, BK):
             queries = min(BK, T - q0)
             rk += 2 * queries * row_b + 2 * F32 * queries
+            swk += 2 * BK * tile_row + 2 * F32 * BK
             for warp in range(4):
                 kr0 = first + 16 * warp
                 if kr0 >= T or (causal and q0 + BK - 1 < kr0):
                     continue
                 mk += ceil_div(queries, 16) * D // 2  # S^T, dP^T, dV += P^T dO, dK += dS^T Q
+                # k, v strips again; D_s for each of a lane's BK / 2 score elements; lse_s if kept
+                srk += 2 * strip + 32 * (BK // 2) * F32 + \
+                    F32 * _seen_pairs(kr0, 16, T, q0, queries, causal)
         wk += 2 * rows * row_b
+    srq += B_FRAGMENT * mq
+    srk += B_FRAGMENT * mk
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
     return [rd,
             Call("flash_attention_tc_backward_dq_kernel<D, CAUSAL>", "attention bwd dq", bh * rq,
                  bh * wq, _flash_style_unique(B, T, C, NH, "dq"), mma=bh * mq,
-                 fma=bh * 5 * pairs, sfu=bh * pairs),
+                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srq, shared_written=bh * swq),
             Call("flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>", "attention bwd dk dv",
                  bh * rk, bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), mma=bh * mk,
-                 fma=bh * 5 * pairs, sfu=bh * pairs)]
+                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srk, shared_written=bh * swk)]
 
 
 def flash(B, T, C, NH, causal, forward):
+    """the fp32 FMA kernels' calls (_flash_calls, walked once a shape)"""
+    return [copy.copy(c) for c in _flash_calls(B, T, C, NH, causal, forward)]
+
+
+@functools.lru_cache(maxsize=None)
+def _flash_calls(B, T, C, NH, causal, forward):
     """the fp32 FMA kernels: blocks of 16 rows (4 warps x 4), tiles of 32 keys or
     queries through shared memory; dq reads lse and D from global memory for
-    every pair it sees. FMAs: 4 hs a pair forward, 6 hs in dq, 8 hs in dk/dv"""
+    every pair it sees. FMAs: 4 hs a pair forward, 6 hs in dq, 8 hs in dk/dv.
+    Shared memory (fp32): the row and tile buffers written whole (zeros past
+    the valid rows); a warp's row and a tile: each lane that sees its key
+    reads both operands of its dot products (q and k forward; q, k, dy, v in
+    dq; q, k, dy, v, its lse and D in dk/dv), and each seen key (query) adds
+    a row of the tile to the lanes' dimensions (v forward, k in dq, dy and q in
+    dk/dv)"""
     hs = C // NH
     bh = B * NH
     nb = ceil_div(T, 16)
     row_b = XB * hs
+    tile_b = F32 * hs  # a row of a shared buffer (the + 1 padding never touched)
     pairs = _pairs(T, causal)
     if forward:
-        r = w = 0
+        r = w = sr = sw = 0
         for bx in range(nb):
             q0 = 16 * bx
             q_end = min(q0 + 16, T)
             r += (q_end - q0) * row_b
+            sw += 16 * tile_b
             for k0 in range(0, q_end if causal else T, 32):
                 r += 2 * min(32, T - k0) * row_b
+                sw += 2 * 32 * tile_b
+                for tq in range(q0, q_end):
+                    if not (causal and k0 > tq):  # keys seen by the row in this tile
+                        sr += 3 * tile_b * (min(32, tq - k0 + 1) if causal else min(32, T - k0))
             w += (q_end - q0) * (row_b + F32)
         return [Call("flash_attention_forward_kernel<CAUSAL>", "attention fwd", bh * r, bh * w,
-                     _flash_style_unique(B, T, C, NH, "fwd"), fma=bh * 4 * hs * pairs, sfu=bh * pairs)]
+                     _flash_style_unique(B, T, C, NH, "fwd"), fma=bh * 4 * hs * pairs, sfu=bh * pairs,
+                     shared_read=bh * sr, shared_written=bh * sw)]
     rq = wq = rk = wk = 0
+    srq = swq = srk = swk = 0
     for bx in range(nb):
         first = 16 * bx
         end = min(first + 16, T)
         rows = end - first
         rq += 2 * rows * row_b
+        swq += 2 * 16 * tile_b
         for k0 in range(0, end if causal else T, 32):
             rq += 2 * min(32, T - k0) * row_b
+            swq += 2 * 32 * tile_b
+            for tq in range(first, end):
+                if not (causal and k0 > tq):
+                    srq += 5 * tile_b * (min(32, tq - k0 + 1) if causal else min(32, T - k0))
         wq += rows * row_b
         rk += 2 * rows * row_b
+        swk += 2 * 16 * tile_b
         for q0 in range(first if causal else 0, T, 32):
             queries = min(32, T - q0)
             rk += 2 * queries * row_b + 2 * F32 * queries
+            swk += 2 * 32 * tile_b + 2 * 32 * F32
+            for tk in range(first, end):
+                sees = max(0, queries - max(0, tk - q0)) if causal else queries
+                srk += sees * (6 * tile_b + 2 * F32)
         wk += 2 * rows * row_b
     rq += 2 * F32 * pairs  # lse[row] and D[row] loaded by every lane that sees its key
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
     return [rd,
             Call("flash_attention_backward_dq_kernel<CAUSAL>", "attention bwd dq", bh * rq, bh * wq,
-                 _flash_style_unique(B, T, C, NH, "dq"), fma=bh * 6 * hs * pairs, sfu=bh * pairs),
+                 _flash_style_unique(B, T, C, NH, "dq"), fma=bh * 6 * hs * pairs, sfu=bh * pairs,
+                 shared_read=bh * srq, shared_written=bh * swq),
             Call("flash_attention_backward_dkdv_kernel<CAUSAL>", "attention bwd dk dv", bh * rk,
                  bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), fma=bh * 8 * hs * pairs,
-                 sfu=bh * pairs)]
+                 sfu=bh * pairs, shared_read=bh * srk, shared_written=bh * swk)]
 
 
 def cublas(B, T, C, NH, causal, forward):
@@ -186,14 +266,15 @@ def cublas(B, T, C, NH, causal, forward):
 
 def cudnn(B, T, C, NH, causal, forward):
     """cuDNN's fused kernels (not in the emulator's table): the useful FLOPs of
-    the pairs on tensor cores, the flash-style unique bytes"""
+    the pairs on tensor cores at cuBLAS's rate (cuDNN's Hopper kernels use
+    wgmma, not mma.sync: issue 27's figure kept), the flash-style unique bytes"""
     hs = C // NH
     pairs = B * NH * _pairs(T, causal)
     flops = (4 if forward else 10) * hs * pairs
     u = (_flash_style_unique(B, T, C, NH, "fwd") if forward else
          sum(_flash_style_unique(B, T, C, NH, p) for p in ("dot", "dq", "dkdv")))
     return [Call("cudnn", "attention %s (cuDNN)" % ("fwd" if forward else "bwd"), u, 0, u,
-                 mma=flops // 4096, sfu=pairs * (1 if forward else 2), launches=1 if forward else 2,
+                 gemm=flops, sfu=pairs * (1 if forward else 2), launches=1 if forward else 2,
                  counted=False)]
 
 

@@ -198,7 +198,16 @@ def train_step(s, B, T, mode, kind, buckets, sms=SMS):
 
 
 def model_flops(s, B, T):
-    """MFU's numerator, as train_gpt2.cu prints it: (6 N + 12 L C T) a token"""
+    """MFU's numerator in llm.c's convention, the anchor we compare against:
+    (6 N + 6 L C T) a token, as llm.c's train_gpt2.cu gpt2_estimate_mfu counts
+    it (N with the tied token embedding; 6 L C T: the attention matmuls
+    forward and backward with the causal half left out)"""
+    return (6 * s.params + 6 * s.L * s.C * T) * B * T
+
+
+def model_flops_12lct(s, B, T):
+    """the numerator issue 27's report and our trainer's MFU line used:
+    (6 N + 12 L C T) a token (attention's matmuls without the causal half off)"""
     return (6 * s.params + 12 * s.L * s.C * T) * B * T
 
 

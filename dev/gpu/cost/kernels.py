@@ -4,6 +4,8 @@ Each function returns the Call of one launch at the given shape. The issued
 bytes follow the kernel's loads and stores thread by thread (a value every
 lane of a warp loads is 32 loads); they are what the emulator counts, and
 cost_model.py check holds them to its table. XB: bytes of a floatX (bf16).
+Shared-memory bytes are per lane as issued (a value 32 lanes read is 32
+reads); NO_SHARED marks a kernel that has none.
 """
 
 from calls import Call, SMS
@@ -11,6 +13,7 @@ from calls import Call, SMS
 XB = 2     # floatX: bf16
 PACK = 8   # floatX values in a 16-byte pack
 F32 = 4
+NO_SHARED = dict(shared_read=0, shared_written=0)
 
 
 def ceil_div(a, b):
@@ -41,16 +44,17 @@ def matmul_backward(what, N, IC, OC):
 # ---------------------------------------------------------------- elementwise
 def params_to_x(what, n):
     """float_to_floatx_kernel: the bf16 copy of n fp32 parameters"""
-    return Call("float_to_floatx_kernel", what, F32 * n, XB * n, (F32 + XB) * n)
+    return Call("float_to_floatx_kernel", what, F32 * n, XB * n, (F32 + XB) * n, **NO_SHARED)
 
 
 def gelu_forward(n):
-    return Call("gelu_forward_kernel", "gelu fwd", XB * n, XB * n, 2 * XB * n, fma=15 * n, sfu=n)
+    return Call("gelu_forward_kernel", "gelu fwd", XB * n, XB * n, 2 * XB * n, fma=15 * n, sfu=n,
+                **NO_SHARED)
 
 
 def gelu_backward(n):
     return Call("gelu_backward_kernel", "gelu bwd", 2 * XB * n, XB * n, 3 * XB * n, fma=25 * n,
-                sfu=n)
+                sfu=n, **NO_SHARED)
 
 
 def memset(what, nbytes):
@@ -68,7 +72,8 @@ def norm_forward(N, C, layer, residual, what):
     writes = row * ((1 if residual else 0) + 1) + F32 * (2 if layer else 1)
     unique = N * (row * (2 if residual else 1) + writes) + 2 * row
     name = "residual_norm_forward_kernel<%s>" % ("true" if layer else "false")
-    return Call(name, what, N * reads, N * writes, unique, fma=N * C * (7 if layer else 5))
+    return Call(name, what, N * reads, N * writes, unique, fma=N * C * (7 if layer else 5),
+                **NO_SHARED)
 
 
 def norm_backward_blocks(N, C, sms=SMS):
@@ -84,33 +89,54 @@ def norm_backward(N, C, layer, what, sms=SMS):
     """norm_backward_kernel + norm_partials_reduce_kernel. A warp a row: all 32
     lanes load mean (LN) and rstd; pass 1 reads inp, dout, gain; pass 2 reads
     them and dresidual, writes dresidual; a block writes its 2C partials.
-    The reduce reads every block's partials and adds into dgain, dbias."""
+    The reduce reads every block's partials and adds into dgain, dbias.
+    Shared memory: a block zeroes its 4 warps' 2C sums, every row adds
+    (reads and writes) its 2C values into its warp's, and the block's 2C
+    partials read the 4 warps' sums; the reduce is column_sum's (a 32 x 16
+    block per 32 columns of each half)."""
     blocks = norm_backward_blocks(N, C, sms)
     row = XB * C
     stats = 32 * F32 * (2 if layer else 1)
     kname = "norm_backward_kernel<%s>" % ("true" if layer else "false")
+    acc = N * 2 * C * F32 + blocks * 4 * 2 * C * F32
     k = Call(kname, what, N * (stats + 7 * row), N * row + blocks * 2 * C * F32,
              N * (4 * row + F32 * (2 if layer else 1)) + row + blocks * 2 * C * F32,
-             fma=N * C * 12)
+             fma=N * C * 12, shared_read=acc, shared_written=acc)
     r = Call("norm_partials_reduce_kernel", what + " (partials)", (blocks + 1) * 2 * C * F32,
-             2 * C * F32, (blocks + 2) * 2 * C * F32, fma=blocks * 2 * C)
+             2 * C * F32, (blocks + 2) * 2 * C * F32, fma=blocks * 2 * C,
+             shared_read=2 * GROUP_SUM_READ * C,
+             shared_written=2 * ceil_div(C, 32) * GROUP_SUMS_BYTES)
     return [k, r]
 
 
 # ---------------------------------------------------------------- reductions (reduce.cuh)
+# a (32 x 16) block's reduce of 32 columns: every thread writes its group's
+# sum (16 x 32 floats), thread y = 0 of a valid column reads its 16
+GROUP_SUMS_BYTES = 16 * 32 * F32
+GROUP_SUM_READ = 16 * F32
+
+
 def column_sum(N, OC, what):
     """column_sum_accumulate: partials of 64-row chunks (16-byte loads when
     OC % 8 == 0, else one value a thread), then the chunks summed into out"""
     chunks = ceil_div(N, 64)
     name = "column_sum_partials_kernel<%s>" % ("true" if OC % PACK == 0 else "false")
     p = Call(name, what, XB * N * OC, F32 * chunks * OC, XB * N * OC + F32 * chunks * OC,
-             fma=N * OC)
+             fma=N * OC, **NO_SHARED)
     r = Call("column_sum_reduce_kernel", what + " (partials)", F32 * (chunks + 1) * OC, F32 * OC,
-             F32 * (chunks + 2) * OC, fma=chunks * OC)
+             F32 * (chunks + 2) * OC, fma=chunks * OC, shared_read=GROUP_SUM_READ * OC,
+             shared_written=ceil_div(OC, 32) * GROUP_SUMS_BYTES)
     return [p, r]
 
 
 SUMSQ_BLOCKS = 512
+
+
+def halving_tree_bytes(threads, value):
+    """shared bytes read (= written) by a block's halving tree of `threads`
+    values: each thread writes its own, each step's lower half reads two and
+    writes one, thread 0 reads the total"""
+    return threads * value + (threads - 1) * value, (threads - 1) * 2 * value + value
 
 
 def sum_of_squares(n, accumulate=False):
@@ -119,10 +145,12 @@ def sum_of_squares(n, accumulate=False):
     into the device scalar (sum_of_squares_total_kernel; with accumulate it
     reads the scalar first and adds)"""
     total_read = 8 * SUMSQ_BLOCKS + (8 if accumulate else 0)
+    w, r = halving_tree_bytes(256, 8)  # 256 threads, doubles
     return [Call("sum_of_squares_partials_kernel", "grad norm", F32 * n, 8 * SUMSQ_BLOCKS,
-                 F32 * n + 8 * SUMSQ_BLOCKS, fma=2 * n),
+                 F32 * n + 8 * SUMSQ_BLOCKS, fma=2 * n, shared_read=SUMSQ_BLOCKS * r,
+                 shared_written=SUMSQ_BLOCKS * w),
             Call("sum_of_squares_total_kernel", "grad norm (partials)", total_read, 8,
-                 total_read + 8, fma=SUMSQ_BLOCKS)]
+                 total_read + 8, fma=SUMSQ_BLOCKS, **NO_SHARED)]
 
 
 # ---------------------------------------------------------------- the step's scalars (step_scalars.cuh)
@@ -139,20 +167,21 @@ def loss_reset():
 def loss_mean(n):
     """loss_mean_kernel, one block: the n per-row losses read once (thread t its
     contiguous rows), loss_sum read; loss and loss_sum written by thread 0"""
+    w, r = halving_tree_bytes(LOSS_MEAN_THREADS, 8)
     return Call("loss_mean_kernel", "mean loss", F32 * n + 8, F32 + 8, F32 * n + 8 + F32 + 8,
-                fma=n + LOSS_MEAN_THREADS)
+                fma=n + LOSS_MEAN_THREADS, shared_read=r, shared_written=w)
 
 
 def step_loss_finish():
     """step_loss_finish_kernel: step_loss = loss_sum / micro-steps (thread 0)"""
-    return Call("step_loss_finish_kernel", "step loss", 8, F32, 8 + F32)
+    return Call("step_loss_finish_kernel", "step loss", 8, F32, 8 + F32, **NO_SHARED)
 
 
 def clip(check_loss=True):
     """clip_kernel (thread 0): reads sumsq (and, checking the loss, step_loss: read
     when the norm is finite, as in the runs), writes norm, clip.scale, clip.apply"""
     r = 8 + (F32 if check_loss else 0)
-    return Call("clip_kernel", "clip scale", r, 8 + 2 * F32, r + 8 + 2 * F32)
+    return Call("clip_kernel", "clip scale", r, 8 + 2 * F32, r + 8 + 2 * F32, **NO_SHARED)
 
 
 # ---------------------------------------------------------------- AdamW, CBWC
@@ -166,10 +195,24 @@ def adamw(n, what, sliced=True):
     p, m, v and the bf16 copy"""
     name = "adamw_slices_kernel" if sliced else "adamw_kernel"
     return Call(name, what, (4 * F32 + CLIP_READ) * n, (3 * F32 + XB) * n,
-                (7 * F32 + XB) * n + CLIP_READ, fma=12 * n, sfu=n)
+                (7 * F32 + XB) * n + CLIP_READ, fma=12 * n, sfu=n, **NO_SHARED)
 
 
 CBWC_COLUMNS, CBWC_THREADS = 32, 256  # a block: 32 columns x 8 row slices
+# a block's shared memory: 256 slice sums written, read by the 32 threads of
+# slice 0 (8 each), 32 means written, read by the threads of each column
+# inside the matrix whose row slice is not empty, and by slice 0's threads of
+# the columns past IC (where the compiled code (g++ -O2, emulated) puts the
+# load: a device compiler may place it otherwise; a few hundred bytes a call)
+CBWC_SLICES = CBWC_THREADS // CBWC_COLUMNS
+CBWC_SHARED_WRITTEN = CBWC_THREADS * F32 + CBWC_COLUMNS * F32
+
+
+def cbwc_shared_read(L, OC, IC):
+    rows = ceil_div(OC, CBWC_SLICES)
+    slices = sum(1 for k in range(CBWC_SLICES) if k * rows < OC)
+    cols = ceil_div(IC, CBWC_COLUMNS) * CBWC_COLUMNS
+    return L * (cols * CBWC_SLICES * F32 + IC * slices * F32 + (cols - IC) * F32)
 
 
 def cbwc_project(L, OC, IC, with_adamw, what):
@@ -179,21 +222,29 @@ def cbwc_project(L, OC, IC, with_adamw, what):
     for V = W - column mean, written bf16. Unique: W read once (the second read
     from cache)"""
     n = L * OC * IC
+    blocks = L * ceil_div(IC, CBWC_COLUMNS)
+    sh = dict(shared_read=cbwc_shared_read(L, OC, IC), shared_written=blocks * CBWC_SHARED_WRITTEN)
     if with_adamw:
         threads = L * ceil_div(IC, CBWC_COLUMNS) * CBWC_THREADS
         return Call("cbwc_project_kernel<true>", what, (5 * F32 + F32) * n + F32 * threads,
-                    (3 * F32 + 2 * XB) * n, (7 * F32 + 2 * XB) * n + CLIP_READ, fma=14 * n, sfu=n)
-    return Call("cbwc_project_kernel<false>", what, 2 * F32 * n, XB * n, (F32 + XB) * n, fma=2 * n)
+                    (3 * F32 + 2 * XB) * n, (7 * F32 + 2 * XB) * n + CLIP_READ, fma=14 * n, sfu=n,
+                    **sh)
+    return Call("cbwc_project_kernel<false>", what, 2 * F32 * n, XB * n, (F32 + XB) * n, fma=2 * n,
+                **sh)
 
 
 def cbwc_centre_bias(L, OC, what):
-    """cbwc_centre_bias_kernel: a block a layer reads its bias twice, writes P b"""
-    return Call("cbwc_centre_bias_kernel", what, 2 * F32 * L * OC, XB * L * OC, (F32 + XB) * L * OC)
+    """cbwc_centre_bias_kernel: a block of 256 threads a layer reads its bias
+    twice, writes P b; its block_sum: 8 warp sums written and read by warp 0,
+    the result written once and read by all 256 threads"""
+    return Call("cbwc_centre_bias_kernel", what, 2 * F32 * L * OC, XB * L * OC, (F32 + XB) * L * OC,
+                shared_read=L * (8 * F32 + 256 * F32), shared_written=L * (8 * F32 + F32))
 
 
 def centre_rows(N, C, what):
     """centre_rows_kernel: a warp a row, read twice (mean, then x - mean), written once"""
-    return Call("centre_rows_kernel", what, 2 * XB * N * C, XB * N * C, 2 * XB * N * C, fma=2 * N * C)
+    return Call("centre_rows_kernel", what, 2 * XB * N * C, XB * N * C, 2 * XB * N * C, fma=2 * N * C,
+                **NO_SHARED)
 
 
 # ---------------------------------------------------------------- losses
@@ -205,9 +256,12 @@ def crossentropy(N, V, Vp, write_grad):
     reads = 512 * F32 + XB + XB * V + (XB * Vp if write_grad else 0)
     writes = F32 + (XB * Vp if write_grad else 0)
     unique = F32 + XB * Vp + writes
+    # block_softmax_merge: 16 warp states (8 B) written, read by warp 0's first 16
+    # lanes, the result written once and read by all 512 threads
     return Call("crossentropy_kernel", "cross-entropy" + (" + dlogits" if write_grad else ""),
                 N * reads, N * writes, N * unique, fma=N * V * (6 if write_grad else 3),
-                sfu=N * V * (2 if write_grad else 1))
+                sfu=N * V * (2 if write_grad else 1), shared_read=N * (16 * 8 + 512 * 8),
+                shared_written=N * (16 * 8 + 8))
 
 
 def classifier_loss(N, K, with_grad):

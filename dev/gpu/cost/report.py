@@ -47,5 +47,34 @@ def summary_line(label, calls, model_flops=None, tokens=None, unit="tok"):
     if tokens:
         parts.append("%.0f %s/s" % (tokens / s, unit))
     if model_flops:
-        parts.append("MFU %.1f %%" % (100 * model_flops / s / PEAK_BF16))
+        parts.append("MFU %.1f %% (llm.c's 6 N + 6 L C T)" % (100 * model_flops / s / PEAK_BF16))
     return ", ".join(parts)
+
+
+# the parts of a GPT-2 step for the before/after table: (label, test of a call), first match
+STEP_PARTS = [
+    ("attention fwd", lambda c: c.what.startswith("attention fwd")),
+    ("attention bwd", lambda c: c.what.startswith("attention bwd")),
+    ("matmuls (cuBLASLt)", lambda c: c.name == "cublasLtMatmul"),
+    ("GELU fwd + bwd", lambda c: c.name.startswith("gelu_")),
+    ("norms fwd + bwd (with partials)", lambda c: "norm" in c.name and "sum_of" not in c.name),
+    ("bias gradients (column sums)", lambda c: c.name.startswith("column_sum")),
+    ("cross-entropy and loss", lambda c: c.name in ("crossentropy_kernel", "loss_mean_kernel")),
+    ("embedding fwd + bwd", lambda c: c.name.startswith("encoder_")),
+    ("grad norm, clip, AdamW", lambda c: c.name.startswith(("sum_of_squares", "adamw", "clip",
+                                                            "step_loss", "cbwc_project_kernel<true"))),
+    ("memsets", lambda c: c.name == "cudaMemsetAsync"),
+    ("other (cbwc)", lambda c: True),
+]
+
+
+def step_parts(calls):
+    """{part: (seconds, launches)} of a step's calls by STEP_PARTS, in order"""
+    out = dict((label, [0.0, 0]) for label, _ in STEP_PARTS)
+    for c in calls:
+        for label, test in STEP_PARTS:
+            if test(c):
+                out[label][0] += c.seconds()
+                out[label][1] += c.launches
+                break
+    return out
