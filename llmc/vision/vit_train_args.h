@@ -37,6 +37,7 @@ typedef struct {
     float grad_clip;
     float smoothing;
     float drop_path; // -dp: the deepest block's stochastic-depth rate (0: off)
+    float ema;       // -ema: the decay of the weights' EMA (core/ema.h), in (0, 1); 0: none
     int flip;
     int print_every;
     unsigned long long seed;
