@@ -2,6 +2,7 @@
 """The EMA of the weights a vision run stored, against numpy's (-ema DECAY).
 
     test/ema_reference.py DECAY INIT_MODEL RUN_DIR STEPS
+    test/ema_reference.py --ema-model STATE MODEL OUT
 
 RUN_DIR holds model_STEP.bin and state_STEP.bin for every step 1..STEPS
 (train_vit* -e INIT_MODEL -ema DECAY -n 1): the live weights w_t of each
@@ -13,6 +14,8 @@ TOL of it, relative to the largest |e_t|: the recursion's rounding is ~1 ulp
 STEPS <= 8 with room. Negative controls at the last step, each of which must
 miss by more than 100 x TOL: the live weights themselves, the EMA started a
 step late (from w_1) and the EMA of another decay (decay - 0.01).
+--ema-model writes OUT, the model file MODEL with the EMA of the state file
+STATE as its weights (for train_vit -ev 1).
 """
 import sys
 
@@ -53,7 +56,17 @@ def ema_steps(weights, decay, start=0):
     return e
 
 
+def write_ema_model(state, model, out):
+    header = np.frombuffer(open(model, "rb").read(1024), dtype="<i4").copy()
+    header[254:256] = 0  # checksum kind 0: none (the weights are not the ones it covered)
+    _, ema = state_ema(state, len(model_params(model)))
+    open(out, "wb").write(header.tobytes() + ema.tobytes())
+
+
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--ema-model":
+        write_ema_model(*sys.argv[2:])
+        return
     if len(sys.argv) != 5:
         sys.exit(__doc__)
     decay, init, run, steps = float(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
