@@ -25,7 +25,7 @@
 # the flag only.
 # tier: check
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 work=${1:-$(mktemp -d)}/ema
 rm -rf "$work"; mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
