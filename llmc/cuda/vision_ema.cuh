@@ -1,6 +1,6 @@
 // The EMA of the weights on the GPU (train_vitcu -ema; llmc/core/ema.h, the
 // CPU's update, is its oracle): ema = decay * ema + (1 - decay) * w over the
-// fp32 master weights after each AdamW step. Without ZeRO-1 the EMA is one
+// fp32 master weights after each AdamW step (the kernel: ema.cuh). Without ZeRO-1 the EMA is one
 // vector in the device layout; under ZeRO-1 (llmc/cuda/vision_grad_sync.cuh)
 // each rank keeps the EMA of what it updates, its slice then the tail, as it
 // keeps the AdamW moments, and a test of the EMA or a checkpoint all-gathers
@@ -8,6 +8,7 @@
 #ifndef FOLDNORM_VISION_EMA_CUH
 #define FOLDNORM_VISION_EMA_CUH
 
+#include "ema.cuh"
 #include "vision_grad_sync.cuh"
 extern "C" {
 #include "core/ema.h"
@@ -18,20 +19,6 @@ typedef struct {
     float decay;        // in (0, 1)
     float *values;      // the whole vector (device layout), or ZeRO-1's slice then the tail
 } VisionEmaCuda;
-
-__global__ void ema_update_kernel(float *ema, const float *weights, size_t n, float keep,
-                                  float take) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) ema[i] = keep * ema[i] + take * weights[i];
-}
-
-static inline void ema_update_cuda(float *ema, const float *weights, size_t n, float decay,
-                                   cudaStream_t stream) {
-    if (n == 0) return;
-    ema_update_kernel<<<ceil_div((long long)n, 256), 256, 0, stream>>>(ema, weights, n, decay,
-                                                                      1.0f - decay);
-    CUDA_CHECK_LAUNCH();
-}
 
 // The device EMA from a host one (file order: a new run's copy of the
 // weights, or a checkpoint's), this rank's part of it under ZeRO-1.
