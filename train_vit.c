@@ -6,8 +6,9 @@
 //   1. its slice of a global batch of -b x ranks images, in the epoch's shuffled order (-f: flips);
 //   2. forward, label-smoothed cross-entropy and backward over the slice;
 //   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
-//   4. AdamW at the warmup + cosine learning rate;
-//   5. a step line every -pe steps; a test loss and top-1 accuracy each epoch; checkpoints (-n, -y 1).
+//   4. AdamW at the warmup + cosine learning rate; -ema: the EMA of the weights (core/ema.h);
+//   5. a step line every -pe steps; a test loss, top-1 and top-5 accuracy each epoch (and the
+//      EMA's); checkpoints (-n, -y 1).
 // Under mpirun the batch is split over the ranks (llmc/vision/classifier_parallel.h).
 #include <math.h>
 #include <stdio.h>
@@ -56,8 +57,8 @@ static VitTrainArgs parse_args(int argc, char **argv, int *evaluate_only) {
     };
     cli_parse(&spec, argc, argv, NULL);
     vit_train_args_check(&spec, &a);
-    if (*evaluate_only && (a.resume || a.output_dir != NULL)) {
-        cli_error(&spec, "-ev 1 trains nothing: it takes no -o or -y");
+    if (*evaluate_only && (a.resume || a.output_dir != NULL || a.ema > 0.0f)) {
+        cli_error(&spec, "-ev 1 trains nothing: it takes no -o, -y or -ema");
     }
     if (*evaluate_only && (strcmp(a.model, "vit") == 0 || strcmp(a.model, "swin") == 0 ||
                            strcmp(a.model, "swin-tiny") == 0)) {
@@ -112,6 +113,7 @@ typedef struct {
     Rng rank_flips;      // several ranks: each flips from a stream of its own per batch
     Rng *flips;          // the RNG the flips come from, or NULL (no flips)
     float *drop_scales;  // -dp: the global batch's drop-path scales (ranks * B, blocks, 2), or NULL
+    WeightEma *ema;      // -ema: the EMA of the weights (under ZeRO-1 current on this rank's shard)
     float *images;       // one batch (this rank's slice)
     int *labels, *eval_indices;
 } CpuTrainer;
@@ -145,8 +147,12 @@ static float cpu_forward_backward(void *ctx, int epoch, int batch) {
 
 static float cpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
     CpuTrainer *t = ctx;
-    return (float)classifier_parallel_update(t->model, t->comm, t->args->zero_stage, adamw,
-                                             grad_clip);
+    const float norm = (float)classifier_parallel_update(t->model, t->comm, t->args->zero_stage,
+                                                         adamw, grad_clip);
+    if (t->ema->values != NULL) {
+        classifier_parallel_update_ema(t->model, t->comm, t->args->zero_stage, t->ema);
+    }
+    return norm;
 }
 
 static void cpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
@@ -155,15 +161,31 @@ static void cpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
              t->eval_indices, loss, top1, top5);
 }
 
+// The test of the EMA: swapped into the model for the pass, then back (exact).
+static void cpu_evaluate_ema(void *ctx, float *loss, float *top1, float *top5) {
+    CpuTrainer *t = ctx;
+    const size_t n = classifier_num_parameters(t->model);
+    classifier_parallel_gather_ema(t->model, t->comm, t->args->zero_stage, t->ema);
+    ema_swap(classifier_params(t->model), t->ema->values, n);
+    classifier_params_changed(t->model);
+    cpu_evaluate(ctx, loss, top1, top5);
+    ema_swap(classifier_params(t->model), t->ema->values, n);
+    classifier_params_changed(t->model);
+}
+
 // A checkpoint of the run after `step` with the next batch at (epoch, batch),
 // written by rank 0; every rank calls it (the ZeRO-1 moments are gathered first).
 static void cpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
     CpuTrainer *t = ctx;
     classifier_parallel_gather_moments(t->model, t->comm, t->args->zero_stage);
+    if (t->ema->values != NULL) {
+        classifier_parallel_gather_ema(t->model, t->comm, t->args->zero_stage, t->ema);
+    }
     VisionProgress now = {.step = step, .epoch = epoch, .next_batch = next_batch,
                           .rng_state = t->rng->state};
     if (t->comm->rank == 0) {
-        vision_checkpoint_save(t->model, &now, t->order, t->train->count, t->args->output_dir);
+        vision_checkpoint_save(t->model, &now, t->order, t->train->count, t->ema,
+                               t->args->output_dir);
         checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
         printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
     }
@@ -258,7 +280,7 @@ int main(int argc, char **argv) {
     Rng rng = {.state = run.start.rng_state};
     CpuTrainer trainer = {
         .model = &model, .args = &args, .train = train, .test = test, .comm = &comm,
-        .order = run.order, .rng = &rng,
+        .order = run.order, .rng = &rng, .ema = &run.ema,
         .images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch"),
         .labels = malloc_check((size_t)B * sizeof(int), "labels"),
         .eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices")};
@@ -275,6 +297,7 @@ int main(int argc, char **argv) {
                                     .forward_backward = cpu_forward_backward,
                                     .update = cpu_update,
                                     .evaluate = cpu_evaluate,
+                                    .evaluate_ema = run.ema.values != NULL ? cpu_evaluate_ema : NULL,
                                     .checkpoint = cpu_checkpoint,
                                     .max_over_ranks = cpu_max_over_ranks};
     const VisionLoopConfig loop = vit_train_loop_config(&run, &args, &ranks, argc, argv);
@@ -282,9 +305,11 @@ int main(int argc, char **argv) {
         vision_train_loop(&hooks, &loop, &run.start, run.order, train->count, &rng, logger);
     if (r.stopped_by == 0) {
         printf("final: family %s mode %s test_accuracy %.4f test_loss %.4f "
-               "train_images_per_s %.1f median_images_per_s %.1f test_top5 %.4f\n",
+               "train_images_per_s %.1f median_images_per_s %.1f test_top5 %.4f "
+               "test_ema_accuracy %.4f test_ema_top5 %.4f test_ema_loss %.4f\n",
                vision_family_name(model.family), norm_mode_name(classifier_mode(&model)),
-               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s, r.test_top5);
+               r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s, r.test_top5,
+               r.test_ema_accuracy, r.test_ema_top5, r.test_ema_loss);
     }
     free(trainer.images);
     free(trainer.drop_scales);

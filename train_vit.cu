@@ -22,8 +22,10 @@
 //   1. its slice of a global batch of -b x ranks images, augmented ahead on host threads;
 //   2. forward, label-smoothed cross-entropy and backward on the GPU;
 //   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
-//   4. AdamW on the device at the warmup + cosine learning rate;
-//   5. a step line every -pe steps; a test loss and top-1 accuracy each epoch; checkpoints (-n, -y 1).
+//   4. AdamW on the device at the warmup + cosine learning rate; -ema: the EMA of the weights
+//      (llmc/cuda/vision_ema.cuh, each rank its slices under ZeRO-1);
+//   5. a step line every -pe steps; a test loss, top-1 and top-5 accuracy each epoch (and the
+//      EMA's); checkpoints (-n, -y 1).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 
 #include "cuda/multi_gpu.cuh"
 #include "cuda/multi_gpu_ranks.cuh"
+#include "cuda/vision_ema.cuh"
 #include "cuda/vision_grad_sync.cuh"
 
 extern "C" {
@@ -205,6 +208,8 @@ typedef struct {
     int *labels, *eval_indices;
     int world, rank;
     float *drop_scales;   // -dp: the global batch's drop-path scales (world * B, L, 2), or NULL
+    VisionEmaCuda *ema;   // -ema: the EMA of the weights on the device, or NULL
+    WeightEma *host_ema;  // its host copy for the checkpoints (the set-up's)
 } GpuTrainer;
 
 static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batch) {
@@ -244,7 +249,9 @@ static float gpu_forward_backward(void *ctx, int epoch, int batch) {
 static float gpu_update(void *ctx, const AdamWConfig *adamw, float grad_clip) {
     GpuTrainer *t = (GpuTrainer *)ctx;
     vision_grad_sync_reduce(t->sync); // the mean gradient: every rank makes the same update
-    return vision_grad_sync_update(t->sync, adamw, grad_clip);
+    const float norm = vision_grad_sync_update(t->sync, adamw, grad_clip);
+    if (t->ema != NULL) vision_ema_cuda_update(t->ema); // queued before the next forward
+    return norm;
 }
 
 static float gpu_step_loss(void *ctx) { return ((GpuTrainer *)ctx)->sync->loss; }
@@ -253,6 +260,15 @@ static void gpu_evaluate(void *ctx, float *loss, float *top1, float *top5) {
     GpuTrainer *t = (GpuTrainer *)ctx;
     evaluate(t->model, t->mg, t->test, t->args->batch_size, t->images, t->labels, t->eval_indices,
              loss, top1, top5);
+}
+
+// The test of the EMA: swapped into the master weights for the pass, then back (exact).
+static void gpu_evaluate_ema(void *ctx, float *loss, float *top1, float *top5) {
+    GpuTrainer *t = (GpuTrainer *)ctx;
+    float *live = NULL;
+    vision_ema_cuda_swap(t->ema, 1, &live);
+    gpu_evaluate(ctx, loss, top1, top5);
+    vision_ema_cuda_swap(t->ema, 0, &live);
 }
 
 // train_vit's checkpoint (model_STEP.bin + state_STEP.bin) after `step`
@@ -278,9 +294,10 @@ static void gpu_checkpoint(void *ctx, int step, int epoch, int next_batch) {
         *adamw.v = NULL;
     }
     *adamw.step = *classifier_cuda_state(t->model).adamw_step;
+    if (t->ema != NULL) vision_ema_cuda_to_host(t->ema, t->host_ema->values);
     if (t->mg->rank != 0) return;
     VisionProgress now = {step, epoch, next_batch, at.state};
-    vision_checkpoint_save(host, &now, t->order, t->count, t->args->output_dir);
+    vision_checkpoint_save(host, &now, t->order, t->count, t->host_ema, t->args->output_dir);
     checkpoint_prune(t->args->output_dir, t->args->checkpoint_keep);
     printf("checkpoint: %s/model_%08d.bin\n", t->args->output_dir, step);
 }
@@ -335,6 +352,9 @@ int main(int argc, char **argv) {
     }
     VisionGradSync sync;
     vision_grad_sync_init(&sync, &mg, &model, args.zero_stage);
+    VisionEmaCuda ema; // -ema: from the set-up's (a copy of the weights, or the checkpoint's)
+    memset(&ema, 0, sizeof(ema));
+    if (run.ema.values != NULL) vision_ema_cuda_init(&ema, &sync, &run.ema);
     cudaDeviceProp prop;
     int device = 0;
     CUDA_CHECK(cudaGetDevice(&device));
@@ -365,6 +385,8 @@ int main(int argc, char **argv) {
     trainer.count = train->count;
     trainer.rng = &rng;
     trainer.host = &host;
+    trainer.ema = run.ema.values != NULL ? &ema : NULL;
+    trainer.host_ema = &run.ema;
     trainer.images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
                                            "batch");
     trainer.labels = (int *)malloc_check((size_t)B * sizeof(int), "labels");
@@ -392,6 +414,7 @@ int main(int argc, char **argv) {
     hooks.update = gpu_update;
     hooks.step_loss = gpu_step_loss;
     hooks.evaluate = gpu_evaluate;
+    hooks.evaluate_ema = run.ema.values != NULL ? gpu_evaluate_ema : NULL;
     hooks.checkpoint = gpu_checkpoint;
     hooks.max_over_ranks = gpu_max_over_ranks;
     hooks.synchronize = gpu_synchronize;
@@ -401,16 +424,18 @@ int main(int argc, char **argv) {
     if (r.stopped_by == 0 && lead) {
         // median_images_per_s as train_vit's (scripts/study.sh reads it), after the fields check.sh reads
         printf("final: family %s mode %s %s test_accuracy %.4f test_loss %.4f images_per_s %.1f "
-               "median_images_per_s %.1f test_top5 %.4f\n",
+               "median_images_per_s %.1f test_top5 %.4f test_ema_accuracy %.4f test_ema_top5 "
+               "%.4f test_ema_loss %.4f\n",
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
                FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s,
-               r.test_top5);
+               r.test_top5, r.test_ema_accuracy, r.test_ema_top5, r.test_ema_loss);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);
     free(trainer.drop_scales);
     free(trainer.labels);
     free(trainer.eval_indices);
+    if (trainer.ema != NULL) vision_ema_cuda_free(&ema);
     vision_grad_sync_free(&sync);
     classifier_cuda_free(&model);
     multi_gpu_free(&mg);

@@ -99,15 +99,17 @@ median_rate() {
 
 # vision_runs TRAIN_VIT_ARGS...: bin/train_vit for every mode in $modes and
 # seed in $seeds as ${family}_MODE_seedN, a summary.csv row each (top-1 and top-5 test
-# accuracy and loss, median images/s from its final line), the run folders
-# appended to runs
+# accuracy and loss, median images/s, and those of the EMA of the weights,
+# nan without -ema, from its final line), the run folders appended to runs
+vision_header=model,mode,seed,test_accuracy,test_top5,test_loss,median_images_per_s,test_ema_accuracy,test_ema_top5,test_ema_loss
 vision_runs() {
     local mode s name
     for mode in $modes; do
         for s in $seeds; do
             name=${family}_${mode}_seed$s
             run $name "$train_vit" "$@" -N $mode -sd $s
-            echo "$family,$mode,$s,$(final_value $name test_accuracy),$(final_value $name test_top5),$(final_value $name test_loss),$(final_value $name median_images_per_s)" \
+            local ema=$(final_value $name test_ema_accuracy),$(final_value $name test_ema_top5),$(final_value $name test_ema_loss)
+            echo "$family,$mode,$s,$(final_value $name test_accuracy),$(final_value $name test_top5),$(final_value $name test_loss),$(final_value $name median_images_per_s),$ema" \
                 >> "$out/summary.csv"
             runs+=("$out/$name")
         done
@@ -151,7 +153,7 @@ vision)
         vit=(-e vit) swin=(-e swin)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
-    echo "model,mode,seed,test_accuracy,test_top5,test_loss,median_images_per_s" > "$out/summary.csv"
+    echo "$vision_header" > "$out/summary.csv"
     for family in ${VISION_FAMILIES:-vit swin swin_k1 swin_paper}; do
         modes="ln rms cbwc"
         case $family in
@@ -207,7 +209,7 @@ imagenet)
             > "$out/convert.txt"
         val=${shards}_val.bin
     fi
-    echo "model,mode,seed,test_accuracy,test_top5,test_loss,median_images_per_s" > "$out/summary.csv"
+    echo "$vision_header" > "$out/summary.csv"
     for family in swin_tiny swin_tiny_paper; do
         modes="ln rms cbwc" fam=(-e swin-tiny)
         [ $family = swin_tiny_paper ] && modes=cbwc fam=(-e swin-tiny -pv 1)

@@ -4,16 +4,20 @@
 // token + position embedding with and without the cbwc centring
 // (llmc/cuda/vit_tokens.cuh vs llmc/vision/vit.c's loop, cbwc_centre_rows) and the
 // label-smoothed cross-entropy (llmc/cuda/classifier_loss.cuh vs
-// classifier_loss_forward / _backward). Then timed at ViT-B/16's 224x224 shape.
+// classifier_loss_forward / _backward), and the EMA of the weights' update
+// (llmc/cuda/ema.cuh vs llmc/core/ema.c's ema_update). Then timed at ViT-B/16's
+// 224x224 shape (the EMA over Swin-T's 28M parameters).
 #include <math.h>
 #include <string.h>
 
 #include "common.cuh"
 #include "cuda/classifier_loss.cuh"
+#include "cuda/ema.cuh"
 #include "cuda/patch_embed.cuh"
 #include "cuda/vit_tokens.cuh"
 
 extern "C" {
+#include "core/ema.h"
 #include "kernels/cbwc.h"
 #include "kernels/classifier_loss.h"
 #include "kernels/matmul.h"
@@ -198,6 +202,43 @@ static int check_loss(int N, int K, float smoothing, DevRng *rng) {
     return ok;
 }
 
+// fp32 in both (the master weights): the GPU's fused multiply-add rounds once
+// where the CPU rounds twice, ~1 ulp of the larger term
+static int check_ema(size_t n, float decay, DevRng *rng) {
+    printf("EMA of the weights n=%zu decay %g:\n", n, (double)decay);
+    float *ema = (float *)host_alloc(n * 4), *w = (float *)host_alloc(n * 4);
+    float *other = (float *)host_alloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        ema[i] = dev_uniform(rng);
+        w[i] = dev_uniform(rng);
+    }
+    float *d_ema = to_device(ema, n), *d_w = to_device(w, n);
+    ema_update_cuda(d_ema, d_w, n, decay, 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    memcpy(other, ema, n * 4);
+    ema_update(ema, w, n, decay);
+    ema_update(other, w, n, decay - 1e-4f); // the negative control: another decay
+    double *ref = (double *)host_alloc(n * 8);
+    to_double(ref, ema, n);
+    float_to_host(w, d_ema, n);
+    int ok = check_tensor("ema", w, ref, n, 1e-6);
+    double max_diff = 0.0, max_ref = 0.0; // ~2e-4 apart: 200x the check's 1e-6
+    for (size_t i = 0; i < n; i++) {
+        const double d = fabs((double)w[i] - other[i]);
+        if (!(d <= max_diff)) max_diff = d;
+        if (fabs(other[i]) > max_ref) max_ref = fabs(other[i]);
+    }
+    const int apart = max_diff / max_ref > 1e-4;
+    printf("  control: decay %g, rel err %.3e (must be > 1e-4) %s\n", (double)(decay - 1e-4f),
+           max_diff / max_ref, apart ? "ok" : "FAIL: the check cannot tell the decays apart");
+    ok &= apart;
+    CUDA_CHECK(cudaFree(d_ema));
+    CUDA_CHECK(cudaFree(d_w));
+    void *host[] = {ema, w, other, ref};
+    for (void *p : host) free(p);
+    return ok;
+}
+
 static void timing(int B, int S, int P, int C) {
     const int Np = (S / P) * (S / P), T = Np + 1, PD = 3 * P * P;
     float *images;
@@ -217,8 +258,19 @@ static void timing(int B, int S, int P, int C) {
         patch_embed_forward_cuda(&mm, out, patches, images, w, NULL, B, 3, S, P, C);
     }, 5);
     float tokens = time_ms([&] { vit_tokens_forward_cuda(stream, out, pos, pos, B, T, C, 1, 0); }, 5);
-    printf("RESULT vit_kernels %s B=%d S=%d P=%d C=%d patch embed %.3f ms | tokens (cbwc) %.3f ms\n",
-           FLOATX_NAME, B, S, P, C, embed, tokens);
+    const size_t swin_t = 28288354; // Swin-T's parameters (ImageNet-1k head)
+    float *ema, *weights;
+    CUDA_CHECK(cudaMalloc(&ema, swin_t * 4));
+    CUDA_CHECK(cudaMalloc(&weights, swin_t * 4));
+    CUDA_CHECK(cudaMemset(ema, 0, swin_t * 4));
+    CUDA_CHECK(cudaMemset(weights, 0, swin_t * 4));
+    float ema_ms = time_ms([&] { ema_update_cuda(ema, weights, swin_t, 0.9998f, 0); }, 5);
+    CUDA_CHECK(cudaFree(ema));
+    CUDA_CHECK(cudaFree(weights));
+    printf("RESULT vit_kernels %s B=%d S=%d P=%d C=%d patch embed %.3f ms | tokens (cbwc) %.3f ms "
+           "| EMA of %zu weights %.3f ms (%.0f GB/s)\n",
+           FLOATX_NAME, B, S, P, C, embed, tokens, swin_t, ema_ms,
+           3.0 * 4 * swin_t / (ema_ms * 1e6));
     matmul_context_destroy(&mm);
     void *dev[] = {images, patches, out, w, stream, pos};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
@@ -235,6 +287,7 @@ int main(void) {
     ok &= check_tokens(2, 17, 40, 1, &rng);         // C above one warp's 32 lanes
     ok &= check_loss(5, 10, 0.1f, &rng);
     ok &= check_loss(3, 100, 0.0f, &rng);           // K above one warp
+    ok &= check_ema(70001, 0.9998f, &rng);          // 274 blocks, the last one ragged
     if (!dev_check_only()) timing(32, 224, 16, 768);
     printf("%s\n", ok ? "OK" : "FAILED");
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -180,6 +180,18 @@ static inline void classifier_cuda_vector_to_host(const ClassifierCuda *m, float
     }
 }
 
+// A host vector in file order into a device one in the device layout (Swin's padding zeroed).
+static inline void classifier_cuda_vector_from_host(const ClassifierCuda *m, float *dev,
+                                                    const float *host) {
+    CUDA_CHECK(cudaStreamSynchronize(classifier_cuda_stream(m)));
+    if (m->family == FAMILY_VIT) {
+        CUDA_CHECK(cudaMemcpy(dev, host, m->vit.num_parameters * sizeof(float),
+                              cudaMemcpyHostToDevice));
+    } else {
+        swincuda_scatter(&m->swin, dev, host);
+    }
+}
+
 static inline void classifier_cuda_free(ClassifierCuda *m) {
     if (m->family == FAMILY_VIT)
         vitcuda_free(&m->vit);

@@ -99,6 +99,10 @@ float *classifier_params(Classifier *model) {
     return model->ops->params(model);
 }
 
+void classifier_params_changed(Classifier *model) {
+    model->ops->set_mode(model, classifier_mode(model)); // the same mode, centred weights stale
+}
+
 float *classifier_grads(Classifier *model) {
     return model->ops->grads(model);
 }

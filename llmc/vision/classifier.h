@@ -59,6 +59,10 @@ int classifier_image_channels(const Classifier *model);
 int classifier_num_classes(const Classifier *model);
 size_t classifier_num_parameters(const Classifier *model);
 float *classifier_params(Classifier *model);
+// After the caller changed the parameters in place (an EMA swapped in for a
+// test pass, and back): what the model derives from them (cbwc's centred
+// weights) is rebuilt at the next forward.
+void classifier_params_changed(Classifier *model);
 float *classifier_grads(Classifier *model);
 // Name and size of parameter tensor i (i < count), in file order.
 int classifier_num_tensors(const Classifier *model);

@@ -34,3 +34,20 @@ void classifier_parallel_gather_moments(Classifier *model, const Comm *comm, int
     comm_allgather_shards(comm, *adamw.m, n);
     comm_allgather_shards(comm, *adamw.v, n);
 }
+
+void classifier_parallel_update_ema(Classifier *model, const Comm *comm, int zero_stage,
+                                    WeightEma *ema) {
+    const size_t n = classifier_num_parameters(model);
+    size_t lo = 0, hi = n;
+    if (zero_stage == 1 && comm->world_size > 1) {
+        comm_shard_range(comm, n, comm->rank, &lo, &hi);
+    }
+    ema_update(ema->values + lo, classifier_params(model) + lo, hi - lo, ema->decay);
+}
+
+void classifier_parallel_gather_ema(const Classifier *model, const Comm *comm, int zero_stage,
+                                    WeightEma *ema) {
+    if (zero_stage == 1 && comm->world_size > 1) {
+        comm_allgather_shards(comm, ema->values, classifier_num_parameters(model));
+    }
+}

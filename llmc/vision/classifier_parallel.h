@@ -14,6 +14,7 @@
 
 #include "classifier.h"
 #include "core/comm.h"
+#include "core/ema.h"
 
 // After each rank's backward: the mean gradient over ranks, its global norm
 // (returned) and the AdamW step (clipped at grad_clip as classifier_update
@@ -25,5 +26,16 @@ double classifier_parallel_update(Classifier *model, const Comm *comm, int zero_
 // AdamW moments is sent to every rank, so rank 0 writes them whole (as one
 // rank's run would); otherwise nothing to do. Every rank must call it.
 void classifier_parallel_gather_moments(Classifier *model, const Comm *comm, int zero_stage);
+
+// After classifier_parallel_update: one step of the EMA of the weights (whole,
+// file order) over the parameters this rank updated: all of them, or under
+// ZeRO-1 with several ranks its shard only (each rank keeps its shard's EMA).
+void classifier_parallel_update_ema(Classifier *model, const Comm *comm, int zero_stage,
+                                    WeightEma *ema);
+// Before the EMA is tested or checkpointed: under ZeRO-1 with several ranks
+// each rank's shard of it is sent to every rank, so every rank holds it whole;
+// otherwise nothing to do. Every rank must call it.
+void classifier_parallel_gather_ema(const Classifier *model, const Comm *comm, int zero_stage,
+                                    WeightEma *ema);
 
 #endif

@@ -29,22 +29,41 @@ static void synchronize(const VisionTrainHooks *h) {
     }
 }
 
+// The test of the live weights and, with an EMA, of the EMA's.
+static void evaluate(const VisionTrainHooks *h, VisionLoopResult *r) {
+    h->evaluate(h->ctx, &r->test_loss, &r->test_accuracy, &r->test_top5);
+    if (h->evaluate_ema != NULL) {
+        h->evaluate_ema(h->ctx, &r->test_ema_loss, &r->test_ema_accuracy, &r->test_ema_top5);
+    }
+}
+
 static void test_after_epoch(const VisionTrainHooks *h, const VisionLoopConfig *cfg,
                              Logger *logger, int epoch, int step, VisionLoopResult *r) {
-    h->evaluate(h->ctx, &r->test_loss, &r->test_accuracy, &r->test_top5);
+    evaluate(h, r);
     if (cfg->lead) {
-        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f | top-5 %.4f\n",
-               epoch + 1, step, r->test_loss, r->test_accuracy, r->test_top5);
+        printf("epoch %d | step %d | test loss %.4f | test accuracy %.4f | top-5 %.4f", epoch + 1,
+               step, r->test_loss, r->test_accuracy, r->test_top5);
+        if (h->evaluate_ema != NULL) {
+            printf(" | ema loss %.4f | ema accuracy %.4f | ema top-5 %.4f", r->test_ema_loss,
+                   r->test_ema_accuracy, r->test_ema_top5);
+        }
+        printf("\n");
     }
     logger_log_val(logger, step, r->test_loss);
     logger_log_metric(logger, step, "tea", r->test_accuracy);
     logger_log_metric(logger, step, "te5", r->test_top5);
+    if (h->evaluate_ema != NULL) {
+        logger_log_metric(logger, step, "tel_ema", r->test_ema_loss);
+        logger_log_metric(logger, step, "tea_ema", r->test_ema_accuracy);
+        logger_log_metric(logger, step, "te5_ema", r->test_ema_top5);
+    }
 }
 
 VisionLoopResult vision_train_loop(const VisionTrainHooks *h, const VisionLoopConfig *cfg,
                                    const VisionProgress *start, int *order, int count, Rng *rng,
                                    Logger *logger) {
-    VisionLoopResult r = {.test_loss = NAN, .test_accuracy = NAN, .test_top5 = NAN};
+    VisionLoopResult r = {.test_loss = NAN, .test_accuracy = NAN, .test_top5 = NAN,
+                          .test_ema_loss = NAN, .test_ema_accuracy = NAN, .test_ema_top5 = NAN};
     AdamWConfig adamw = {.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                          .weight_decay = cfg->weight_decay};
     const int first_step = start->step;
@@ -125,7 +144,7 @@ VisionLoopResult vision_train_loop(const VisionTrainHooks *h, const VisionLoopCo
         r.stopped_by = h->max_over_ranks(h->ctx, stop_signal_received());
     }
     if (!evaluated && r.stopped_by == 0) { // resumed at the end
-        h->evaluate(h->ctx, &r.test_loss, &r.test_accuracy, &r.test_top5);
+        evaluate(h, &r);
     }
     if (r.stopped_by != 0) {
         if (cfg->lead) {

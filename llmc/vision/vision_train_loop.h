@@ -32,6 +32,8 @@ typedef struct {
     float (*step_loss)(void *ctx);
     // The test loss (no smoothing), top-1 and top-5 accuracy, the same on every rank.
     void (*evaluate)(void *ctx, float *loss, float *top1, float *top5);
+    // The same for the EMA of the weights (-ema), after evaluate; NULL: no EMA.
+    void (*evaluate_ema)(void *ctx, float *loss, float *top1, float *top5);
     // A checkpoint after `step` whose next batch is (epoch, next_batch); every
     // rank calls it, rank 0 writes.
     void (*checkpoint)(void *ctx, int step, int epoch, int next_batch);
@@ -56,6 +58,7 @@ typedef struct {
 
 typedef struct {
     float test_loss, test_accuracy, test_top5; // the last test's (accuracy: top-1)
+    float test_ema_loss, test_ema_accuracy, test_ema_top5; // the EMA's there; NAN: no EMA
     int step;                       // the steps done when the loop ended
     int stopped_by;                 // the stop signal (128 + it is the exit status), or 0
     double images_per_s;            // over the timed steps (all but a run's first)

@@ -90,6 +90,11 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
          "stochastic depth (timm's --drop-path): each residual branch of each image\n"
          "dropped with this rate at the last block, linearly less before it (default 0)",
          NULL, 0, 0},
+        {"-ema", CLI_FLOAT, &p->ema, 0, 1,
+         "keep an EMA of the weights with this decay (timm's --model-ema-decay, e.g.\n"
+         "0.9998): after each step ema = decay * ema + (1 - decay) * w; tested\n"
+         "beside the live weights, kept in the checkpoints; 0 = none (default 0)",
+         NULL, CLI_OPEN_HI, 0},
         {"-f", CLI_INT, &p->flip, 0, 1, "random horizontal flips (default 1)", NULL, 0, 0},
         {"-aa", CLI_STRING, &p->auto_augment, 0, 0,
          "RandAugment as timm's --aa names it, e.g. rand-m9-mstd0.5-inc1 (Swin-T's):\n"

@@ -37,6 +37,7 @@ typedef struct {
     float grad_clip;
     float smoothing;
     float drop_path; // -dp: the deepest block's stochastic-depth rate (0: off)
+    float ema;       // -ema: the decay of the weights' EMA (core/ema.h), in (0, 1); 0: none
     int flip;
     const char *auto_augment; // -aa: timm's RandAugment spec ("rand-m9-mstd0.5-inc1"), or NULL
     int print_every;

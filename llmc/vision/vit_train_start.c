@@ -20,10 +20,28 @@ int vit_train_resume_step(const VitTrainArgs *args, const TrainRanks *ranks) {
     return args->resume ? newest : -1;
 }
 
-int vit_train_start(Classifier *model, VisionProgress *start, int *order,
+// -y 1: the checkpoint of step in args->output_dir holds an EMA of -ema's
+// decay, or none and -ema is not given; else dies naming its state file.
+static void check_resumed_ema(const WeightEma *ema, const VitTrainArgs *args, int step) {
+    if ((ema->values != NULL) == (args->ema > 0.0f) && ema->decay == args->ema) {
+        return;
+    }
+    char model_path[4096], state_path[4096];
+    checkpoint_paths(model_path, state_path, sizeof(state_path), args->output_dir, step);
+    if (ema->values == NULL) {
+        fatal("-ema %g: %s holds no EMA of the weights (its run had no -ema): resume without "
+              "-ema, or start a new run", (double)args->ema, state_path);
+    }
+    fatal("%s holds an EMA of the weights of decay %g: resume with -ema %g%s", state_path,
+          (double)ema->decay, (double)ema->decay,
+          args->ema > 0.0f ? ", the decay it was trained with" : " (without it the EMA is lost)");
+}
+
+int vit_train_start(Classifier *model, VisionProgress *start, int *order, WeightEma *ema,
                     const VitTrainArgs *args, const VisionSplit *train, int global_batch,
                     int resume_step, const TrainRanks *ranks) {
     memset(start, 0, sizeof(*start)); // a new run: step 0, epoch 0, batch 0
+    *ema = (WeightEma){0};
     if (resume_step < 0) {
         vit_train_build_model(model, args, train); // the same seed on every rank
         for (int i = 0; i < train->count; i++) {
@@ -32,6 +50,9 @@ int vit_train_start(Classifier *model, VisionProgress *start, int *order,
         Rng rng; // the shuffles, the same on every rank
         rng_seed(&rng, args->seed ^ 0xDA7AULL);
         start->rng_state = rng.state;
+        if (args->ema > 0.0f) {
+            *ema = ema_start(classifier_params(model), classifier_num_parameters(model), args->ema);
+        }
         return -1;
     }
     // without a run.txt, the trainer's check after this records this run's
@@ -40,10 +61,11 @@ int vit_train_start(Classifier *model, VisionProgress *start, int *order,
     }
     train_ranks_max(ranks, 0); // a barrier: run.txt is checked before any rank reads on
     // a CPU run's checkpoint as well as a GPU run's
-    const int resumed = vision_checkpoint_resume(model, start, order, train->count,
+    const int resumed = vision_checkpoint_resume(model, start, order, train->count, ema,
                                                  args->output_dir);
     run_dir_ranks_check(ranks, args->output_dir, resumed, "resumed");
     vit_train_check_resumed(model, args, train);
+    check_resumed_ema(ema, args, resumed);
     return resumed;
 }
 
@@ -68,8 +90,8 @@ void vit_train_setup(VitTrainSetup *s, Classifier *model, const VitTrainArgs *ar
               s->train.count);
     }
     s->order = malloc_check((size_t)s->train.count * sizeof(int), "train order");
-    s->resumed_from = vit_train_start(model, &s->start, s->order, args, &s->train, s->global_B,
-                                      resume_step, ranks);
+    s->resumed_from = vit_train_start(model, &s->start, s->order, &s->ema, args, &s->train,
+                                      s->global_B, resume_step, ranks);
     s->batches_per_epoch = s->train.count / s->global_B;
     if (s->start.next_batch >= s->batches_per_epoch) {
         fatal("%s: the checkpoint's next batch %d is past the %d batches of an epoch of -b %d x "
@@ -105,6 +127,7 @@ VisionLoopConfig vit_train_loop_config(const VitTrainSetup *s, const VitTrainArg
 void vit_train_setup_free(VitTrainSetup *s) {
     logger_free(&s->logger);
     free(s->order);
+    ema_free(&s->ema);
     vision_split_free(&s->train);
     vision_split_free(&s->test);
 }

@@ -28,8 +28,11 @@ int vit_train_resume_step(const VitTrainArgs *args, const TrainRanks *ranks);
 // any checkpoint is read; then the newest checkpoint there that verifies (a
 // damaged newer one is named and skipped), whose model must fit the data.
 // Else a new model from args (vit_train_build_model), the identity order and
-// the RNG seeded from -sd. Returns the step resumed from, or -1.
-int vit_train_start(Classifier *model, VisionProgress *start, int *order,
+// the RNG seeded from -sd. The EMA of the weights (-ema): a new run's starts
+// as a copy of them; a resumed run's is the checkpoint's, which must hold one
+// of the same decay exactly when -ema is given (else dies naming the state
+// file). Returns the step resumed from, or -1.
+int vit_train_start(Classifier *model, VisionProgress *start, int *order, WeightEma *ema,
                     const VitTrainArgs *args, const VisionSplit *train, int global_batch,
                     int resume_step, const TrainRanks *ranks);
 
@@ -45,6 +48,7 @@ typedef struct {
     VisionSplit train, test;
     int *order;              // the train order (train.count indices)
     VisionProgress start;    // where the run starts: a checkpoint's, or step 0
+    WeightEma ema;           // -ema: the EMA of the weights where the run starts; else none
     int resumed_from;        // the step resumed from, or -1
     int B, global_B;         // -b, and -b x ranks
     int batches_per_epoch;   // of global_B images
@@ -65,7 +69,7 @@ void vit_train_setup(VitTrainSetup *s, Classifier *model, const VitTrainArgs *ar
 VisionLoopConfig vit_train_loop_config(const VitTrainSetup *s, const VitTrainArgs *args,
                                        const TrainRanks *ranks, int argc, char **argv);
 
-// Frees the splits, the order and the logger.
+// Frees the splits, the order, the EMA and the logger.
 void vit_train_setup_free(VitTrainSetup *s);
 
 #endif

@@ -1,5 +1,5 @@
 // The training state of a train_vit checkpoint (state_STEP.bin, magic
-// 20261202): vision_state_read, llmc/vision/vision_checkpoint.c. Input: 8 bytes
+// 20261202, versions 1 and 2): vision_state_read, llmc/vision/vision_checkpoint.c. Input: 8 bytes
 // (uint32 the number of train images, reduced; int32 the step asked for),
 // then the file, whose CRC is made right first (fuzz_copy_fixing_checksum).
 // The model is the tiny ViT of make_seeds.sh's vit.bin (its parameter count
@@ -28,12 +28,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader_init_memory(&r, input, size - 8);
     VisionProgress progress;
     char err[READER_ERR_BYTES] = {0};
-    int rc = vision_state_read(&r, step, &model, count, &progress, order, err, sizeof(err));
+    WeightEma ema = {0};
+    int rc = vision_state_read(&r, step, &model, count, &progress, order, &ema, err, sizeof(err));
     fuzz_check_error(rc, err, sizeof(err));
     ClassifierAdamW adamw = classifier_adamw(&model);
-    if (rc != 0 && (*adamw.m != NULL || *adamw.v != NULL)) {
-        abort(); // a failed read leaves the model's AdamW state untouched (none here)
+    if (rc != 0 && (*adamw.m != NULL || *adamw.v != NULL || ema.values != NULL)) {
+        abort(); // a failed read leaves the model's AdamW state and the EMA untouched (none here)
     }
+    ema_free(&ema);
     classifier_free(&model);
     free(order);
     free(input);

@@ -134,21 +134,27 @@ for fam, name in ((0, "vit"), (1, "swin")):
     prefix = struct.pack("<5I", fam, h[4], h[5], h[7], (len(model) - 1024) // 4)
     put("vision_state", f"{name}.bin", prefix + read(f"{tmp}/{name}_state.bin"))
 # train_vit's training state for make_seeds' tiny ViT (fuzz_vision_train_state builds that
-# model): prefixed with the train image count and the step; with moments and without, the
-# second carrying the CRC32 kind (the target makes the CRC right)
+# model): prefixed with the train image count and the step; version 1 with moments and
+# without, the second carrying the CRC32 kind (the target makes the CRC right), and
+# version 2 with an EMA of the weights (decay 0.9, after the order)
 n = (len(read(f"{tmp}/vit.bin")) - 1024) // 4
-for moments, crc_kind in ((1, 0), (0, 0x31435243)):
+for version, moments, ema, crc_kind in ((1, 1, 0, 0), (1, 0, 0, 0x31435243), (2, 1, 1, 0x31435243)):
     count, step = 7, 3
     h = [0] * 256
-    h[0:6] = [20261202, 1, step, 2, 1, 4]
+    h[0:6] = [20261202, version, step, 2, 1, 4]
     h[6:8] = struct.unpack("<2i", struct.pack("<Q", 0x9E3779B97F4A7C15))
     h[8:10] = struct.unpack("<2i", struct.pack("<Q", n))
     h[10], h[11], h[254] = moments, count, crc_kind
+    if ema:
+        h[12], h[13] = 1, struct.unpack("<i", struct.pack("<f", 0.9))[0]
     body = struct.pack("<256i", *h)
     if moments:
         body += struct.pack(f"<{n}f", *[0.01] * n) + struct.pack(f"<{n}f", *[1e-4] * n)
     body += struct.pack(f"<{count}i", *[3, 0, 6, 1, 5, 2, 4])
-    put("vision_train_state", f"vit_m{moments}.bin", struct.pack("<Ii", count, step) + body)
+    if ema:
+        body += struct.pack(f"<{n}f", *[0.02] * n)
+    name = f"vit_m{moments}.bin" if version == 1 else f"vit_v{version}_ema.bin"
+    put("vision_train_state", name, struct.pack("<Ii", count, step) + body)
 # safetensors: a tiny GPT-2 (L=1, C=4, V=8, maxT=4) in Hugging Face's layout, f32 and bf16
 sys.path.insert(0, "dev/reference")
 import hf_gpt2, numpy as np

@@ -10,15 +10,23 @@
 #   3. CPU <-> GPU: train_vit's checkpoint of step 2 resumed by train_vitfp32cu
 #      and train_vitfp32cu's of step 6 by train_vit follow the other's curve
 #      (main.log's losses within 1e-5 relative, as cuda_vit_emu's CPU vs GPU)
-#   4. bf16 (train_vitcu, cbwc): the state holds the fp32 master weights and
-#      moments, so a resumed run ends on the same model, byte for byte
-#   5. ZeRO-1, 2 ranks as threads (emulated NCCL): ViT cbwc and Swin cbwc -K 1
-#      -z 1 against -z 0 (losses within 1e-5; the checkpoints byte-identical,
-#      as the emulated reduce-scatter and all-reduce both sum in rank order);
+#   4. bf16 (train_vitcu, cbwc, -ema 0.9, 2 steps an epoch): the state holds
+#      the fp32 master weights, moments and EMA, so a run resumed from step 2
+#      (after the EMA's test pass, which swaps the EMA into the master weights
+#      and their bf16 copy and back) ends on the same model, byte for byte
+#   5. ZeRO-1, 2 ranks as threads (emulated NCCL), -ema 0.9 (each rank keeps
+#      the EMA of its slice): ViT cbwc and Swin cbwc -K 1
+#      -z 1 against -z 0 (losses within 1e-5; the checkpoints, the gathered
+#      EMA in them too, byte-identical, as the emulated reduce-scatter and
+#      all-reduce both sum in rank order);
 #      -z 1's checkpoint resumed by one process with the global batch follows
 #      the 2-rank curve (1e-5), and by 2 ranks -z 1 with flips (each rank's
 #      stream per step) ends on the same model, byte for byte
 #   6. -y 1 without -o, -y 1 on a folder without a checkpoint, -z 2: refused
+#   7. -ema 0.9 (ViT cbwc from train_vit's one-step model, 6 steps, -n 1): the
+#      EMA in every state equals numpy's recursion over the model files
+#      (test/ema_reference.py, 1e-6); -y 1 from step 4 (after the EMA's test)
+#      ends on the same model and state, byte for byte
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -110,19 +118,19 @@ else
 fi
 
 # 4. bf16: 4 steps in cbwc, resumed from step 2
-bf=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 4 -nt 32 -ne 16 -pe 1 -u 2 -n 2 -N cbwc -sd $((s + 13)))
+bf=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -b 8 -x 4 -nt 16 -ne 16 -pe 1 -u 2 -n 2 -N cbwc -ema 0.9 -sd $((s + 13)))
 "$E/train_vitcu" "${bf[@]}" -o "$work/bf16" > "$work/bf16.log" 2>&1 || bad "train_vitcu, 4 steps: $(tail -1 "$work/bf16.log")"
 seed_dir "$work/bf16" "$work/bf16_resume" 2
 if "$E/train_vitcu" "${bf[@]}" -o "$work/bf16_resume" -y 1 > "$work/bf16_resume.log" 2>&1 &&
    cmp -s "$work/bf16/model_00000004.bin" "$work/bf16_resume/model_00000004.bin" && same_log "$work/bf16" "$work/bf16_resume"; then
-    ok "train_vitcu (bf16) cbwc -y 1 from step 2: the same losses and final fp32 master weights, byte for byte"
+    ok "train_vitcu (bf16) cbwc -ema -y 1 from step 2 (after the EMA's test): the same losses and final fp32 master weights, byte for byte"
 else
     bad "train_vitcu (bf16) resume"; paste <(grep trl "$work/bf16/main.log") <(grep trl "$work/bf16_resume/main.log") | sed 's/^/     /'
 fi
 
 # 5. ZeRO-1 with 2 ranks. ViT: 48 images, -b 4 per rank, 4 steps, cbwc (V re-projected
 #    from the gathered weights); no flips where one process must follow two
-dp=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -x 4 -nt 48 -ne 16 -pe 1 -u 2 -n 2 -N cbwc -sd $((s + 5)))
+dp=(-i "$fmnist" -C 24 -L 2 -H 3 -P 7 -x 4 -nt 48 -ne 16 -pe 1 -u 2 -n 2 -N cbwc -ema 0.9 -sd $((s + 5)))
 for z in 0 1; do
     EMU_RANKS=2 "$E/train_vitfp32cu" "${dp[@]}" -f 0 -b 4 -z $z -pf "$work/id_z$z" -o "$work/vit_z$z" > "$work/vit_z$z.log" 2>&1 ||
         bad "train_vitfp32cu 2 ranks -z $z: $(tail -1 "$work/vit_z$z.log")"
@@ -151,7 +159,7 @@ else
     bad "2 ranks -z 1 resume with flips"; paste <(grep trl "$work/vit_flip/main.log") <(grep trl "$work/vit_flip_resume/main.log") | sed 's/^/     /'
 fi
 # Swin: 16 images, -b 4 per rank, 2 steps, cbwc with the centring ops (padded device layout)
-sw=(-i "$fmnist" -e swin -E 16 -P 2 -W 7 -b 4 -x 2 -nt 16 -ne 8 -pe 1 -u 2 -n 1 -N cbwc -K 1 -sd $((s + 7)))
+sw=(-i "$fmnist" -e swin -E 16 -P 2 -W 7 -b 4 -x 2 -nt 16 -ne 8 -pe 1 -u 2 -n 1 -N cbwc -K 1 -ema 0.9 -sd $((s + 7)))
 for z in 0 1; do
     r=0; [ $z = 1 ] && r=1
     EMU_RACECHECK=$r EMU_RANKS=2 "$E/train_vitfp32cu" "${sw[@]}" -z $z -pf "$work/id_sz$z" -o "$work/swin_z$z" > "$work/swin_z$z.log" 2>&1 ||
@@ -176,6 +184,23 @@ else bad "-y 1 on an empty folder: $(head -2 "$work/bad_empty.log")"; fi
 if "$E/train_vitfp32cu" -z 2 > "$work/bad_z.log" 2>&1; then bad "-z 2 accepted"
 elif grep -q -- "-z: expected 0 or 1" "$work/bad_z.log"; then ok "-z 2 refused"
 else bad "-z 2: $(head -2 "$work/bad_z.log")"; fi
+
+# 7. the EMA of the weights against numpy's, and its resume
+bin/train_vit "${vit[@]}" -N cbwc -x 1 -o "$work/ema_init" > "$work/ema_init.log" 2>&1 || bad "train_vit, 1 step: $(tail -1 "$work/ema_init.log")"
+ema=(-i "$fmnist" -e "$work/ema_init/model_00000001.bin" -b 8 -x 6 -nt 32 -ne 16 -pe 1 -u 2 -n 1 -ema 0.9 -sd $((s + 17)))
+if "$E/train_vitfp32cu" "${ema[@]}" -o "$work/ema" > "$work/ema.log" 2>&1 && grep -q "ema accuracy" "$work/ema.log"; then
+    "${PYTHON:-/usr/bin/python3}" test/ema_reference.py 0.9 "$work/ema_init/model_00000001.bin" "$work/ema" 6 || bad "train_vitfp32cu -ema: the stored EMA"
+else
+    bad "train_vitfp32cu -ema 0.9: $(tail -1 "$work/ema.log")"
+fi
+seed_dir "$work/ema" "$work/ema_resume" 4
+if "$E/train_vitfp32cu" "${ema[@]}" -o "$work/ema_resume" -y 1 > "$work/ema_resume.log" 2>&1 &&
+   cmp -s "$work/ema/model_00000006.bin" "$work/ema_resume/model_00000006.bin" &&
+   cmp -s "$work/ema/state_00000006.bin" "$work/ema_resume/state_00000006.bin" && same_log "$work/ema" "$work/ema_resume"; then
+    ok "train_vitfp32cu -ema -y 1 from step 4 (after the EMA's test): the same losses, final model and state (the EMA), byte for byte"
+else
+    bad "train_vitfp32cu -ema resume: $(tail -1 "$work/ema_resume.log")"
+fi
 
 echo "cuda_vit_resume_emu: $fails failure(s) (emulated: a logic check, not a device run)"
 [ $fails -eq 0 ]
