@@ -180,8 +180,8 @@ static int check_loss(int N, int K, float smoothing, DevRng *rng) {
     classifier_loss_cuda(d_losses, d_dlogits, d_logits, d_labels, smoothing, scale, N, K, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
     float *losses = (float *)host_alloc((size_t)N * 4), *dlogits = (float *)host_alloc(nk * 4);
-    classifier_loss_forward(losses, logits, labels, smoothing, N, K);
-    classifier_loss_backward(dlogits, logits, labels, smoothing, scale, N, K);
+    classifier_loss_forward(losses, logits, labels, mix, smoothing, N, K);
+    classifier_loss_backward(dlogits, logits, labels, mix, smoothing, scale, N, K);
     double *ref = (double *)host_alloc(nk * 8);
     float *got = (float *)host_alloc(nk * 4);
     int ok = 1;

@@ -38,6 +38,7 @@ typedef struct {
     float smoothing;
     float drop_path; // -dp: the deepest block's stochastic-depth rate (0: off)
     int flip;
+    BatchAugment augment; // -reprob, -mixup, -cutmix (batch_augment.h); zeros: off
     int print_every;
     unsigned long long seed;
     // checkpoints and data parallel, the same on the CPU and the GPU
@@ -48,13 +49,14 @@ typedef struct {
 } VitTrainArgs;
 
 // Room for every flag vit_train_flags writes.
-#define VIT_TRAIN_MAX_FLAGS 40
+#define VIT_TRAIN_MAX_FLAGS 48
 
 // The defaults (the CPU trainer's).
 VitTrainArgs vit_train_args_defaults(void);
 // Writes the flags bound to a into flags (room for VIT_TRAIN_MAX_FLAGS); returns their count.
 int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
-// After cli_parse: the rules between the flags (-y 1 needs -o); cli_error otherwise.
+// After cli_parse: the rules between the flags (-y 1 needs -o; -reprob, -mixup
+// and -cutmix draw from the flips' Rng: -f 1); cli_error otherwise.
 void vit_train_args_check(const CliSpec *spec, const VitTrainArgs *a);
 
 // -e: a model file, or a fresh ViT / Swin from the shape flags sized for the
