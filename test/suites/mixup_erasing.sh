@@ -17,7 +17,10 @@
 # Then (full tier) train_vit with all three on: a resume gives the
 # uninterrupted run's model and state bit for bit, and without them the model
 # differs; the emulated train_vitfp32cu (a logic check, not a device run)
-# follows train_vit's curve within 1e-5 relative, and without the ops differs.
+# follows train_vit's curve within 1e-5 relative, and without the ops differs;
+# ln == cbwc under the ops over 40 steps (the logged losses within 1e-5; the
+# ops act on the pixels before the centred patch embedding and on the
+# targets), rms differing by > 1e-4.
 # The fast tier (FOLDNORM_TEST_TIER=check) and the sanitized build (SAN=1:
 # test_mixup's C code, the loss included, under the sanitizers) stop before
 # the trainers (the prefetcher's ops run sanitized in test_batch_prefetch;
@@ -214,6 +217,19 @@ if cmp -s "$work/full/model_00000008.bin" "$work/plain/model_00000008.bin"; then
     echo "FAIL: the ops trained the model that training without them trains"; exit 1
 fi
 echo "  control: without the ops, another model"
+# largest |a - b| / max(1, |b|) over the trl lines of two runs
+curve_diff() {
+    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
+                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
+                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
+}
+echo "== train_vit ${ops[*]}: ln == cbwc over 40 steps (the logged losses, 6 decimals: within 1e-5); rms differs"
+eq=(bin/train_vit -e vit -C 16 -L 2 -H 2 -b 16 -x 40 -nt 320 -ne 32 -u 2 -pe 1 -sd $((seed % 1000 + 2)))
+for m in ln cbwc rms; do rm -rf "$work/eq_$m"; "${eq[@]}" "${ops[@]}" -N $m -o "$work/eq_$m" > /dev/null; done
+same=$(curve_diff "$work/eq_ln" "$work/eq_cbwc"); other=$(curve_diff "$work/eq_ln" "$work/eq_rms")
+echo "  ln vs cbwc: $same; ln vs rms: $other"
+$PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
+    { echo "FAIL: ln == cbwc under mixup, cutmix and erasing"; exit 1; }
 # the GPU loss with mixed targets and the prefetcher's ops, emulated: a logic check, not a device run
 emu=build/emu/train_vitfp32cu
 if [ ! -x $emu ]; then
@@ -226,12 +242,6 @@ rm -rf "$work/g_cpu" "$work/g_gpu" "$work/g_cpu0"
 bin/train_vit "${gpu[@]}" "${ops[@]}" -o "$work/g_cpu" > /dev/null
 bin/train_vit "${gpu[@]}" -o "$work/g_cpu0" > /dev/null
 $emu "${gpu[@]}" "${ops[@]}" -dw 4 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
-# largest |a - b| / max(1, |b|) over the trl lines of two runs
-curve_diff() {
-    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
-                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
-                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
-}
 same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_cpu0" "$work/g_gpu")
 echo "  CPU vs emulated GPU with the ops: $same; CPU without them vs emulated GPU with them: $other"
 $PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
