@@ -26,30 +26,35 @@
 #include "vision/batch_augment.h"
 
 static void write_all(FILE *f, const void *data, size_t size, size_t count, const char *path) {
-    if (count > 0 && fwrite(data, size, count, f) != count) fatal("%s: write failed", path);
+    if (count > 0 && fwrite(data, size, count, f) != count)
+        fatal("%s: write failed", path);
 }
 
 static FILE *open_out(const char *path) {
     FILE *f = fopen(path, "wb");
-    if (f == NULL) fatal("%s: cannot open for writing", path);
+    if (f == NULL)
+        fatal("%s: cannot open for writing", path);
     return f;
 }
 
 static void close_out(FILE *f, const char *path) {
-    if (fclose(f) != 0) fatal("%s: close failed", path);
+    if (fclose(f) != 0)
+        fatal("%s: close failed", path);
 }
 
-static int dump_ops(const char *path, uint64_t seed, int B, int C, int S, float mixup,
-                    float cutmix, float reprob) {
+static int dump_ops(const char *path, uint64_t seed, int B, int C, int S, float mixup, float cutmix,
+                    float reprob) {
     const size_t image = (size_t)C * S * S, n = (size_t)B * image;
-    float *before = malloc_check(n * sizeof(float), "images"), *after = malloc_check(n * sizeof(float), "images");
+    float *before = malloc_check(n * sizeof(float), "images"),
+          *after = malloc_check(n * sizeof(float), "images");
     int *labels = malloc_check((size_t)B * sizeof(int), "labels");
     int *labels2 = malloc_check((size_t)B * sizeof(int), "labels2");
     float *lam = malloc_check((size_t)B * sizeof(float), "lam");
     Rng data;
     rng_seed(&data, seed ^ 0xDA7AULL);
     rng_normal_fill(&data, before, n, 0.0f, 1.0f);
-    for (int b = 0; b < B; b++) labels[b] = (int)(rng_u32(&data) % 10u);
+    for (int b = 0; b < B; b++)
+        labels[b] = (int)(rng_u32(&data) % 10u);
     memcpy(after, before, n * sizeof(float));
     BatchAugment aug = {reprob, {mixup, cutmix}};
     BatchAugmentDraws d;
@@ -57,7 +62,8 @@ static int dump_ops(const char *path, uint64_t seed, int B, int C, int S, float 
     Rng rng;
     rng_seed(&rng, seed);
     batch_augment_draw(&d, &aug, B, S, S, &rng);
-    for (int b = 0; b < B; b++) random_erasing_apply(after + b * image, C, S, S, &d.erase[b]);
+    for (int b = 0; b < B; b++)
+        random_erasing_apply(after + b * image, C, S, S, &d.erase[b]);
     MixTargets mix = batch_augment_mix(after, labels, labels2, lam, B, C, S, &d);
     const int32_t header[5] = {B, C, S, mix.labels2 != NULL, d.mix.use_cutmix};
     FILE *f = open_out(path);
@@ -72,7 +78,8 @@ static int dump_ops(const char *path, uint64_t seed, int B, int C, int S, float 
     }
     close_out(f, path);
     int erased = 0;
-    for (int b = 0; b < B; b++) erased += d.erase[b].erased;
+    for (int b = 0; b < B; b++)
+        erased += d.erase[b].erased;
     printf("ops: B %d C %d S %d: %d image(s) erased, %s lam %.6f\n", B, C, S, erased,
            !d.mix.active ? "unmixed" : (d.mix.use_cutmix ? "cutmix" : "mixup"),
            mix.lam != NULL ? (double)mix.lam[0] : 1.0);
@@ -129,7 +136,8 @@ static int dump_beta(const char *path, uint64_t seed, double alpha, int n) {
     double *x = malloc_check((size_t)n * sizeof(double), "beta draws");
     Rng rng;
     rng_seed(&rng, seed);
-    for (int i = 0; i < n; i++) x[i] = mixup_beta_draw(alpha, &rng);
+    for (int i = 0; i < n; i++)
+        x[i] = mixup_beta_draw(alpha, &rng);
     FILE *f = open_out(path);
     write_all(f, x, sizeof(double), (size_t)n, path);
     close_out(f, path);

@@ -21,7 +21,8 @@ void batch_augment_draws_free(BatchAugmentDraws *d) {
     memset(d, 0, sizeof(*d));
 }
 
-void batch_augment_draw(BatchAugmentDraws *d, const BatchAugment *a, int B, int H, int W, Rng *rng) {
+void batch_augment_draw(BatchAugmentDraws *d, const BatchAugment *a, int B, int H, int W,
+                        Rng *rng) {
     const int on = rng != NULL && batch_augment_active(a);
     for (int b = 0; b < B; b++) {
         d->erase[b] = random_erasing_draw(on ? a->erase_prob : 0.0f, H, W, rng);
@@ -33,7 +34,8 @@ void batch_augment_draw(BatchAugmentDraws *d, const BatchAugment *a, int B, int 
 MixTargets batch_augment_mix(float *images, const int *labels, int *labels2, float *lam, int B,
                              int C, int S, const BatchAugmentDraws *d) {
     MixTargets none = {NULL, NULL};
-    if (!d->mix.active) return none;
+    if (!d->mix.active)
+        return none;
     mixup_apply(images, labels, labels2, lam, B, C, S, S, &d->mix);
     MixTargets mixed = {labels2, lam};
     return mixed;

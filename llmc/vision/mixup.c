@@ -15,24 +15,28 @@ static double gamma_draw(double a, Rng *rng) {
         float z;
         rng_normal_fill(rng, &z, 1, 0.0f, 1.0f);
         double v = 1.0 + c * z;
-        if (v <= 0.0) continue;
+        if (v <= 0.0)
+            continue;
         v = v * v * v;
         const double u = 1.0 - rng_uniform(rng);
-        if (log(u) < 0.5 * z * z + d - d * v + d * log(v)) return d * v;
+        if (log(u) < 0.5 * z * z + d - d * v + d * log(v))
+            return d * v;
     }
 }
 
 double mixup_beta_draw(double alpha, Rng *rng) {
     const double x = gamma_draw(alpha, rng), y = gamma_draw(alpha, rng);
     // both underflow only for a tiny alpha, whose Beta sits at 0 and 1
-    if (x + y == 0.0) return rng_uniform(rng) < 0.5f ? 0.0 : 1.0;
+    if (x + y == 0.0)
+        return rng_uniform(rng) < 0.5f ? 0.0 : 1.0;
     return x / (x + y);
 }
 
 MixupDraw mixup_draw(const MixupConfig *c, int H, int W, Rng *rng) {
     MixupDraw d = {0, 0, 1.0, 0, 0};
     const int mixup = c->mixup_alpha > 0.0f, cutmix = c->cutmix_alpha > 0.0f;
-    if (!mixup && !cutmix) return d;
+    if (!mixup && !cutmix)
+        return d;
     d.active = 1;
     d.use_cutmix = mixup && cutmix ? rng_uniform(rng) < MIXUP_SWITCH_PROB : cutmix;
     d.cy = (int)(rng_u32(rng) % (uint32_t)H); // np.random.randint(0, H)

@@ -9,7 +9,8 @@
 ErasingDraw random_erasing_draw(float prob, int H, int W, Rng *rng) {
     ErasingDraw d;
     memset(&d, 0, sizeof(d));
-    if (prob <= 0.0f || rng_uniform(rng) > prob) return d; // timm: random() > p keeps the image
+    if (prob <= 0.0f || rng_uniform(rng) > prob)
+        return d; // timm: random() > p keeps the image
     const double area = (double)H * W;
     const double log_lo = log(ERASING_MIN_ASPECT), log_hi = log(1.0 / ERASING_MIN_ASPECT);
     for (int attempt = 0; attempt < ERASING_ATTEMPTS; attempt++) {
@@ -34,7 +35,8 @@ ErasingDraw random_erasing_draw(float prob, int H, int W, Rng *rng) {
 }
 
 void random_erasing_apply(float *image, int C, int H, int W, const ErasingDraw *d) {
-    if (!d->erased || d->h == 0 || d->w == 0) return;
+    if (!d->erased || d->h == 0 || d->w == 0)
+        return;
     const size_t n = (size_t)C * d->h * d->w;
     float *fill = malloc_check(n * sizeof(float), "erasing fill");
     Rng rng;
