@@ -3,8 +3,9 @@
 // llmc/vision/. main reads top-down: parse; set up (llmc/vision/vit_train_start.c,
 // shared with train_vit.cu); the hooks table (this file: the CPU model's
 // calls); the loop (llmc/vision/vision_train_loop.c). The step, on every rank:
-//   1. its slice of a global batch of -b x ranks images, in the epoch's shuffled order (-f: flips);
-//   2. forward, label-smoothed cross-entropy and backward over the slice;
+//   1. its slice of a global batch of -b x ranks images, in the epoch's shuffled order (-f: flips;
+//      -reprob: random erasing; -mixup, -cutmix: the slice mixed with itself reversed);
+//   2. forward, label-smoothed cross-entropy (mixed targets) and backward over the slice;
 //   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
 //   4. AdamW at the warmup + cosine learning rate; -ema: the EMA of the weights (core/ema.h);
 //   5. a step line every -pe steps; a test loss, top-1 and top-5 accuracy each epoch (and the
@@ -116,6 +117,8 @@ typedef struct {
     WeightEma *ema;      // -ema: the EMA of the weights (under ZeRO-1 current on this rank's shard)
     float *images;       // one batch (this rank's slice)
     int *labels, *eval_indices;
+    int *labels2;        // -mixup, -cutmix: the batch's mixed targets
+    float *lam;
 } CpuTrainer;
 
 static float cpu_forward_backward(void *ctx, int epoch, int batch) {
@@ -126,7 +129,10 @@ static float cpu_forward_backward(void *ctx, int epoch, int batch) {
     if (t->flips == &t->rank_flips) {
         rng_seed(&t->rank_flips, vision_batch_flips_seed(t->args->seed, t->comm->rank, epoch, batch));
     }
-    vision_make_batch(t->images, t->labels, t->train, t->order + first, B, t->flips);
+    const MixTargets mix = vision_make_train_batch(t->images, t->labels, t->labels2, t->lam,
+                                                   t->train, t->order + first, B, t->flips,
+                                                   &t->args->augment);
+    classifier_set_mix_targets(t->model, mix);
     if (t->drop_scales != NULL) { // every rank draws the global batch's masks, takes its own
         const int blocks = classifier_num_blocks(t->model);
         Rng drop_rng;
@@ -141,6 +147,7 @@ static float cpu_forward_backward(void *ctx, int epoch, int batch) {
     classifier_zero_grad(t->model);
     classifier_backward(t->model, 1.0f / (float)B);
     classifier_set_drop_path(t->model, NULL); // the test pass keeps every branch
+    classifier_set_mix_targets(t->model, (MixTargets){NULL, NULL}); // and its labels
     comm_mean_double(t->comm, &loss_mean); // the global batch's loss, the mean of equal slices
     return (float)loss_mean;
 }
@@ -283,6 +290,8 @@ int main(int argc, char **argv) {
         .order = run.order, .rng = &rng, .ema = &run.ema,
         .images = malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"), "batch"),
         .labels = malloc_check((size_t)B * sizeof(int), "labels"),
+        .labels2 = malloc_check((size_t)B * sizeof(int), "mixed labels"),
+        .lam = malloc_check((size_t)B * sizeof(float), "mix weights"),
         .eval_indices = malloc_check((size_t)B * sizeof(int), "eval indices")};
     // one rank flips from the shuffling RNG; several each from a stream of their
     // own per batch (vision_batch_flips_seed: as train_vitcu's ranks)
@@ -314,6 +323,8 @@ int main(int argc, char **argv) {
     free(trainer.images);
     free(trainer.drop_scales);
     free(trainer.labels);
+    free(trainer.labels2);
+    free(trainer.lam);
     free(trainer.eval_indices);
     vit_train_setup_free(&run);
     classifier_free(&model);

@@ -19,8 +19,9 @@
 // main reads top-down: parse; set up (llmc/vision/vit_train_start.c, shared
 // with train_vit.c); the hooks table (this file: the GPU model's calls); the
 // loop (llmc/vision/vision_train_loop.c). The step, on every GPU:
-//   1. its slice of a global batch of -b x ranks images, augmented ahead on host threads;
-//   2. forward, label-smoothed cross-entropy and backward on the GPU;
+//   1. its slice of a global batch of -b x ranks images, augmented ahead on host threads
+//      (train_vit's flips, crops, -reprob erasing, -mixup / -cutmix of the slice);
+//   2. forward, label-smoothed cross-entropy (mixed targets) and backward on the GPU;
 //   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
 //   4. AdamW on the device at the warmup + cosine learning rate; -ema: the EMA of the weights
 //      (llmc/cuda/vision_ema.cuh, each rank its slices under ZeRO-1);
@@ -228,6 +229,7 @@ static float gpu_forward_backward(void *ctx, int epoch, int batch) {
     const float *images; // this rank's slice of the global batch
     const int *labels;
     batch_prefetch_take(t->prefetch, &images, &labels);
+    classifier_cuda_set_mix_targets(t->model, batch_prefetch_taken_mix(t->prefetch), B);
     queue_batches(t->prefetch, t->order, t->epoch, &t->next_batch, t->end_batch, B, t->mg,
                   &t->flips);
     if (t->drop_scales != NULL) { // train_vit's masks: the global batch's, this rank's slice
@@ -243,6 +245,7 @@ static float gpu_forward_backward(void *ctx, int epoch, int batch) {
     classifier_cuda_zero_grad(t->model);
     classifier_cuda_backward(t->model, 1.0f / (float)B);
     classifier_cuda_set_drop_path(t->model, NULL, B); // the test pass keeps every branch
+    classifier_cuda_set_mix_targets(t->model, MixTargets{NULL, NULL}, B); // and its labels
     return NAN;
 }
 
@@ -405,6 +408,7 @@ int main(int argc, char **argv) {
     trainer.flips.per_batch = trainer.flips.per_batch && trainer.flips.rng != NULL;
     BatchPrefetch *prefetch = batch_prefetch_create(train, B, PREFETCH_DEPTH, gpu.data_workers,
                                                     BatchBufferAllocator{pinned_alloc, pinned_free});
+    batch_prefetch_set_augment(prefetch, &args.augment);
     trainer.prefetch = prefetch;
     VisionTrainHooks hooks;
     memset(&hooks, 0, sizeof(hooks));

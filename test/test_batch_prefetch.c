@@ -6,7 +6,9 @@
 // no augmentation; the Rng ends in the same state; the pending Rng state is
 // the sequential one; a taken batch is untouched while the queue refills; and
 // freeing with batches queued or being rendered joins the threads and frees
-// everything (LeakSanitizer in the SAN=1 build).
+// everything (LeakSanitizer in the SAN=1 build). With random erasing and
+// mixup / cutmix on, the prefetched batches and their mixed targets equal
+// vision_make_train_batch's bit for bit.
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -268,6 +270,70 @@ static void compare_randaugment(const char *name, VisionSplit *s, int B, int ste
     free(indices);
 }
 
+// With the batch-level ops (erasing, mixup / cutmix; batch_augment.h): steps
+// batches prefetched with (depth, workers) equal vision_make_train_batch's
+// built one by one from an Rng seeded alike, images, labels and mixed
+// targets bit for bit, with the same pending and final Rng states.
+static void compare_batch_ops(const char *name, const VisionSplit *s, int B, int steps, int depth,
+                              int workers, const BatchAugment *aug, uint64_t seed) {
+    char what[160];
+    snprintf(what, sizeof(what), "%s with erasing and mixup / cutmix, depth %d workers %d", name,
+             depth, workers);
+    const size_t floats = (size_t)B * s->channels * s->side * s->side;
+    float *images = malloc_check(floats * sizeof(float), "images");
+    int *labels = malloc_check((size_t)B * sizeof(int), "labels");
+    int *labels2 = malloc_check((size_t)B * sizeof(int), "labels2");
+    float *lam = malloc_check((size_t)B * sizeof(float), "lam");
+    int *indices = malloc_check((size_t)steps * B * sizeof(int), "indices");
+    for (int i = 0; i < steps * B; i++) indices[i] = (i * 5 + 1) % s->count;
+    Rng ref, pre;
+    rng_seed(&ref, seed);
+    rng_seed(&pre, seed);
+    BatchPrefetch *p = batch_prefetch_create(s, B, depth, workers, (BatchBufferAllocator){0});
+    batch_prefetch_set_augment(p, aug);
+    int submitted = 0, mismatched = -1, mixed = 0;
+    for (; submitted < depth && submitted < steps; submitted++) {
+        batch_prefetch_submit(p, indices + (size_t)submitted * B, &pre);
+    }
+    for (int k = 0; k < steps; k++) {
+        uint64_t pending = 0;
+        const int has_pending = batch_prefetch_pending_rng(p, &pending);
+        const uint64_t before = ref.state;
+        MixTargets want = vision_make_train_batch(images, labels, labels2, lam, s,
+                                                  indices + (size_t)k * B, B, &ref, aug);
+        const float *got_images;
+        const int *got_labels;
+        batch_prefetch_take(p, &got_images, &got_labels);
+        MixTargets got = batch_prefetch_taken_mix(p);
+        int same = has_pending && pending == before &&
+                   memcmp(got_images, images, floats * sizeof(float)) == 0 &&
+                   memcmp(got_labels, labels, (size_t)B * sizeof(int)) == 0 &&
+                   (got.labels2 == NULL) == (want.labels2 == NULL);
+        if (same && want.labels2 != NULL) {
+            mixed++;
+            same = memcmp(got.labels2, want.labels2, (size_t)B * sizeof(int)) == 0 &&
+                   memcmp(got.lam, want.lam, (size_t)B * sizeof(float)) == 0;
+        }
+        if (!same && mismatched < 0) mismatched = k;
+        if (submitted < steps) {
+            batch_prefetch_submit(p, indices + (size_t)submitted * B, &pre);
+            submitted++;
+        }
+    }
+    batch_prefetch_free(p);
+    expect(mismatched < 0, what, "batch %d differs from vision_make_train_batch's", mismatched);
+    expect(pre.state == ref.state, what, "the Rng ends elsewhere than the sequential one's");
+    expect(mixed == steps, what, "%d of %d batches mixed", mixed, steps);
+    if (mismatched < 0 && pre.state == ref.state && mixed == steps) {
+        printf("ok   %s: %d batches bit-identical, Rng states equal\n", what, steps);
+    }
+    free(images);
+    free(labels);
+    free(labels2);
+    free(lam);
+    free(indices);
+}
+
 // Freed with batches queued and workers mid-image, or never used: joins, frees.
 static void early_exit(const VisionSplit *s, int B) {
     Rng rng;
@@ -315,6 +381,11 @@ int main(int argc, char **argv) {
     compare_runs("shard", &shard, 6, 7, 2, 3, 0, seed + 23);
     compare_randaugment("shard", &shard, 6, 4, seed + 24);
     compare_randaugment("grey", &grey, 5, 4, seed + 25);
+    const BatchAugment ops = {0.5f, {0.8f, 1.0f}};
+    for (int i = 0; i < 4; i++) {
+        compare_batch_ops("shard", &shard, 7, 9, configs[i][0], configs[i][1], &ops, seed + 40 + i);
+        compare_batch_ops("grey", &grey, 6, 9, configs[i][0], configs[i][1], &ops, seed + 50 + i);
+    }
     early_exit(&shard, 16);
     vision_split_free(&shard);
     vision_split_free(&grey);

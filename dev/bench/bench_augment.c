@@ -12,7 +12,10 @@
 // per image (its draws: ~1 op applied an image at n 2, p 0.5).
 // Per configuration: images/s (wall) over -r timed batches of -b images, after
 // one untimed batch, and the process CPU time per image (all threads).
+// With -reprob / -mixup / -cutmix (train_vit's flags), a second caller-thread
+// line per configuration with those batch-level ops on: their cost per core.
 // Usage: bench_augment [-b 128] [-r 8] [-S 256] [-cs 224] [-dw 4] [-aa SPEC]
+//                      [-reprob 0.25 -mixup 0.8 -cutmix 1.0]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,11 +67,12 @@ static void make_grey(VisionSplit *s, int count, Rng *rng) {
 // images/s of (rounds + 1) batches through a prefetcher, the first untimed;
 // the process CPU seconds per image in *cpu_per_image
 static double prefetch_rate(const VisionSplit *s, const int *indices, int B, int rounds, int workers,
-                            double *cpu_per_image) {
+                            const BatchAugment *ops, double *cpu_per_image) {
     Rng rng;
     rng_seed(&rng, 1);
     const int depth = 2;
     BatchPrefetch *p = batch_prefetch_create(s, B, depth, workers, (BatchBufferAllocator){0});
+    batch_prefetch_set_augment(p, ops);
     const float *images;
     const int *labels;
     batch_prefetch_submit(p, indices, &rng);
@@ -89,17 +93,25 @@ static double prefetch_rate(const VisionSplit *s, const int *indices, int B, int
     return (double)rounds * B / seconds;
 }
 
-static void bench_split(const char *name, const VisionSplit *s, int B, int rounds, int max_workers) {
+static void bench_split(const char *name, const VisionSplit *s, int B, int rounds, int max_workers,
+                        const BatchAugment *ops) {
     int *indices = malloc_check((size_t)B * sizeof(int), "indices");
     for (int b = 0; b < B; b++) indices[b] = b % s->count;
     // 0 workers: each batch built on the calling thread, as train_vit.cu did between steps
     // the CPU time per image is the figure that moves least on a shared machine
     double cpu;
-    const double one = prefetch_rate(s, indices, B, rounds, 0, &cpu);
+    const double one = prefetch_rate(s, indices, B, rounds, 0, NULL, &cpu);
     printf("%-34s  caller thread  %9.0f images/s  CPU %.4f ms/image = %.0f images/s per core\n",
            name, one, 1e3 * cpu, 1.0 / cpu);
+    if (batch_augment_active(ops)) {
+        double cpu_ops;
+        const double with_ops = prefetch_rate(s, indices, B, rounds, 0, ops, &cpu_ops);
+        printf("%-34s  + erase/mix    %9.0f images/s  CPU %.4f ms/image = %.0f images/s per core "
+               "(the ops: %.4f ms/image)\n",
+               name, with_ops, 1e3 * cpu_ops, 1.0 / cpu_ops, 1e3 * (cpu_ops - cpu));
+    }
     for (int w = 1; w <= max_workers; w *= 2) {
-        const double rate = prefetch_rate(s, indices, B, rounds, w, &cpu);
+        const double rate = prefetch_rate(s, indices, B, rounds, w, NULL, &cpu);
         printf("%-34s  %2d worker(s)   %9.0f images/s  CPU %.4f ms/image\n", name, w, rate,
                1e3 * cpu);
     }
@@ -145,6 +157,7 @@ static void bench_randaugment(const RandAugmentSpec *spec, int crop, Rng *rng) {
 int main(int argc, char **argv) {
     int B = 128, rounds = 8, side = 256, crop = 224, max_workers = 4;
     const char *aa = "rand-m9-mstd0.5-inc1";
+    BatchAugment ops = {0.0f, {0.0f, 0.0f}};
     CliFlag flags[] = {
         {"-b", CLI_INT, &B, 1, 65536, "images per batch (default 128)", NULL, 0, 0},
         {"-r", CLI_INT, &rounds, 1, 100000, "timed batches (default 8)", NULL, 0, 0},
@@ -154,6 +167,11 @@ int main(int argc, char **argv) {
          NULL, 0, 0},
         {"-aa", CLI_STRING, &aa, 0, 0,
          "the RandAugment spec timed (default rand-m9-mstd0.5-inc1)", "spec", 0, 0},
+        {"-reprob", CLI_FLOAT, &ops.erase_prob, 0, 1, "random erasing's probability (default 0)",
+         NULL, 0, 0},
+        {"-mixup", CLI_FLOAT, &ops.mix.mixup_alpha, 0, 100, "mixup's alpha (default 0)", NULL, 0, 0},
+        {"-cutmix", CLI_FLOAT, &ops.mix.cutmix_alpha, 0, 100, "cutmix's alpha (default 0)", NULL, 0,
+         0},
     };
     CliSpec spec = {.program = "bench_augment", .synopsis = "[options]",
                     .about = "Host augmentation throughput: one thread and the prefetch pool.\n",
@@ -171,14 +189,14 @@ int main(int argc, char **argv) {
     make_grey(&grey, B, &rng);
     char name[80];
     snprintf(name, sizeof(name), "shard %dx%d -> crop %d, B=%d", side, side, crop, B);
-    bench_split(name, &shard, B, rounds, max_workers);
+    bench_split(name, &shard, B, rounds, max_workers, &ops);
     snprintf(name, sizeof(name), "grey 28x28 + flips, B=%d", B);
-    bench_split(name, &grey, B, rounds * 16, max_workers);
+    bench_split(name, &grey, B, rounds * 16, max_workers, &ops);
     shard.randaugment = grey.randaugment = ra;
     snprintf(name, sizeof(name), "shard -> crop %d + RandAugment", crop);
-    bench_split(name, &shard, B, rounds, max_workers);
+    bench_split(name, &shard, B, rounds, max_workers, &ops);
     snprintf(name, sizeof(name), "grey 28x28 + RandAugment");
-    bench_split(name, &grey, B, rounds * 16, max_workers);
+    bench_split(name, &grey, B, rounds * 16, max_workers, &ops);
     bench_randaugment(&ra, crop, &rng);
     vision_split_free(&shard);
     vision_split_free(&grey);

@@ -3,10 +3,11 @@
 // vs patches_from_images + matmul_forward / matmul_backward), the class
 // token + position embedding with and without the cbwc centring
 // (llmc/cuda/vit_tokens.cuh vs llmc/vision/vit.c's loop, cbwc_centre_rows) and the
-// label-smoothed cross-entropy (llmc/cuda/classifier_loss.cuh vs
-// classifier_loss_forward / _backward), and the EMA of the weights' update
-// (llmc/cuda/ema.cuh vs llmc/core/ema.c's ema_update). Then timed at ViT-B/16's
-// 224x224 shape (the EMA over Swin-T's 28M parameters).
+// label-smoothed cross-entropy, with and without mixed (mixup / cutmix)
+// targets (llmc/cuda/classifier_loss.cuh vs classifier_loss_forward /
+// _backward), and the EMA of the weights' update (llmc/cuda/ema.cuh vs
+// llmc/core/ema.c's ema_update). Then timed at ViT-B/16's 224x224 shape (the
+// EMA over Swin-T's 28M parameters).
 #include <math.h>
 #include <string.h>
 
@@ -166,8 +167,10 @@ static int check_tokens(int B, int T, int C, int centred, DevRng *rng) {
     return ok;
 }
 
-static int check_loss(int N, int K, float smoothing, DevRng *rng) {
-    printf("label-smoothed cross-entropy N=%d K=%d s=%.2f (%s):\n", N, K, smoothing, FLOATX_NAME);
+// mixed: mixup / cutmix targets, a second label and a weight per row
+static int check_loss(int N, int K, float smoothing, int mixed, DevRng *rng) {
+    printf("label-smoothed cross-entropy N=%d K=%d s=%.2f%s (%s):\n", N, K, smoothing,
+           mixed ? " mixed targets" : "", FLOATX_NAME);
     const size_t nk = (size_t)N * K;
     floatX *hx = (floatX *)host_alloc(nk * sizeof(floatX));
     float *logits = (float *)host_alloc(nk * 4);
@@ -176,16 +179,27 @@ static int check_loss(int N, int K, float smoothing, DevRng *rng) {
     int *labels = (int *)host_alloc((size_t)N * sizeof(int));
     for (int n = 0; n < N; n++) labels[n] = (int)((dev_uniform(rng) + 1.0f) * 0.5f * K) % K;
     int *d_labels = to_device(labels, N);
+    int *labels2 = (int *)host_alloc((size_t)N * sizeof(int));
+    float *lam = (float *)host_alloc((size_t)N * 4);
+    for (int n = 0; n < N; n++) {
+        labels2[n] = (int)((dev_uniform(rng) + 1.0f) * 0.5f * K) % K;
+        lam[n] = (dev_uniform(rng) + 1.0f) * 0.5f;
+    }
+    MixTargets mix = {NULL, NULL};
+    if (mixed) mix = MixTargets{labels2, lam};
+    MixTargetsCuda d_mix;
+    classifier_mix_alloc(&d_mix, N);
+    classifier_mix_upload(&d_mix, mix, N, 0);
     float *d_losses;
     floatX *d_dlogits;
     CUDA_CHECK(cudaMalloc(&d_losses, (size_t)N * 4));
     CUDA_CHECK(cudaMalloc(&d_dlogits, nk * sizeof(floatX)));
     const float scale = 1.0f / (float)N;
-    classifier_loss_cuda(d_losses, d_dlogits, d_logits, d_labels, smoothing, scale, N, K, 0);
+    classifier_loss_cuda(d_losses, d_dlogits, d_logits, d_labels, &d_mix, smoothing, scale, N, K, 0);
     CUDA_CHECK(cudaDeviceSynchronize());
     float *losses = (float *)host_alloc((size_t)N * 4), *dlogits = (float *)host_alloc(nk * 4);
-    classifier_loss_forward(losses, logits, labels, smoothing, N, K);
-    classifier_loss_backward(dlogits, logits, labels, smoothing, scale, N, K);
+    classifier_loss_forward(losses, logits, labels, mix, smoothing, N, K);
+    classifier_loss_backward(dlogits, logits, labels, mix, smoothing, scale, N, K);
     double *ref = (double *)host_alloc(nk * 8);
     float *got = (float *)host_alloc(nk * 4);
     int ok = 1;
@@ -195,9 +209,9 @@ static int check_loss(int N, int K, float smoothing, DevRng *rng) {
     to_double(ref, dlogits, nk);
     floatx_to_host(got, d_dlogits, nk);
     ok &= check_tensor("dlogits", got, ref, nk, TOL);
-    void *dev[] = {d_logits, d_labels, d_losses, d_dlogits};
+    void *dev[] = {d_logits, d_labels, d_losses, d_dlogits, d_mix.labels2, d_mix.lam};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
-    void *host[] = {hx, logits, labels, losses, dlogits, ref, got};
+    void *host[] = {hx, logits, labels, labels2, lam, losses, dlogits, ref, got};
     for (void *p : host) free(p);
     return ok;
 }
@@ -285,8 +299,10 @@ int main(void) {
     ok &= check_tokens(3, 50, 24, 0, &rng);
     ok &= check_tokens(3, 50, 24, 1, &rng);
     ok &= check_tokens(2, 17, 40, 1, &rng);         // C above one warp's 32 lanes
-    ok &= check_loss(5, 10, 0.1f, &rng);
-    ok &= check_loss(3, 100, 0.0f, &rng);           // K above one warp
+    ok &= check_loss(5, 10, 0.1f, 0, &rng);
+    ok &= check_loss(3, 100, 0.0f, 0, &rng);        // K above one warp
+    ok &= check_loss(6, 10, 0.1f, 1, &rng);         // mixup / cutmix targets
+    ok &= check_loss(3, 100, 0.1f, 1, &rng);
     ok &= check_ema(70001, 0.9998f, &rng);          // 274 blocks, the last one ragged
     if (!dev_check_only()) timing(32, 224, 16, 768);
     printf("%s\n", ok ? "OK" : "FAILED");

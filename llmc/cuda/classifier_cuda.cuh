@@ -42,6 +42,15 @@ static inline void classifier_cuda_set_drop_path(ClassifierCuda *m, const float 
         swincuda_set_drop_path(&m->swin, scales, B);
 }
 
+// mixup / cutmix: the mixed targets of the following forwards and backwards
+// (vitcuda_set_mix_targets, swincuda_set_mix_targets), or {NULL, NULL}
+static inline void classifier_cuda_set_mix_targets(ClassifierCuda *m, MixTargets mix, int B) {
+    if (m->family == FAMILY_VIT)
+        vitcuda_set_mix_targets(&m->vit, mix, B);
+    else
+        swincuda_set_mix_targets(&m->swin, mix, B);
+}
+
 // waits for the logits and the mean loss (classifier_cuda_logits, _mean_loss)
 static inline void classifier_cuda_forward(ClassifierCuda *m, const float *images,
                                            const int *labels, float smoothing, int B) {

@@ -104,6 +104,7 @@ typedef struct {
     // backwards (swincuda_set_drop_path), applied while drop_active
     float *drop_scales;
     int drop_active;
+    MixTargetsCuda mix; // mixup / cutmix targets of the next forwards (swincuda_set_mix_targets)
 } SwinCuda;
 
 // out = a + b (n elements), summed in fp32
@@ -333,6 +334,7 @@ static inline void swincuda_allocate(SwinCuda *m, int max_B) {
     m->reduce = cuda_alloc<float>(reduce);
     m->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->labels = cuda_alloc<int>(B);
+    classifier_mix_alloc(&m->mix, B);
     step_scalars_alloc(&m->scalars, &m->scalars_host);
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "swincuda logits");
     m->logits_x_host = (floatX *)malloc_check(B * K * sizeof(floatX), "swincuda logits copy");
@@ -440,6 +442,14 @@ static inline void swincuda_set_drop_path(SwinCuda *m, const float *scales, int 
                                cudaMemcpyHostToDevice, m->mm.stream));
 }
 
+// The mixed targets of B host images for the following forwards and
+// backwards (vitcuda_set_mix_targets).
+static inline void swincuda_set_mix_targets(SwinCuda *m, MixTargets mix, int B) {
+    if (B > m->max_B || B <= 0)
+        fatal("swincuda_set_mix_targets: B=%d outside 1..%d", B, m->max_B);
+    classifier_mix_upload(&m->mix, mix, B, m->mm.stream);
+}
+
 static inline void swincuda_block_forward(SwinCuda *m, SwinBlockCuda *k, const floatX *x, int B,
                                           int b) {
     const floatX *p = m->params_x_memory;
@@ -534,7 +544,8 @@ static inline void swincuda_forward_queued(SwinCuda *m, const float *images, con
     if (labels != NULL) {
         CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int),
                                    cudaMemcpyHostToDevice, st));
-        classifier_loss_cuda(m->losses, NULL, m->logits, m->labels, smoothing, 0.0f, B, K, st);
+        classifier_loss_cuda(m->losses, NULL, m->logits, m->labels, &m->mix, smoothing, 0.0f, B, K,
+                             st);
         step_loss_reset(m->scalars, st); // loss_sum: this forward's mean loss alone
         step_loss_add(m->scalars, m->losses, B, B, st);
         m->smoothing = smoothing;
@@ -624,8 +635,8 @@ static inline void swincuda_backward(SwinCuda *m, float loss_scale) {
     const cudaStream_t st = mm->stream;
     const int B = m->B, K = c->num_classes, CL = m->C_last, NL = m->N_last;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
-    classifier_loss_cuda(m->losses, m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B,
-                         K, st);
+    classifier_loss_cuda(m->losses, m->dlogits, m->logits, m->labels, &m->mix, m->smoothing,
+                         loss_scale, B, K, st);
     column_sum_accumulate(g + m->off.headb, m->reduce, m->dlogits, B, K, st);
     matmul_backward_cuda(mm, m->dpooled, g + m->off.headw, m->dlogits, m->pooled, p + m->off.headw,
                          B, CL, K);
@@ -733,7 +744,7 @@ static inline void swincuda_free(SwinCuda *m) {
         m->pn_rstd,       m->lnf_mean,     m->lnf_rstd,  m->losses,   m->d_a,
         m->d_b,           m->dln,          m->datty,     m->branch,   m->dqkv,
         m->dfch,          m->dfch_gelu,    m->dpooled,   m->reduce,   m->sumsq,
-        m->labels,        m->drop_scales};
+        m->labels,        m->drop_scales,  m->mix.labels2, m->mix.lam};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL)
             CUDA_CHECK(cudaFree(buffers[i]));

@@ -119,6 +119,7 @@ typedef struct {
     // (vitcuda_set_drop_path), applied while drop_active
     float *drop_scales;
     int drop_active;
+    MixTargetsCuda mix; // mixup / cutmix targets of the next forwards (vitcuda_set_mix_targets)
 } ViTCuda;
 
 // transformer_block.cuh's branch mask: drop-path's per-sample scales
@@ -214,6 +215,7 @@ static inline void vitcuda_init(ViTCuda *m, const ViT *host, int max_B, Attentio
     s->reduce = cuda_alloc<float>(norm_floats > bias_floats ? norm_floats : bias_floats);
     s->sumsq = cuda_alloc<double>(SUMSQ_BLOCKS);
     m->labels = cuda_alloc<int>(B);
+    classifier_mix_alloc(&m->mix, B);
     m->drop_scales = cuda_alloc<float>((size_t)B * c->num_layers * DROP_PATH_BRANCHES);
     step_scalars_alloc(&m->scalars, &m->scalars_host);
     m->logits_host = (float *)malloc_check(B * K * sizeof(float), "vitcuda logits");
@@ -268,7 +270,7 @@ static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const
     if (labels == NULL) return;
     CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int), cudaMemcpyHostToDevice,
                                st));
-    classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, smoothing, 0.0f, B, K, st);
+    classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, &m->mix, smoothing, 0.0f, B, K, st);
     step_loss_reset(m->scalars, st); // loss_sum: this forward's mean loss alone
     step_loss_add(m->scalars, a.losses, B, B, st);
     m->smoothing = smoothing;
@@ -303,6 +305,14 @@ static inline void vitcuda_set_drop_path(ViTCuda *m, const float *scales, int B)
                                cudaMemcpyHostToDevice, m->mm.stream));
 }
 
+// The mixed targets (kernels/classifier_loss.h) of B host images that the
+// following forwards' losses and backwards use, copied in stream order;
+// {NULL, NULL}: the labels alone.
+static inline void vitcuda_set_mix_targets(ViTCuda *m, MixTargets mix, int B) {
+    if (B > m->max_B || B <= 0) fatal("vitcuda_set_mix_targets: B=%d outside 1..%d", B, m->max_B);
+    classifier_mix_upload(&m->mix, mix, B, m->mm.stream);
+}
+
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
@@ -318,8 +328,8 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     ViTActivationsCuda a = m->acts;
     ViTScratchCuda s = m->scratch;
 
-    classifier_loss_cuda(a.losses, a.dlogits, a.logits, m->labels, m->smoothing, loss_scale, B, K,
-                         st);
+    classifier_loss_cuda(a.losses, a.dlogits, a.logits, m->labels, &m->mix, m->smoothing,
+                         loss_scale, B, K, st);
     column_sum_accumulate(g.headb, s.reduce, a.dlogits, B, K, st);
     matmul_backward_cuda(mm, s.dlnf_cls, g.headw, a.dlogits, a.lnf_cls, p.headw, B, C, K);
     vit_cls_rows_backward_cuda(s.dln, s.dlnf_cls, B, T, C, st);
@@ -416,7 +426,7 @@ static inline void vitcuda_free(ViTCuda *m) {
         m->acts.lnf_cls, m->acts.logits, m->acts.dlogits, m->acts.losses, m->scratch.dresidual,
         m->scratch.branch, m->scratch.dln, m->scratch.datty, m->scratch.dqkv, m->scratch.dfch,
         m->scratch.dfch_gelu, m->scratch.dlnf_cls, m->scratch.dpatch,
-        m->scratch.reduce, m->scratch.sumsq, m->labels, m->drop_scales};
+        m->scratch.reduce, m->scratch.sumsq, m->labels, m->drop_scales, m->mix.labels2, m->mix.lam};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }

@@ -15,8 +15,15 @@ static float row_max(const float *z, int K) {
     return m;
 }
 
-void classifier_loss_forward(float *losses, const float *logits, const int *labels, float smoothing,
-                             int N, int K) {
+// Row n's targets: labels y, y2 and the weight lam of y (y2 = y, lam = 1 unmixed).
+static void row_targets(const int *labels, MixTargets mix, int n, int *y, int *y2, double *lam) {
+    *y = labels[n];
+    *y2 = mix.labels2 != NULL ? mix.labels2[n] : *y;
+    *lam = mix.labels2 != NULL ? (double)mix.lam[n] : 1.0;
+}
+
+void classifier_loss_forward(float *losses, const float *logits, const int *labels, MixTargets mix,
+                             float smoothing, int N, int K) {
 #pragma omp parallel for schedule(static) if ((long)N * K >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * K;
@@ -26,14 +33,17 @@ void classifier_loss_forward(float *losses, const float *logits, const int *labe
             sum_exp += exp((double)(z[k] - m));
             sum_z += z[k];
         }
-        double lse = m + log(sum_exp);
-        // -sum_k q_k (z_k - lse) = lse - (1 - s) z_y - (s / K) sum_k z_k
-        losses[n] = (float)(lse - (1.0 - smoothing) * z[labels[n]] - smoothing * sum_z / K);
+        double lse = m + log(sum_exp), lam;
+        int y, y2;
+        row_targets(labels, mix, n, &y, &y2, &lam);
+        // -sum_k q_k (z_k - lse) = lse - (1 - s) (lam z_y + (1 - lam) z_y2) - (s / K) sum_k z_k
+        const double z_mix = lam * z[y] + (1.0 - lam) * z[y2];
+        losses[n] = (float)(lse - (1.0 - smoothing) * z_mix - smoothing * sum_z / K);
     }
 }
 
 void classifier_loss_backward(float *dlogits, const float *logits, const int *labels,
-                              float smoothing, float scale, int N, int K) {
+                              MixTargets mix, float smoothing, float scale, int N, int K) {
 #pragma omp parallel for schedule(static) if ((long)N * K >= PARALLEL_MIN)
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * K;
@@ -43,10 +53,13 @@ void classifier_loss_backward(float *dlogits, const float *logits, const int *la
         for (int k = 0; k < K; k++) {
             sum_exp += exp((double)(z[k] - m));
         }
-        int y = labels[n];
+        int y, y2;
+        double lam;
+        row_targets(labels, mix, n, &y, &y2, &lam);
         for (int k = 0; k < K; k++) {
             double p = exp((double)(z[k] - m)) / sum_exp;
-            double q = smoothing / K + (k == y ? 1.0 - smoothing : 0.0);
+            double hot = (k == y ? lam : 0.0) + (k == y2 ? 1.0 - lam : 0.0);
+            double q = smoothing / K + (1.0 - smoothing) * hot;
             dz[k] = (float)(scale * (p - q));
         }
     }

@@ -12,9 +12,14 @@ typedef struct {
     int *labels;
     int *indices;
     ImageAugment *augments;
+    BatchAugmentDraws ops; // erasing and mix draws (batch_augment.h)
+    int *labels2;          // the mixed targets (when ops.mix.active)
+    float *lam;
+    MixTargets mix;
     uint64_t rng_before; // the submitter's Rng state before this batch's draws
     int next_image;      // the first image no worker has claimed yet
     int done_images;     // images rendered
+    int finished;        // rendered and mixed: ready to take
 } PrefetchSlot;
 
 struct BatchPrefetch {
@@ -22,6 +27,8 @@ struct BatchPrefetch {
     int B, depth, num_slots, chunk;
     size_t image_floats;
     BatchBufferAllocator allocator;
+    BatchAugment augment;        // the batch-level ops (none until batch_prefetch_set_augment)
+    const PrefetchSlot *last_taken;
     PrefetchSlot *slots;
     long long submitted, taken; // batch counters: slot = counter % num_slots
     int stopping;
@@ -56,9 +63,17 @@ static void buffer_free(const BatchPrefetch *p, void *ptr) {
 
 static void render_range(const BatchPrefetch *p, const PrefetchSlot *slot, int first, int count) {
     for (int b = first; b < first + count; b++) {
-        vision_render_image(slot->images + (size_t)b * p->image_floats, slot->labels + b, p->split,
-                            slot->indices[b], &slot->augments[b]);
+        float *image = slot->images + (size_t)b * p->image_floats;
+        vision_render_image(image, slot->labels + b, p->split, slot->indices[b], &slot->augments[b]);
+        random_erasing_apply(image, p->split->channels, p->split->side, p->split->side,
+                             &slot->ops.erase[b]);
     }
+}
+
+// After the batch's last image: its mix (by the thread that rendered that image).
+static void finish_batch(const BatchPrefetch *p, PrefetchSlot *slot) {
+    slot->mix = batch_augment_mix(slot->images, slot->labels, slot->labels2, slot->lam, p->B,
+                                  p->split->channels, p->split->side, &slot->ops);
 }
 
 // The oldest queued batch with unclaimed images, or NULL (lock held).
@@ -87,7 +102,13 @@ static void *worker_main(void *arg) {
         render_range(p, slot, first, count);
         PTHREAD_CHECK(pthread_mutex_lock(&p->lock));
         slot->done_images += count;
-        if (slot->done_images == p->B) PTHREAD_CHECK(pthread_cond_broadcast(&p->batch_ready));
+        if (slot->done_images == p->B) { // every image rendered: this worker mixes the batch
+            PTHREAD_CHECK(pthread_mutex_unlock(&p->lock));
+            finish_batch(p, slot);
+            PTHREAD_CHECK(pthread_mutex_lock(&p->lock));
+            slot->finished = 1;
+            PTHREAD_CHECK(pthread_cond_broadcast(&p->batch_ready));
+        }
     }
     PTHREAD_CHECK(pthread_mutex_unlock(&p->lock));
     return NULL;
@@ -119,6 +140,9 @@ BatchPrefetch *batch_prefetch_create(const VisionSplit *s, int B, int depth, int
         slot->labels = buffer_alloc(p, (size_t)B * sizeof(int), "batch labels");
         slot->indices = malloc_check((size_t)B * sizeof(int), "batch indices");
         slot->augments = malloc_check((size_t)B * sizeof(ImageAugment), "batch augments");
+        batch_augment_draws_alloc(&slot->ops, B);
+        slot->labels2 = buffer_alloc(p, (size_t)B * sizeof(int), "batch mixed labels");
+        slot->lam = buffer_alloc(p, (size_t)B * sizeof(float), "batch mix weights");
     }
     PTHREAD_CHECK(pthread_mutex_init(&p->lock, NULL));
     PTHREAD_CHECK(pthread_cond_init(&p->work_ready, NULL));
@@ -143,11 +167,15 @@ void batch_prefetch_submit(BatchPrefetch *p, const int *indices, Rng *rng) {
     memcpy(slot->indices, indices, (size_t)p->B * sizeof(int));
     slot->rng_before = rng != NULL ? rng->state : 0;
     vision_draw_augment(slot->augments, p->split, p->B, rng);
+    batch_augment_draw(&slot->ops, &p->augment, p->B, p->split->side, p->split->side, rng);
     slot->next_image = 0;
     slot->done_images = 0;
+    slot->finished = 0;
     if (p->num_threads == 0) {
         render_range(p, slot, 0, p->B);
+        finish_batch(p, slot);
         slot->next_image = slot->done_images = p->B;
+        slot->finished = 1;
     }
     PTHREAD_CHECK(pthread_mutex_lock(&p->lock));
     p->submitted++;
@@ -159,11 +187,23 @@ void batch_prefetch_take(BatchPrefetch *p, const float **images, const int **lab
     PTHREAD_CHECK(pthread_mutex_lock(&p->lock));
     if (p->submitted == p->taken) fatal("batch_prefetch_take: no batch queued");
     PrefetchSlot *slot = &p->slots[p->taken % p->num_slots];
-    while (slot->done_images < p->B) PTHREAD_CHECK(pthread_cond_wait(&p->batch_ready, &p->lock));
+    while (!slot->finished) PTHREAD_CHECK(pthread_cond_wait(&p->batch_ready, &p->lock));
     p->taken++;
     PTHREAD_CHECK(pthread_mutex_unlock(&p->lock));
     *images = slot->images;
     *labels = slot->labels;
+    p->last_taken = slot;
+}
+
+MixTargets batch_prefetch_taken_mix(const BatchPrefetch *p) {
+    if (p->last_taken == NULL) fatal("batch_prefetch_taken_mix: no batch taken yet");
+    return p->last_taken->mix;
+}
+
+void batch_prefetch_set_augment(BatchPrefetch *p, const BatchAugment *augment) {
+    if (p->submitted != 0) fatal("batch_prefetch_set_augment: after the first submit");
+    memset(&p->augment, 0, sizeof(p->augment));
+    if (augment != NULL) p->augment = *augment;
 }
 
 int batch_prefetch_queued(const BatchPrefetch *p) {
@@ -192,6 +232,9 @@ void batch_prefetch_free(BatchPrefetch *p) {
         buffer_free(p, p->slots[i].labels);
         free(p->slots[i].indices);
         free(p->slots[i].augments);
+        batch_augment_draws_free(&p->slots[i].ops);
+        buffer_free(p, p->slots[i].labels2);
+        buffer_free(p, p->slots[i].lam);
     }
     free(p->slots);
     free(p->threads);

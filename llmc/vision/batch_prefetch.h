@@ -4,7 +4,8 @@
 // batch's augmentation from the caller's Rng at once, on the caller's thread
 // and in image order (vision_draw_augment), so the batches, and the Rng
 // after them, are bit-identical to vision_make_batch's called in the same
-// order; the workers only render pixels. Batches come back in submit order.
+// order; the workers only render pixels (and erase, batch_augment.h; the
+// worker that renders a batch's last image mixes it). Batches come back in submit order.
 #ifndef FOLDNORM_BATCH_PREFETCH_H
 #define FOLDNORM_BATCH_PREFETCH_H
 
@@ -30,6 +31,9 @@ typedef struct BatchPrefetch BatchPrefetch;
 // allocation or thread start.
 BatchPrefetch *batch_prefetch_create(const VisionSplit *s, int B, int depth, int workers,
                                      BatchBufferAllocator allocator);
+// The batch-level ops (erasing, mixup / cutmix) of the batches submitted
+// from now on (before the first submit); NULL: none (the default).
+void batch_prefetch_set_augment(BatchPrefetch *p, const BatchAugment *augment);
 // Queues the batch of images indices[0..B) (copied); its augmentation is drawn
 // from rng now (NULL: none). At most depth batches may be queued.
 void batch_prefetch_submit(BatchPrefetch *p, const int *indices, Rng *rng);
@@ -38,6 +42,9 @@ void batch_prefetch_submit(BatchPrefetch *p, const int *indices, Rng *rng);
 // that follows the next batch_prefetch_take (depth + 1 buffers: the queue plus
 // this one), so the GPU may still be copying them while the queue refills.
 void batch_prefetch_take(BatchPrefetch *p, const float **images, const int **labels);
+// The mixed targets of the batch the last take handed out (valid as long as
+// its images), or {NULL, NULL} when it is unmixed.
+MixTargets batch_prefetch_taken_mix(const BatchPrefetch *p);
 // Batches submitted and not yet taken.
 int batch_prefetch_queued(const BatchPrefetch *p);
 // The Rng state before the oldest queued batch's draws (what a trainer that

@@ -128,6 +128,7 @@ void classifier_forward(Classifier *model, const float *images, const int *label
     }
     replicas_deactivate(model->replicas);
     model->ops->set_drop_path(model, model->drop_scales);
+    model->ops->set_mix_targets(model, model->mix);
     model->ops->forward(model, images, labels, smoothing, B);
 }
 
@@ -137,6 +138,10 @@ int classifier_num_blocks(const Classifier *model) {
 
 void classifier_set_drop_path(Classifier *model, const float *scales) {
     model->drop_scales = scales;
+}
+
+void classifier_set_mix_targets(Classifier *model, MixTargets mix) {
+    model->mix = mix;
 }
 
 const float *classifier_logits(const Classifier *model) {

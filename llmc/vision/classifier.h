@@ -34,6 +34,7 @@ typedef struct Classifier {
     TensorTable tensors;          // the parameter tensors in file order
     ClassifierReplicas *replicas; // NULL until a data-parallel forward
     const float *drop_scales;     // drop-path scales (B, blocks, 2) of the next forward, or NULL
+    MixTargets mix;               // mixed targets (B each) of the next forward, or {NULL, NULL}
 } Classifier;
 
 // Reads the file once and builds the model it holds; when expected >= 0 a
@@ -74,6 +75,10 @@ size_t classifier_tensor_size(const Classifier *model, int i);
 // images) and backwards apply, the caller's to keep alive; NULL: none.
 int classifier_num_blocks(const Classifier *model);
 void classifier_set_drop_path(Classifier *model, const float *scales);
+// Mixup / cutmix (kernels/classifier_loss.h): each image's second label and
+// the weight of its first (B of each, the caller's to keep alive) that the
+// following forwards' losses and backwards use; {NULL, NULL}: the labels alone.
+void classifier_set_mix_targets(Classifier *model, MixTargets mix);
 void classifier_forward(Classifier *model, const float *images, const int *labels,
                         float smoothing, int B);
 const float *classifier_logits(const Classifier *model);

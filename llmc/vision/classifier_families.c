@@ -40,6 +40,9 @@ static int vit_op_num_blocks(const Classifier *m) { return m->vit.config.num_lay
 static void vit_op_set_drop_path(Classifier *m, const float *scales) {
     vit_set_drop_path(&m->vit, scales);
 }
+static void vit_op_set_mix_targets(Classifier *m, MixTargets mix) {
+    vit_set_mix_targets(&m->vit, mix);
+}
 
 static const ClassifierOps VIT_OPS = {
     .build = vit_op_build,
@@ -59,6 +62,7 @@ static const ClassifierOps VIT_OPS = {
     .free = vit_op_free,
     .num_blocks = vit_op_num_blocks,
     .set_drop_path = vit_op_set_drop_path,
+    .set_mix_targets = vit_op_set_mix_targets,
 };
 
 static void swin_op_build(Classifier *m, const VisionConfig *c) {
@@ -103,6 +107,9 @@ static int swin_op_num_blocks(const Classifier *m) { return m->swin.num_blocks; 
 static void swin_op_set_drop_path(Classifier *m, const float *scales) {
     swin_set_drop_path(&m->swin, scales);
 }
+static void swin_op_set_mix_targets(Classifier *m, MixTargets mix) {
+    swin_set_mix_targets(&m->swin, mix);
+}
 
 static const ClassifierOps SWIN_OPS = {
     .build = swin_op_build,
@@ -122,6 +129,7 @@ static const ClassifierOps SWIN_OPS = {
     .free = swin_op_free,
     .num_blocks = swin_op_num_blocks,
     .set_drop_path = swin_op_set_drop_path,
+    .set_mix_targets = swin_op_set_mix_targets,
 };
 
 const ClassifierOps *classifier_family_ops(VisionFamily family) {

@@ -28,6 +28,8 @@ struct ClassifierOps {
     // drop-path: the residual blocks, and the (B, blocks, 2) scales to apply or NULL
     int (*num_blocks)(const Classifier *model);
     void (*set_drop_path)(Classifier *model, const float *scales);
+    // mixed targets (B of each) of the next forward's loss and its backward
+    void (*set_mix_targets)(Classifier *model, MixTargets mix);
 };
 
 // The operations of family (ViT for any value but FAMILY_SWIN).

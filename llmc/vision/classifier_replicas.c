@@ -103,6 +103,13 @@ void replicas_forward(Classifier *model, int count, const float *images, const i
             ops->set_drop_path(c, model->drop_scales == NULL ? NULL
                                   : model->drop_scales + (size_t)b0 * ops->num_blocks(model) *
                                                              DROP_PATH_BRANCHES);
+            // and of the mixed targets
+            MixTargets mix = {NULL, NULL};
+            if (model->mix.labels2 != NULL) {
+                mix.labels2 = model->mix.labels2 + b0;
+                mix.lam = model->mix.lam + b0;
+            }
+            ops->set_mix_targets(c, mix);
             ops->forward(c, images + (size_t)b0 * image_floats,
                          labels == NULL ? NULL : labels + b0, smoothing, b1 - b0);
             memcpy(r->logits + (size_t)b0 * K, ops->logits(c),

@@ -288,6 +288,10 @@ void swin_set_drop_path(Swin *m, const float *scales) {
     m->drop_scales = scales;
 }
 
+void swin_set_mix_targets(Swin *m, MixTargets mix) {
+    m->mix = mix;
+}
+
 static void block_forward(Swin *m, SwinBlock *k, const float *x, int B, int i) {
     const float *p = m->params_memory;
     const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
@@ -371,7 +375,7 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
     }
     memcpy(m->labels, labels, (size_t)B * sizeof(int));
     m->smoothing = smoothing;
-    classifier_loss_forward(m->losses, m->logits, labels, smoothing, B, K);
+    classifier_loss_forward(m->losses, m->logits, labels, m->mix, smoothing, B, K);
     double sum = 0.0;
     for (int bb = 0; bb < B; bb++) {
         sum += m->losses[bb];
@@ -433,7 +437,8 @@ void swin_backward(Swin *m, float loss_scale) {
     float *g = m->grads_memory;
     const int B = m->batch_size, K = c->num_classes, CL = m->C_last, NL = m->N_last;
     const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
-    classifier_loss_backward(m->dlogits, m->logits, m->labels, m->smoothing, loss_scale, B, K);
+    classifier_loss_backward(m->dlogits, m->logits, m->labels, m->mix, m->smoothing, loss_scale,
+                             B, K);
     matmul_backward_set_dinp(m->s_pooled, g + m->off.headw, g + m->off.headb, m->dlogits, m->pooled,
                              p + m->off.headw, B, CL, K);
 #pragma omp parallel for schedule(static)

@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "kernels/adamw.h"
+#include "kernels/classifier_loss.h"
 #include "core/norm_mode.h"
 #include "core/tensor_table.h"
 #include "vision_layout.h" // SwinConfig, SwinOffsets
@@ -86,6 +87,7 @@ typedef struct {
     // drop-path (kernels/drop_path.h): (B, num_blocks, 2) branch scales of the
     // next forward and its backward, the caller's; NULL: none (inference)
     const float *drop_scales;
+    MixTargets mix; // of the next forward's loss and its backward (vit.h's), the caller's
 } Swin;
 
 // Allocates the parameters (uninitialised) and zero gradients of a checked
@@ -97,6 +99,8 @@ void swin_zero_grad(Swin *model);
 // The drop-path scales (B, num_blocks, 2) the following forwards and backwards
 // apply (the caller keeps them alive), or NULL: every branch kept.
 void swin_set_drop_path(Swin *model, const float *scales);
+// The mixed targets of the following forwards' losses and backwards (vit_set_mix_targets).
+void swin_set_mix_targets(Swin *model, MixTargets mix);
 void swin_backward(Swin *model, float loss_scale);
 double swin_grad_norm(const Swin *model);
 void swin_update(Swin *model, const AdamWConfig *cfg, float grad_clip);

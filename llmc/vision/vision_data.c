@@ -152,16 +152,30 @@ void vision_render_image(float *image, int *label, const VisionSplit *s, int ind
     }
 }
 
-void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
-                       Rng *flip_rng) {
+MixTargets vision_make_train_batch(float *images, int *labels, int *labels2, float *lam,
+                                   const VisionSplit *s, const int *indices, int B, Rng *rng,
+                                   const BatchAugment *aug) {
     ImageAugment *augments = malloc_check((size_t)B * sizeof(ImageAugment), "batch augments");
-    vision_draw_augment(augments, s, B, flip_rng); // in order: the draws do not depend on threads
-    const size_t image_floats = (size_t)s->channels * s->side * s->side;
+    vision_draw_augment(augments, s, B, rng); // in order: the draws do not depend on threads
+    BatchAugmentDraws ops;
+    batch_augment_draws_alloc(&ops, B);
+    batch_augment_draw(&ops, aug, B, s->side, s->side, rng);
+    const int C = s->channels, S = s->side;
+    const size_t image_floats = (size_t)C * S * S;
 #pragma omp parallel for schedule(dynamic, 1) if ((s->is_shard || s->randaugment.num_layers > 0) && B > 1)
     for (int b = 0; b < B; b++) {
         vision_render_image(images + b * image_floats, labels + b, s, indices[b], &augments[b]);
+        random_erasing_apply(images + b * image_floats, C, S, S, &ops.erase[b]);
     }
+    MixTargets mix = batch_augment_mix(images, labels, labels2, lam, B, C, S, &ops);
+    batch_augment_draws_free(&ops);
     free(augments);
+    return mix;
+}
+
+void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
+                       Rng *flip_rng) {
+    vision_make_train_batch(images, labels, NULL, NULL, s, indices, B, flip_rng, NULL);
 }
 
 void vision_shuffle(int *order, int n, Rng *rng) {

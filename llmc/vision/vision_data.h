@@ -5,6 +5,7 @@
 #ifndef FOLDNORM_VISION_DATA_H
 #define FOLDNORM_VISION_DATA_H
 
+#include "batch_augment.h"
 #include "idx.h"
 #include "image_shard.h"
 #include "randaugment.h"
@@ -60,6 +61,13 @@ void vision_render_image(float *image, int *label, const VisionSplit *s, int ind
 // The draws come from flip_rng in image order, the pixels from OpenMP threads.
 void vision_make_batch(float *images, int *labels, const VisionSplit *s, const int *indices, int B,
                        Rng *flip_rng);
+// vision_make_batch, then the batch-level ops of aug (batch_augment.h; NULL:
+// none), drawn from rng after the crops and flips: random erasing per image,
+// then mixup / cutmix, whose mixed targets (labels2 and lam, room for B
+// each) it returns ({NULL, NULL} for an unmixed batch).
+MixTargets vision_make_train_batch(float *images, int *labels, int *labels2, float *lam,
+                                   const VisionSplit *s, const int *indices, int B, Rng *rng,
+                                   const BatchAugment *aug);
 
 // Fisher-Yates shuffle of order[0..n) from rng.
 void vision_shuffle(int *order, int n, Rng *rng);

@@ -208,7 +208,7 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
     }
     memcpy(model->labels, labels, (size_t)B * sizeof(int));
     model->smoothing = smoothing;
-    classifier_loss_forward(a.losses, a.logits, labels, smoothing, B, K);
+    classifier_loss_forward(a.losses, a.logits, labels, model->mix, smoothing, B, K);
     double sum = 0.0;
     for (int b = 0; b < B; b++) {
         sum += a.losses[b];
@@ -249,6 +249,10 @@ void vit_set_drop_path(ViT *model, const float *scales) {
     model->drop_scales = scales;
 }
 
+void vit_set_mix_targets(ViT *model, MixTargets mix) {
+    model->mix = mix;
+}
+
 void vit_backward(ViT *model, float loss_scale) {
     if (!norm_policy(model->mode)->trainable) {
         fatal("vit_backward: a folded model is for inference only (train its ln or cbwc model)");
@@ -268,7 +272,8 @@ void vit_backward(ViT *model, float loss_scale) {
     ViTActivations a = model->acts;
     ViTScratch s = model->scratch;
 
-    classifier_loss_backward(a.dlogits, a.logits, model->labels, model->smoothing, loss_scale, B, K);
+    classifier_loss_backward(a.dlogits, a.logits, model->labels, model->mix, model->smoothing,
+                             loss_scale, B, K);
     memset(s.dcls_rows, 0, (size_t)B * C * sizeof(float));
     float *dlnf = s.dln; // (B, C) slice of a (B, T, C) buffer
     memset(dlnf, 0, (size_t)B * C * sizeof(float));

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "kernels/adamw.h"
+#include "kernels/classifier_loss.h"
 #include "core/norm_mode.h"
 #include "vision_layout.h" // ViTConfig, VIT_NUM_PARAM_TENSORS
 
@@ -86,6 +87,9 @@ typedef struct {
     // drop-path (kernels/drop_path.h): (B, L, 2) branch scales of the next
     // forward and its backward, the caller's; NULL: none (inference)
     const float *drop_scales;
+    // mixed targets (mixup / cutmix) of the next forward's loss and its
+    // backward, the caller's; {NULL, NULL}: the labels alone
+    MixTargets mix;
 } ViT;
 
 // Allocates the parameters (uninitialised) and zero gradients of a checked
@@ -100,6 +104,9 @@ void vit_zero_grad(ViT *model);
 // The drop-path scales (B, L, 2) the following forwards and backwards apply
 // (the caller keeps them alive), or NULL: every branch kept.
 void vit_set_drop_path(ViT *model, const float *scales);
+// The mixed targets (B of each, the caller keeps them alive) of the following
+// forwards' losses and backwards; {NULL, NULL}: the labels alone.
+void vit_set_mix_targets(ViT *model, MixTargets mix);
 // Accumulates the gradients of loss_scale * sum of per-image losses.
 void vit_backward(ViT *model, float loss_scale);
 double vit_grad_norm(const ViT *model);

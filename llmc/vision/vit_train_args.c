@@ -103,6 +103,17 @@ int vit_train_flags(VitTrainArgs *p, CliFlag *out) {
          "the crop and flip, on bytes; geometric ops sample nearest; needs -f 1\n"
          "(default: none)",
          "spec", 0, 0},
+        {"-reprob", CLI_FLOAT, &p->augment.erase_prob, 0, 1,
+         "random erasing (timm's --reprob, mode pixel): each image's probability of\n"
+         "a box of N(0, 1) pixels after normalisation (default 0; timm's recipe 0.25)",
+         NULL, 0, 0},
+        {"-mixup", CLI_FLOAT, &p->augment.mix.mixup_alpha, 0, 100,
+         "mixup's Beta(alpha, alpha) per batch, mixed soft targets (timm's --mixup);\n"
+         "0 = off (default 0; timm's recipe 0.8)", NULL, 0, 0},
+        {"-cutmix", CLI_FLOAT, &p->augment.mix.cutmix_alpha, 0, 100,
+         "cutmix's Beta(alpha, alpha) per batch (timm's --cutmix); with -mixup too,\n"
+         "one of the two per batch at even odds; 0 = off (default 0; timm's 1.0)",
+         NULL, 0, 0},
         {"-pe", CLI_INT, &p->print_every, 1, MAX_COUNT,
          "progress line every this many steps (default 50)", NULL, 0, 0},
         {"-sd", CLI_SEED, &p->seed, 0, 0, "seed for init, shuffling and flips (default 1337)", NULL,
@@ -140,6 +151,10 @@ void vit_train_args_check(const CliSpec *spec, const VitTrainArgs *a) {
             cli_error(spec, "-aa %s needs -f 1 (-f 0 turns the training augmentation off)",
                       a->auto_augment);
         }
+    }
+    if (batch_augment_active(&a->augment) && !a->flip) {
+        cli_error(spec, "-reprob, -mixup and -cutmix draw from the augmentation's RNG: they need "
+                        "-f 1");
     }
 }
 

@@ -40,6 +40,7 @@ typedef struct {
     float ema;       // -ema: the decay of the weights' EMA (core/ema.h), in (0, 1); 0: none
     int flip;
     const char *auto_augment; // -aa: timm's RandAugment spec ("rand-m9-mstd0.5-inc1"), or NULL
+    BatchAugment augment; // -reprob, -mixup, -cutmix (batch_augment.h); zeros: off
     int print_every;
     unsigned long long seed;
     // checkpoints and data parallel, the same on the CPU and the GPU
@@ -57,7 +58,8 @@ VitTrainArgs vit_train_args_defaults(void);
 // Writes the flags bound to a into flags (room for VIT_TRAIN_MAX_FLAGS); returns their count.
 int vit_train_flags(VitTrainArgs *a, CliFlag *flags);
 // After cli_parse: the rules between the flags (-y 1 needs -o; -aa a valid
-// spec, with -f 1); cli_error otherwise.
+// spec; -aa, -reprob, -mixup and -cutmix draw from the flips' Rng: -f 1);
+// cli_error otherwise.
 void vit_train_args_check(const CliSpec *spec, const VitTrainArgs *a);
 // -aa's spec (checked by vit_train_args_check); a zeroed spec (off) without -aa.
 RandAugmentSpec vit_train_randaugment(const VitTrainArgs *a);
