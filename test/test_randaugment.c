@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cli.h"
 #include "core/rand.h"
 #include "core/utils.h"
 #include "vision/randaugment.h"
@@ -213,6 +214,14 @@ static int run_draws(const char *spec_text, unsigned long long seed, int n) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        CliSpec spec = {.program = "test_randaugment",
+                        .synopsis = "--ops SEED FILE | --pipeline SPEC SEED FILE | --draws SPEC SEED N"
+                                    " | --parse SPEC",
+                        .about = "Dumps RandAugment's ops, pipelines and draws for the PyTorch / PIL\n"
+                                 "references (test/suites/randaugment.sh); --parse describes a spec.\n"};
+        cli_parse(&spec, argc, argv, NULL); // prints the usage, exits 0
+    }
     if (argc == 4 && strcmp(argv[1], "--ops") == 0) {
         return run_ops(strtoull(argv[2], NULL, 10), argv[3]);
     }
