@@ -2,16 +2,16 @@
 // ops' inputs, draws and outputs for an independent Python reference
 // (dev/reference/randaugment.py) to re-apply, and checks the spec
 // parser on its own.
-//   test_randaugment --ops SEED FILE
+//   test_randaugment ops SEED FILE
 //       every op on random images (1 and 3 channels, two sides), magnitudes
 //       0, 10 and random, both signs: records of (op, negate, channels, side,
 //       magnitude, input, output)
-//   test_randaugment --pipeline SPEC SEED FILE
+//   test_randaugment pipeline SPEC SEED FILE
 //       vision_make_batch with -aa SPEC on a grey split (the flipped source
 //       through RandAugment) and a shard split (the crop's bytes through it):
 //       records of (kind, side, channels, the draws, input bytes, the floats)
-//   test_randaugment --draws SPEC SEED N    N images' draws, a line each layer
-//   test_randaugment --parse SPEC           the parsed spec, or the error (exit 1)
+//   test_randaugment draws SPEC SEED N    N images' draws, a line each layer
+//   test_randaugment parse SPEC           the parsed spec, or the error (exit 1)
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,35 +214,34 @@ static int run_draws(const char *spec_text, unsigned long long seed, int n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-        CliSpec spec = {.program = "test_randaugment",
-                        .synopsis = "--ops SEED FILE | --pipeline SPEC SEED FILE | --draws SPEC SEED N"
-                                    " | --parse SPEC",
-                        .about = "Dumps RandAugment's ops, pipelines and draws for the PyTorch / PIL\n"
-                                 "references (test/suites/randaugment.sh); --parse describes a spec.\n"};
-        cli_parse(&spec, argc, argv, NULL); // prints the usage, exits 0
+    CliSpec spec = {.program = "test_randaugment",
+                    .synopsis = "ops SEED FILE | pipeline SPEC SEED FILE | draws SPEC SEED N | parse SPEC",
+                    .about = "Dumps RandAugment's ops, pipelines and draws for the PyTorch / PIL\n"
+                             "references (test/suites/randaugment.sh); parse describes a spec.\n"};
+    const char *arg[4];
+    spec.min_positional = 2;
+    spec.max_positional = 4;
+    const int rest = cli_parse(&spec, argc, argv, arg);
+    if (rest == 3 && strcmp(arg[0], "ops") == 0) {
+        return run_ops(strtoull(arg[1], NULL, 10), arg[2]);
     }
-    if (argc == 4 && strcmp(argv[1], "--ops") == 0) {
-        return run_ops(strtoull(argv[2], NULL, 10), argv[3]);
+    if (rest == 4 && strcmp(arg[0], "pipeline") == 0) {
+        return run_pipeline(arg[1], strtoull(arg[2], NULL, 10), arg[3]);
     }
-    if (argc == 5 && strcmp(argv[1], "--pipeline") == 0) {
-        return run_pipeline(argv[2], strtoull(argv[3], NULL, 10), argv[4]);
+    if (rest == 4 && strcmp(arg[0], "draws") == 0) {
+        return run_draws(arg[1], strtoull(arg[2], NULL, 10), atoi(arg[3]));
     }
-    if (argc == 5 && strcmp(argv[1], "--draws") == 0) {
-        return run_draws(argv[2], strtoull(argv[3], NULL, 10), atoi(argv[4]));
-    }
-    if (argc == 3 && strcmp(argv[1], "--parse") == 0) {
-        RandAugmentSpec spec;
+    if (rest == 2 && strcmp(arg[0], "parse") == 0) {
+        RandAugmentSpec ra;
         char err[256], text[256];
-        if (randaugment_parse(&spec, argv[2], err, sizeof(err)) != 0) {
+        if (randaugment_parse(&ra, arg[1], err, sizeof(err)) != 0) {
             printf("error: %s\n", err);
             return 1;
         }
-        randaugment_describe(&spec, text, sizeof(text));
+        randaugment_describe(&ra, text, sizeof(text));
         printf("%s\n", text);
         return 0;
     }
-    fprintf(stderr, "usage: test_randaugment --ops SEED FILE | --pipeline SPEC SEED FILE |\n"
-                    "       --draws SPEC SEED N | --parse SPEC\n");
+    cli_error(&spec, "expected one of: %s", spec.synopsis);
     return 2;
 }

@@ -16,9 +16,9 @@ source coordinate lies on a pixel edge to rounding may fall the other way
 (measured: at most 2.2e-4 of the pixels over 31 seeds; allowed 2e-3), while
 the opposite direction differs in most (~0.85).
 
-  randaugment.py ops FILE          the --ops records
-  randaugment.py pipeline FILE     the --pipeline records (floats within 1e-6)
-  randaugment.py draws M MSTD P    stdin: --draws lines; their statistics
+  randaugment.py ops FILE          the ops records
+  randaugment.py pipeline FILE     the pipeline records (floats within 1e-6)
+  randaugment.py draws M MSTD P    stdin: draws lines; their statistics
 """
 
 import math

@@ -36,7 +36,7 @@ echo "randaugment: seed $seed"
 echo "== specs"
 check_spec() { # SPEC EXPECTED
     local got
-    got=$(bin/test_randaugment --parse "$1") || { echo "FAIL: $1 refused: $got"; exit 1; }
+    got=$(bin/test_randaugment parse "$1") || { echo "FAIL: $1 refused: $got"; exit 1; }
     [ "$got" = "$2" ] || { echo "FAIL: $1 parsed as '$got', expected '$2'"; exit 1; }
 }
 check_spec rand-m9-mstd0.5-inc1 "n=2 m=9 mstd=0.5 mmax=10 p=0.5 inc=1"
@@ -44,7 +44,7 @@ check_spec rand-n3-m5.5-p0.7 "n=3 m=5.5 mstd=0 mmax=10 p=0.7 inc=0"
 check_spec rand "n=2 m=10 mstd=0 mmax=10 p=0.5 inc=0"
 check_spec rand-m7-mstd101-mmax8 "n=2 m=7 mstd=101 mmax=8 p=0.5 inc=0"
 for bad in rond-m9 rand-m11 rand-m9-x1 rand-n0 rand-n2.5 rand-inc2 rand-m rand-m9x rand-p1.5 randm9 rand-mmax0 rand--m9 rand-m9-; do
-    if out=$(bin/test_randaugment --parse $bad); then echo "FAIL: $bad accepted ($out)"; exit 1; fi
+    if out=$(bin/test_randaugment parse $bad); then echo "FAIL: $bad accepted ($out)"; exit 1; fi
 done
 echo "  ok: 4 specs parsed to their parts, 13 bad ones refused"
 [ -x bin/train_vit ] || make -s train_vit
@@ -55,16 +55,16 @@ for args in "-aa rand-m9-mstd0.5-foo1" "-aa rand-m9 -f 0"; do
     echo "  ok: train_vit $args refused: $(tail -1 "$work/bad.out")"
 done
 echo "== ops: ours vs the reference, byte for byte"
-bin/test_randaugment --ops "$seed" "$work/ops.bin"
+bin/test_randaugment ops "$seed" "$work/ops.bin"
 $PY dev/reference/randaugment.py ops "$work/ops.bin"
 echo "== pipeline: vision_make_batch -aa rand-m9-mstd0.5-inc1 vs the reference"
-bin/test_randaugment --pipeline rand-m9-mstd0.5-inc1 $((seed + 1)) "$work/pipe.bin"
+bin/test_randaugment pipeline rand-m9-mstd0.5-inc1 $((seed + 1)) "$work/pipe.bin"
 $PY dev/reference/randaugment.py pipeline "$work/pipe.bin"
 echo "== pipeline: -aa rand-n8-m10-mstd101 (the plain set, 8 ops, magnitudes uniform in [0, 10])"
-bin/test_randaugment --pipeline rand-n8-m10-mstd101 $((seed + 3)) "$work/pipe2.bin"
+bin/test_randaugment pipeline rand-n8-m10-mstd101 $((seed + 3)) "$work/pipe2.bin"
 $PY dev/reference/randaugment.py pipeline "$work/pipe2.bin"
 echo "== draws"
-bin/test_randaugment --draws rand-m9-mstd0.5-inc1 $((seed + 2)) 20000 > "$work/draws.txt"
+bin/test_randaugment draws rand-m9-mstd0.5-inc1 $((seed + 2)) 20000 > "$work/draws.txt"
 $PY dev/reference/randaugment.py draws 9 0.5 0.5 < "$work/draws.txt"
 if [ $quick = 1 ]; then echo "randaugment: all checks of the fast tier passed"; exit 0; fi
 if [ "${FOLDNORM_SANITIZED:-0}" = 1 ]; then
