@@ -308,8 +308,8 @@ static double stream_mean_ratio(const ViT *m) {
     size_t rows = (size_t)m->batch_size * vit_num_tokens(c), C = (size_t)c->channels;
     double worst = max_row_mean_ratio(m->acts.encoded, rows, C);
     for (int l = 0; l < c->num_layers; l++) {
-        double r2 = max_row_mean_ratio(m->acts.residual2 + l * rows * C, rows, C);
-        double r3 = max_row_mean_ratio(m->acts.residual3 + l * rows * C, rows, C);
+        double r2 = max_row_mean_ratio(m->acts.layers.resid2 + l * rows * C, rows, C);
+        double r3 = max_row_mean_ratio(m->acts.layers.out + l * rows * C, rows, C);
         worst = worst_of(worst_of(worst, r2), r3);
     }
     return worst;
@@ -327,9 +327,9 @@ static void swin_norm_input_ratios(const Swin *m, double *foldable, double *kept
         const SwinBlock *k = &m->blocks[i];
         const float *x = i == 0 ? m->stream0
                          : k->stage != m->blocks[i - 1].stage ? m->merges[k->stage].out
-                                                               : m->blocks[i - 1].out;
+                                                               : m->blocks[i - 1].acts.out;
         size_t rows = (size_t)B * k->N;
-        double r = worst_of(max_row_mean_ratio(x, rows, k->C), max_row_mean_ratio(k->resid2, rows, k->C));
+        double r = worst_of(max_row_mean_ratio(x, rows, k->C), max_row_mean_ratio(k->acts.resid2, rows, k->C));
         if (k->rms_in_cbwc) {
             *foldable = worst_of(*foldable, r);
         } else {

@@ -49,6 +49,15 @@ void tensor_table_free(TensorTable *t) {
     memset(t, 0, sizeof(*t));
 }
 
+float *alloc_tensors(float **fields, const size_t *sizes, int count, size_t extra, const char *what) {
+    for (int i = 0; i < count; i++) {
+        extra += sizes[i];
+    }
+    float *memory = malloc_check(mul_size_check(extra, sizeof(float), what), what);
+    point_tensors(fields, sizes, count, memory);
+    return memory;
+}
+
 void point_tensors(float **fields, const size_t *sizes, int count, float *memory) {
     for (int i = 0; i < count; i++) {
         fields[i] = memory;

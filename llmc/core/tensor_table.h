@@ -28,5 +28,8 @@ void tensor_table_free(TensorTable *t);
 // Points the fields of a struct of float* (in declaration order) into one
 // buffer, field i at the sum of sizes[0..i).
 void point_tensors(float **fields, const size_t *sizes, int count, float *memory);
+// One buffer for the count tensors plus extra floats after them, fields
+// pointed into it; exits naming `what` when it cannot be had.
+float *alloc_tensors(float **fields, const size_t *sizes, int count, size_t extra, const char *what);
 
 #endif

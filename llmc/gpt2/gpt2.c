@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/attention.h"
 #include "kernels/cbwc.h"
 #include "kernels/crossentropy.h"
 #include "kernels/dropout.h"
 #include "kernels/encoder.h"
-#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/transformer_block.h"
 #include "core/rand.h"
 #include "core/tensor_table.h"
 #include "core/utils.h"
@@ -251,47 +250,22 @@ static void gpt2_allocate_activations(GPT2 *model, int B, int T) {
     const GPT2Config *c = &model->config;
     size_t L = (size_t)c->num_layers, C = (size_t)c->channels, NH = (size_t)c->num_heads;
     size_t BT = (size_t)B * (size_t)T, Vp = (size_t)c->padded_vocab_size;
-    size_t act[GPT2_NUM_ACT_TENSORS] = {
-        BT * C,                                  // encoded
-        L * BT * C, L * BT, L * BT,              // ln1, mean, rstd
-        L * BT * 3 * C,                          // qkv
-        L * BT * C,                              // atty
-        L * (size_t)B * NH * (size_t)T,          // lse (no T x T kept: attention.h)
-        L * BT * C,                              // residual2
-        L * BT * C, L * BT, L * BT,              // ln2, mean, rstd
-        L * BT * 4 * C, L * BT * 4 * C,          // fch, fch_gelu
-        L * BT * C,                              // residual3
-        BT * C, BT, BT,                          // lnf, mean, rstd
-        BT * Vp,                                 // logits
-        BT,                                      // losses
-        BT * 2,                                  // logits_stats
-    };
+    // encoded, the layers' (att: the lse, no T x T kept: attention.h), lnf, mean, rstd, logits,
+    // losses, logits_stats
+    size_t act[GPT2_NUM_ACT_TENSORS] = {BT * C};
+    block_acts_sizes(act + 1, L * BT, C, 4 * C, L * B * NH * T);
+    const size_t head[] = {BT * C, BT, BT, BT * Vp, BT, BT * 2};
+    memcpy(act + 1 + BLOCK_NUM_ACTS, head, sizeof(head));
     size_t scratch[GPT2_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C,
-                                                BT * 3 * C, BT * 4 * C, BT * 4 * C};
-    size_t total = 0;
-    for (int i = 0; i < GPT2_NUM_ACT_TENSORS; i++) {
-        total += act[i];
-    }
-    model->acts_memory = malloc_check(mul_size_check(total, sizeof(float), "activations"), "activations");
-    point_tensors((float **)&model->acts, act, GPT2_NUM_ACT_TENSORS, model->acts_memory);
-    total = 0;
-    for (int i = 0; i < GPT2_NUM_SCRATCH_TENSORS; i++) {
-        total += scratch[i];
-    }
-    model->scratch_memory = malloc_check(total * sizeof(float), "backward scratch");
-    point_tensors((float **)&model->scratch, scratch, GPT2_NUM_SCRATCH_TENSORS,
-                  model->scratch_memory);
+                                                BT * 3 * C, BT * 4 * C, BT * 4 * C, 0};
+    model->acts_memory = alloc_tensors((float **)&model->acts, act, GPT2_NUM_ACT_TENSORS, 0, "activations");
+    model->scratch_memory = alloc_tensors((float **)&model->scratch, scratch,
+                                          GPT2_NUM_SCRATCH_TENSORS, 0, "backward scratch");
+    model->scratch.block.dscore_sum = NULL; // causal attention has no score bias
     model->inputs = malloc_check(BT * sizeof(int), "inputs");
     model->targets = malloc_check(BT * sizeof(int), "targets");
     model->batch_size = B;
     model->seq_len = T;
-}
-
-static void residual_add(float *out, const float *a, const float *b, size_t n) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        out[i] = a[i] + b[i];
-    }
 }
 
 // cbwc's centred weights in centred_memory, in this order: V of attn c_proj,
@@ -312,15 +286,8 @@ static void cbwc_refresh(GPT2 *model) {
     if (model->centred_memory == NULL) {
         size_t sizes[CENTRED_TENSORS];
         centred_sizes(model, sizes);
-        model->centred_memory = malloc_check((sizes[0] + sizes[1] + sizes[2] + sizes[3]) * sizeof(float),
-                                          "cbwc effective weights");
-        float **fields[CENTRED_TENSORS] = {&model->centred_attprojw, &model->centred_attprojb,
-                                           &model->centred_fcprojw, &model->centred_fcprojb};
-        float *p = model->centred_memory;
-        for (int i = 0; i < CENTRED_TENSORS; i++) {
-            *fields[i] = p;
-            p += sizes[i];
-        }
+        model->centred_memory = alloc_tensors(&model->centred_attprojw, sizes, CENTRED_TENSORS, 0,
+                                              "cbwc effective weights");
     }
     const ParameterTensors *w = &model->params;
     for (size_t l = 0; l < L; l++) {
@@ -363,51 +330,29 @@ static void bf16_refresh(GPT2 *model) {
     }
 }
 
-// A weight matrix as the linear layers read it: the fp32 master and, when
-// the matmuls run in bf16, its bf16 copy (else NULL), at the same offset of
-// the bf16 block (bf16_refresh keeps each block's layout).
-typedef struct {
-    const float *fp32;
-    const uint16_t *bf16;
-} LinearWeight;
-
-// The parameter tensors the linear layers read, by their index in the file's
-// order (gpt2_param_name).
-enum { PARAM_WTE = 0, PARAM_QKVW = 4, PARAM_ATTPROJW = 6, PARAM_FCW = 10, PARAM_FCPROJW = 12 };
-
-// w from element `offset` on: a layer's slice of a stacked tensor.
-static LinearWeight weight_from(LinearWeight w, size_t offset) {
-    return (LinearWeight){w.fp32 + offset, w.bf16 == NULL ? NULL : w.bf16 + offset};
-}
-
-// Element `offset` of a weight block (fp32) and of its bf16 copy (bf16, or
-// NULL where the matmuls run in fp32).
-static LinearWeight block_weight(const float *fp32, const uint16_t *bf16, size_t offset) {
-    return weight_from((LinearWeight){fp32, bf16}, offset);
-}
-
-// Parameter tensor `tensor` (a PARAM_ index), as ParameterTensors points it.
+// Parameter tensor `tensor` (a GPT2_ index), as ParameterTensors points it.
 static LinearWeight param_weight(const GPT2 *model, int tensor) {
     size_t offset = 0;
     for (int i = 0; i < tensor; i++) {
         offset += model->param_sizes[i];
     }
-    return block_weight(model->params_memory, uses_bf16(model) ? model->params_bf16 : NULL, offset);
+    const uint16_t *bf16 = uses_bf16(model) ? model->params_bf16 : NULL;
+    return linear_weight_at((LinearWeight){model->params_memory, bf16}, offset);
 }
 
 // The forward's stream-writing matrices, as gpt2_stream_weights picks them:
 // the proxy W in ln/rms, cbwc's V (in centred_memory) in cbwc.
 static void stream_weights(const GPT2 *model, LinearWeight *attprojw, LinearWeight *fcprojw) {
     if (!norm_policy(model->mode)->cbwc) {
-        *attprojw = param_weight(model, PARAM_ATTPROJW);
-        *fcprojw = param_weight(model, PARAM_FCPROJW);
+        *attprojw = param_weight(model, GPT2_ATTPROJW);
+        *fcprojw = param_weight(model, GPT2_FCPROJW);
         return;
     }
     size_t sizes[CENTRED_TENSORS];
     centred_sizes(model, sizes);
     const uint16_t *bf16 = uses_bf16(model) ? model->centred_bf16 : NULL;
-    *attprojw = block_weight(model->centred_memory, bf16, 0);
-    *fcprojw = block_weight(model->centred_memory, bf16, sizes[0] + sizes[1]);
+    *attprojw = (LinearWeight){model->centred_memory, bf16};
+    *fcprojw = linear_weight_at(*attprojw, sizes[0] + sizes[1]);
 }
 
 void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
@@ -415,72 +360,6 @@ void gpt2_set_matmul_precision(GPT2 *model, MatmulPrecision precision) {
     model->matmul_engine = precision == MATMUL_FP32 ? NULL : matmul_engine_create(precision);
     model->bf16_stale = 1;
     model->centred_bf16_stale = 1;
-}
-
-// out = [residual +] inp W^T + bias in the model's matmul precision.
-static void linear_forward(GPT2 *model, float *out, const float *residual, const float *inp,
-                           LinearWeight W, const float *bias, int N, int IC, int OC) {
-    MatmulEngine *mm = model->matmul_engine;
-    if (mm == NULL) {
-        if (residual == NULL) {
-            matmul_forward(out, inp, W.fp32, bias, N, IC, OC);
-        } else {
-            matmul_forward_residual(out, residual, inp, W.fp32, bias, N, IC, OC);
-        }
-    } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
-        matmul_bf16_forward(mm, out, residual, inp, W.bf16, bias, N, IC, OC);
-    } else {
-        matmul_dnnl_fp32_forward(mm, out, residual, inp, W.fp32, bias, N, IC, OC);
-    }
-}
-
-// matmul_backward (dinp accumulated) in the model's matmul precision.
-static void linear_backward(GPT2 *model, float *dinp, float *dW, float *dbias, const float *dout,
-                            const float *inp, LinearWeight W, int N, int IC, int OC) {
-    MatmulEngine *mm = model->matmul_engine;
-    if (mm == NULL) {
-        matmul_backward(dinp, dW, dbias, dout, inp, W.fp32, N, IC, OC);
-    } else if (matmul_engine_precision(mm) == MATMUL_BF16) {
-        matmul_bf16_backward(mm, dinp, 1, dW, dbias, dout, inp, W.bf16, N, IC, OC);
-    } else {
-        matmul_dnnl_fp32_backward(mm, dinp, 1, dW, dbias, dout, inp, W.fp32, N, IC, OC);
-    }
-}
-
-// Dropout mask stream of branch (0 attention, 1 MLP) of layer l in the last forward.
-static uint64_t dropout_stream(const GPT2 *model, int l, int branch) {
-    return dropout_branch_stream(model->dropout_draw, model->config.num_layers, l, branch);
-}
-
-// out = residual + dropout(inp W^T + b); in cbwc the caller passes V and P b.
-static void projection_to_stream_forward(GPT2 *model, float *out, const float *residual,
-                                         const float *inp, LinearWeight W, const float *bias,
-                                         int N, int IC, int OC, int l, int branch_index) {
-    float *branch = model->scratch.dbranch; // free during the forward pass
-    linear_forward(model, branch, NULL, inp, W, bias, N, IC, OC);
-    if (model->dropout_active) {
-        dropout_apply(branch, branch, (size_t)N * OC, model->resid_dropout, model->dropout_seed,
-                      dropout_stream(model, l, branch_index));
-    }
-    residual_add(out, residual, branch, (size_t)N * OC);
-}
-
-// Backward of the projection for the stream gradient dout: through the
-// dropout mask first; in cbwc the output gradient is then centred, which
-// yields dx = dy V and dW = P dV.
-static void projection_to_stream_backward(GPT2 *model, float *dinp, float *dW, float *dbias,
-                                          const float *dout, const float *inp, LinearWeight W,
-                                          int N, int IC, int OC, int l, int branch_index) {
-    if (model->dropout_active) {
-        dropout_apply(model->scratch.dbranch, dout, (size_t)N * OC, model->resid_dropout,
-                      model->dropout_seed, dropout_stream(model, l, branch_index));
-        dout = model->scratch.dbranch;
-    }
-    if (norm_policy(model->mode)->cbwc) {
-        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
-        dout = model->scratch.dbranch;
-    }
-    linear_backward(model, dinp, dW, dbias, dout, inp, W, N, IC, OC);
 }
 
 // Folded tied head: wte holds V = W - m 1^T, so h . W_t = h . V_t + m_t sum_c h_c
@@ -529,6 +408,42 @@ void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
     model->dropout_seed = seed;
 }
 
+// Layer l as the shared block sees it (transformer_block.h): causal
+// attention, the residual dropout of the last forward, the model's matmuls.
+static BlockConfig block_config(const GPT2 *model, int l) {
+    const GPT2Config *cfg = &model->config;
+    const int B = model->batch_size, T = model->seq_len, C = cfg->channels;
+    const float p = model->dropout_active ? model->resid_dropout : 0.0f;
+    BlockConfig c = {B * T, C, cfg->num_heads, 4 * C, norm_mode_kernel(model->mode, true),
+                     norm_policy(model->mode)->cbwc, model->matmul_engine,
+                     .attention = {.causal = 1, .groups = B, .T = T},
+                     .residual = {.dropout = 1, .dropout_p = p, .dropout_seed = model->dropout_seed}};
+    for (int j = 0; j < 2; j++) {
+        c.residual.dropout_stream[j] = dropout_branch_stream(model->dropout_draw, cfg->num_layers, l, j);
+    }
+    return c;
+}
+
+// Layer l's slices of the per-layer tensors in t (the weights or gradients).
+static BlockTensors layer_tensors(const GPT2 *model, const ParameterTensors *t, int l) {
+    const BlockTensors stack = {t->ln1w, t->ln1b, t->qkvw,    t->qkvb, t->attprojw, t->attprojb,
+                                t->ln2w, t->ln2b, t->fcw,     t->fcb,  t->fcprojw,  t->fcprojb};
+    return block_tensors_layer(&stack, l, model->config.channels, 4 * model->config.channels);
+}
+
+// Layer l's weights; the stream writers as given (V and P b in the forward,
+// the proxies in the backward).
+static BlockWeights block_weights(const GPT2 *model, int l, LinearWeight attprojw,
+                                  const float *attprojb, LinearWeight fcprojw, const float *fcprojb) {
+    const BlockTensors p = layer_tensors(model, &model->params, l);
+    const size_t C = (size_t)model->config.channels, lc = (size_t)l * C;
+    return (BlockWeights){p.ln1w, p.ln1b, p.qkvb, attprojb + lc, p.ln2w, p.ln2b, p.fcb, fcprojb + lc,
+                          linear_weight_at(param_weight(model, GPT2_QKVW), 3 * lc * C),
+                          linear_weight_at(attprojw, lc * C),
+                          linear_weight_at(param_weight(model, GPT2_FCW), 4 * lc * C),
+                          linear_weight_at(fcprojw, 4 * lc * C)};
+}
+
 static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets, int B, int T);
 
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
@@ -551,48 +466,32 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
     const int L = cfg->num_layers, C = cfg->channels, NH = cfg->num_heads;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
     const NormKind norm = norm_mode_kernel(model->mode, true);
-    const int centred = norm_policy(model->mode)->cbwc;
     ParameterTensors p = model->params;
     ActivationTensors a = model->acts;
     memcpy(model->inputs, inputs, (size_t)BT * sizeof(int));
     // the stream-writing projections: proxy W in ln/rms, effective V in cbwc
     const GPT2StreamWeights sw = gpt2_stream_weights(model); // refreshes cbwc's V
-    const float *attprojb = sw.attprojb, *fcprojb = sw.fcprojb;
     if (uses_bf16(model)) {
         bf16_refresh(model); // only the stale copies
     }
     LinearWeight attprojw, fcprojw;
     stream_weights(model, &attprojw, &fcprojw);
-    const LinearWeight wte = param_weight(model, PARAM_WTE);
-    const LinearWeight qkvw = param_weight(model, PARAM_QKVW), fcw = param_weight(model, PARAM_FCW);
 
-    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, centred);
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C, norm_policy(model->mode)->cbwc);
     for (int l = 0; l < L; l++) {
-        size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
-        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
-        norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
-                     p.ln1w + lc, p.ln1b + lc, BT, C);
-        linear_forward(model, a.qkv + 3 * lbtc, NULL, a.ln1 + lbtc, weight_from(qkvw, 3 * lc * C),
-                       p.qkvb + 3 * lc, BT, C, 3 * C);
-        attention_forward(a.atty + lbtc, a.lse + (size_t)l * B * NH * T, a.qkv + 3 * lbtc, B,
-                          T, C, NH);
-        projection_to_stream_forward(model, a.residual2 + lbtc, residual, a.atty + lbtc,
-                                     weight_from(attprojw, lc * C), attprojb + lc, BT, C, C, l, 0);
-        norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
-                     p.ln2w + lc, p.ln2b + lc, BT, C);
-        linear_forward(model, a.fch + 4 * lbtc, NULL, a.ln2 + lbtc, weight_from(fcw, 4 * lc * C),
-                       p.fcb + 4 * lc, BT, C, 4 * C);
-        gelu_forward(a.fch_gelu + 4 * lbtc, a.fch + 4 * lbtc, (size_t)BT * 4 * C);
-        projection_to_stream_forward(model, a.residual3 + lbtc, a.residual2 + lbtc,
-                                     a.fch_gelu + 4 * lbtc, weight_from(fcprojw, 4 * lc * C),
-                                     fcprojb + lc, BT, 4 * C, C, l, 1);
+        const BlockConfig c = block_config(model, l);
+        const BlockWeights w = block_weights(model, l, attprojw, sw.attprojb, fcprojw, sw.fcprojb);
+        const BlockActs acts = block_acts_layer(&a.layers, l, BT, C, 4 * C, (size_t)BT * NH);
+        block_forward(&c, &w, &acts, l == 0 ? a.encoded : acts.out - (size_t)BT * C,
+                      &model->scratch.block);
     }
-    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    const float *last = a.layers.out + (size_t)(L - 1) * BT * C;
     norm_forward(norm, a.lnf, a.lnf_mean, a.lnf_rstd, last, p.lnfw, p.lnfb, BT, C);
     if (model->matmul_engine == NULL) {
         gpt2_head_forward(model, a.logits, a.lnf, BT);
     } else { // gpt2_head_forward in the model's matmul precision
-        linear_forward(model, a.logits, NULL, a.lnf, wte, NULL, BT, C, Vp);
+        linear_forward(model->matmul_engine, a.logits, NULL, a.lnf, param_weight(model, GPT2_WTE),
+                       NULL, BT, C, Vp);
         if (norm_policy(model->mode)->folded) {
             tied_head_mean_correction(a.logits, a.lnf, model->head_row_means, BT, C, Vp);
         }
@@ -648,47 +547,25 @@ void gpt2_backward(GPT2 *model, float loss_scale) {
     ActivationTensors a = model->acts;
     BackwardScratch s = model->scratch;
     // the proxy weights in every mode (cbwc's V enters through the centred dout)
-    const LinearWeight qkvw = param_weight(model, PARAM_QKVW), fcw = param_weight(model, PARAM_FCW);
-    const LinearWeight attprojw = param_weight(model, PARAM_ATTPROJW);
-    const LinearWeight fcprojw = param_weight(model, PARAM_FCPROJW);
+    const LinearWeight attprojw = param_weight(model, GPT2_ATTPROJW);
+    const LinearWeight fcprojw = param_weight(model, GPT2_FCPROJW);
 
     crossentropy_backward_inplace(a.logits, a.logits_stats, model->targets, loss_scale, BT, V, Vp);
-    memset(s.dln, 0, btc * sizeof(float));
-    linear_backward(model, s.dln, g.wte, NULL, a.logits, a.lnf, param_weight(model, PARAM_WTE),
-                    BT, C, Vp);
+    linear_backward(model->matmul_engine, s.block.dln, g.wte, NULL, a.logits, a.lnf,
+                    param_weight(model, GPT2_WTE), BT, C, Vp);
     memset(s.dresidual, 0, btc * sizeof(float));
-    const float *last = a.residual3 + (size_t)(L - 1) * btc;
-    norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
+    const float *last = a.layers.out + (size_t)(L - 1) * btc;
+    norm_backward(norm, s.dresidual, g.lnfw, g.lnfb, s.block.dln, last, p.lnfw, a.lnf_mean, a.lnf_rstd,
                   BT, C);
     grads_ready(model, L);
 
     for (int l = L - 1; l >= 0; l--) {
-        size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch: residual3 = residual2 + fcproj(gelu(fc(norm2(residual2))))
-        memset(s.dfch_gelu, 0, 4 * btc * sizeof(float));
-        projection_to_stream_backward(model, s.dfch_gelu, g.fcprojw + 4 * lc * C, g.fcprojb + lc,
-                                      s.dresidual, a.fch_gelu + 4 * lbtc,
-                                      weight_from(fcprojw, 4 * lc * C), BT, 4 * C, C, l, 1);
-        gelu_backward(s.dfch, a.fch + 4 * lbtc, s.dfch_gelu, 4 * btc);
-        memset(s.dln, 0, btc * sizeof(float));
-        linear_backward(model, s.dln, g.fcw + 4 * lc * C, g.fcb + 4 * lc, s.dfch, a.ln2 + lbtc,
-                        weight_from(fcw, 4 * lc * C), BT, C, 4 * C);
-        norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
-                      p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
-        // attention branch: residual2 = residual + attproj(attention(qkv(norm1(residual))))
-        memset(s.datty, 0, btc * sizeof(float));
-        projection_to_stream_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
-                                      s.dresidual, a.atty + lbtc, weight_from(attprojw, lc * C),
-                                      BT, C, C, l, 0);
-        memset(s.dqkv, 0, 3 * btc * sizeof(float));
-        attention_backward(s.dqkv, s.datty, a.qkv + 3 * lbtc, a.atty + lbtc,
-                           a.lse + (size_t)l * B * NH * T, B, T, C, NH);
-        memset(s.dln, 0, btc * sizeof(float));
-        linear_backward(model, s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
-                        weight_from(qkvw, 3 * lc * C), BT, C, 3 * C);
-        norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
-                      a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
+        const BlockConfig c = block_config(model, l);
+        const BlockWeights w = block_weights(model, l, attprojw, p.attprojb, fcprojw, p.fcprojb);
+        const BlockActs acts = block_acts_layer(&a.layers, l, BT, C, 4 * C, (size_t)BT * NH);
+        const BlockTensors dw = layer_tensors(model, &g, l);
+        block_backward(&c, &w, &dw, &acts, l == 0 ? a.encoded : acts.out - btc, s.dresidual,
+                       &s.block);
         grads_ready(model, l);
     }
     encoder_backward(g.wte, g.wpe, s.dresidual, model->inputs, B, T, C,

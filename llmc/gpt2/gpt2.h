@@ -13,6 +13,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/matmul.h"
+#include "kernels/transformer_block.h"
 #include "core/norm_mode.h"
 #include "core/reader.h"
 
@@ -80,14 +81,7 @@ typedef struct {
 #define GPT2_NUM_ACT_TENSORS 20
 typedef struct {
     float *encoded;                    // (B, T, C)
-    float *ln1, *ln1_mean, *ln1_rstd;  // (L, B, T, C), (L, B, T) x2
-    float *qkv;                        // (L, B, T, 3C)
-    float *atty;                       // (L, B, T, C)
-    float *lse;                        // (L, B, NH, T) logsumexp of each attention row
-    float *residual2;                  // (L, B, T, C)
-    float *ln2, *ln2_mean, *ln2_rstd;  // like ln1
-    float *fch, *fch_gelu;             // (L, B, T, 4C)
-    float *residual3;                  // (L, B, T, C)
+    BlockActs layers; // (L, B, T, ...): att the lse (L, B, NH, T), out = residual3 (transformer_block.h)
     float *lnf, *lnf_mean, *lnf_rstd;  // (B, T, C), (B, T) x2
     float *logits;                     // (B, T, Vp); dlogits in place after backward
     float *losses;                     // (B, T)
@@ -95,15 +89,10 @@ typedef struct {
 } ActivationTensors;
 
 // Backward scratch, one layer's worth, reused layer after layer.
-#define GPT2_NUM_SCRATCH_TENSORS 7
+#define GPT2_NUM_SCRATCH_TENSORS 8
 typedef struct {
     float *dresidual;   // (B, T, C) gradient of the residual stream
-    float *dbranch;     // (B, T, C) centred output gradient (cbwc) / branch output
-    float *dln;         // (B, T, C)
-    float *datty;       // (B, T, C)
-    float *dqkv;        // (B, T, 3C)
-    float *dfch;        // (B, T, 4C)
-    float *dfch_gelu;   // (B, T, 4C)
+    BlockScratch block; // the block's (transformer_block.h), dscore_sum NULL
 } BackwardScratch;
 
 // Called by gpt2_backward when a group of gradients is final (as the GPU

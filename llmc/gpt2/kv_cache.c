@@ -4,11 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/attention.h"
 #include "kernels/encoder.h"
-#include "kernels/gelu.h"
-#include "kernels/matmul.h"
 #include "kernels/norm.h"
+#include "kernels/transformer_block.h"
+#include "core/tensor_table.h"
 #include "core/utils.h"
 
 #define KV_CACHE_NUM_TENSORS 10
@@ -29,20 +28,7 @@ void kv_cache_init(KVCache *cache, const GPT2 *model) {
         T * 4 * C,     // fch_gelu
         Vp,            // logits
     };
-    size_t total = 0;
-    for (int i = 0; i < KV_CACHE_NUM_TENSORS; i++) {
-        total += sizes[i];
-    }
-    cache->memory = malloc_check(mul_size_check(total, sizeof(float), "KV cache"), "KV cache");
-    float **fields[KV_CACHE_NUM_TENSORS] = {&cache->qkv,  &cache->lse,  &cache->x,
-                                            &cache->ln,   &cache->mean, &cache->rstd,
-                                            &cache->atty, &cache->fch,  &cache->fch_gelu,
-                                            &cache->logits};
-    float *p = cache->memory;
-    for (int i = 0; i < KV_CACHE_NUM_TENSORS; i++) {
-        *fields[i] = p;
-        p += sizes[i];
-    }
+    cache->memory = alloc_tensors(&cache->qkv, sizes, KV_CACHE_NUM_TENSORS, 0, "KV cache");
     cache->tokens = malloc_check(T * sizeof(int), "KV cache tokens");
     cache->max_len = (int)T;
     cache->len = 0;
@@ -76,24 +62,21 @@ static void forward_rows(KVCache *cache, GPT2 *model, const int *tokens, int t0,
         encoder_forward(x + (size_t)r * C, tokens + t0 + r, p.wte, p.wpe + (size_t)(t0 + r) * C,
                         1, 1, C, centred);
     }
+    // the shared block (transformer_block.h) on the n rows in place in x,
+    // causal attention over this layer's cached rows, fp32 and no dropout
+    const BlockConfig c = {n, C, NH, 4 * C, norm, 0, NULL,
+                           .attention = {.causal = 1, .groups = 1, .T = n, .t0 = t0}};
+    const BlockActs a = {ln, cache->mean, cache->rstd, NULL, cache->atty, cache->lse, x,
+                         ln, cache->mean, cache->rstd, cache->fch, cache->fch_gelu, x};
     for (int l = 0; l < L; l++) {
         const size_t lc = (size_t)l * C;
-        float *qkv = cache->qkv + (size_t)l * T * 3 * C; // this layer's rows 0 .. maxT-1
-        norm_forward(norm, ln, cache->mean, cache->rstd, x, p.ln1w + lc, p.ln1b + lc, n, C);
-        matmul_forward(qkv + (size_t)t0 * 3 * C, ln, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, n, C,
-                       3 * C);
-        if (t0 == 0) { // a whole sequence: the blocked kernel of the full forward
-            attention_forward(cache->atty, cache->lse, qkv, 1, n, C, NH);
-        } else {
-            attention_forward_rows(cache->atty, qkv, t0, n, C, NH);
-        }
-        matmul_forward_residual(x, x, cache->atty, sw.attprojw + lc * C, sw.attprojb + lc, n, C,
-                                C);
-        norm_forward(norm, ln, cache->mean, cache->rstd, x, p.ln2w + lc, p.ln2b + lc, n, C);
-        matmul_forward(cache->fch, ln, p.fcw + 4 * lc * C, p.fcb + 4 * lc, n, C, 4 * C);
-        gelu_forward(cache->fch_gelu, cache->fch, (size_t)n * 4 * C);
-        matmul_forward_residual(x, x, cache->fch_gelu, sw.fcprojw + 4 * lc * C, sw.fcprojb + lc,
-                                n, 4 * C, C);
+        const BlockWeights w = {p.ln1w + lc, p.ln1b + lc, p.qkvb + 3 * lc, sw.attprojb + lc,
+                                p.ln2w + lc, p.ln2b + lc, p.fcb + 4 * lc, sw.fcprojb + lc,
+                                {p.qkvw + 3 * lc * C, NULL}, {sw.attprojw + lc * C, NULL},
+                                {p.fcw + 4 * lc * C, NULL}, {sw.fcprojw + 4 * lc * C, NULL}};
+        BlockActs layer = a;
+        layer.qkv = cache->qkv + (size_t)l * T * 3 * C; // this layer's rows 0 .. maxT-1
+        block_forward(&c, &w, &layer, x, &(BlockScratch){0});
     }
     // the final norm and the head on the last row only
     const float *last = x + (size_t)(n - 1) * C;

@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/attention_bidir.h"
+#include "kernels/transformer_block.h"
 #include "kernels/cbwc.h"
 #include "kernels/classifier_loss.h"
 #include "kernels/drop_path.h"
-#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/patch_embed.h"
@@ -157,20 +156,11 @@ static void swin_lay_out_activations(Swin *m, Arena *a, int B) {
     }
     for (int i = 0; i < m->num_blocks; i++) {
         SwinBlock *k = &m->blocks[i];
-        size_t n = Bs * k->N, nc = n * k->C;
-        k->ln1 = arena_take(a, nc);
-        k->ln1_mean = arena_take(a, n);
-        k->ln1_rstd = arena_take(a, n);
-        k->qkv = arena_take(a, 3 * nc);
-        k->att = arena_take(a, Bs * k->nW * k->NH * k->T * k->T);
-        k->atty_img = arena_take(a, nc);
-        k->resid2 = arena_take(a, nc);
-        k->ln2 = arena_take(a, nc);
-        k->ln2_mean = arena_take(a, n);
-        k->ln2_rstd = arena_take(a, n);
-        k->fch = arena_take(a, n * k->hidden);
-        k->fch_gelu = arena_take(a, n * k->hidden);
-        k->out = arena_take(a, nc);
+        size_t sizes[BLOCK_NUM_ACTS];
+        block_acts_sizes(sizes, Bs * k->N, k->C, k->hidden, Bs * k->nW * k->NH * k->T * k->T);
+        for (int j = 0; j < BLOCK_NUM_ACTS; j++) {
+            ((float **)&k->acts)[j] = arena_take(a, sizes[j]);
+        }
     }
     size_t K = (size_t)m->config.num_classes, NL = Bs * m->N_last * m->C_last;
     m->lnf = arena_take(a, NL);
@@ -259,31 +249,6 @@ static const float *effective(const Swin *m, size_t offset, int centred_layer) {
                                                  : m->params_memory + offset;
 }
 
-// out = resid + branch, or with drop-path out = resid + s_b * branch for
-// branch j of block i (the branch computed into out first).
-static void branch_residual(const Swin *m, float *out, const float *resid, const float *inp,
-                            const float *W, const float *bias, int B, int N, int IC, int OC, int i,
-                            int j) {
-    if (m->drop_scales == NULL) {
-        matmul_forward_residual(out, resid, inp, W, bias, B * N, IC, OC);
-        return;
-    }
-    matmul_forward(out, inp, W, bias, B * N, IC, OC);
-    drop_path_residual_add(out, resid, out, m->drop_scales + DROP_PATH_BRANCHES * (size_t)i + j,
-                           DROP_PATH_BRANCHES * (size_t)m->num_blocks, B, (size_t)N * OC);
-}
-
-// The output gradient of block i's branch j: d, or with drop-path d times the
-// sample's scale (in s_branch, which linear_backward may centre in place).
-static const float *branch_grad(const Swin *m, const float *d, int B, int N, int C, int i, int j) {
-    if (m->drop_scales == NULL) {
-        return d;
-    }
-    drop_path_scale(m->s_branch, d, m->drop_scales + DROP_PATH_BRANCHES * (size_t)i + j,
-                    DROP_PATH_BRANCHES * (size_t)m->num_blocks, B, (size_t)N * C);
-    return m->s_branch;
-}
-
 void swin_set_drop_path(Swin *m, const float *scales) {
     m->drop_scales = scales;
 }
@@ -292,24 +257,30 @@ void swin_set_mix_targets(Swin *m, MixTargets mix) {
     m->mix = mix;
 }
 
-static void block_forward(Swin *m, SwinBlock *k, const float *x, int B, int i) {
-    const float *p = m->params_memory;
-    const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N;
-    const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    norm_forward(kind, k->ln1, k->ln1_mean, k->ln1_rstd, x, p + k->off->ln1w, p + k->off->ln1b, BN, C);
-    matmul_forward(k->qkv, k->ln1, p + k->off->qkvw, p + k->off->qkvb, BN, C, 3 * C);
-    // score bias: relative position bias (+ the shift mask of window w)
-    swin_score_bias(k->bias, p + k->off->rpb, k->rel_index, k->mask, k->nbias, NH, T);
-    // the windows (cyclic shift + partition) are read and written in place through perm
-    attention_bidir_forward(k->atty_img, k->att, k->qkv, k->bias, k->nbias, k->perm, k->nW,
-                            B * k->nW, T, C, NH);
-    branch_residual(m, k->resid2, x, k->atty_img, effective(m, k->off->projw, k->rms_in_cbwc),
-                    effective(m, k->off->projb, k->rms_in_cbwc), B, N, C, C, i, 0);
-    norm_forward(kind, k->ln2, k->ln2_mean, k->ln2_rstd, k->resid2, p + k->off->ln2w, p + k->off->ln2b, BN, C);
-    matmul_forward(k->fch, k->ln2, p + k->off->fcw, p + k->off->fcb, BN, C, k->hidden);
-    gelu_forward(k->fch_gelu, k->fch, (size_t)BN * k->hidden);
-    branch_residual(m, k->out, k->resid2, k->fch_gelu, effective(m, k->off->fc2w, k->rms_in_cbwc),
-                    effective(m, k->off->fc2b, k->rms_in_cbwc), B, N, k->hidden, C, i, 1);
+// Block k's parameter tensors in base (the weights, gradients or centred copies).
+static BlockTensors block_tensors(float *base, const SwinBlockOffsets *o) {
+    return (BlockTensors){base + o->ln1w, base + o->ln1b, base + o->qkvw, base + o->qkvb,
+                          base + o->projw, base + o->projb, base + o->ln2w, base + o->ln2b,
+                          base + o->fcw,  base + o->fcb,  base + o->fc2w, base + o->fc2b};
+}
+
+// Block i (k) as the shared block sees it (transformer_block.h): full
+// attention in its windows with the score bias, drop-path where scales are
+// set, its proj and fc2 centred where cbwc centres them; the weights of the
+// forward (forward = 1: the centred copies there) or of the backward.
+static BlockConfig block_view(const Swin *m, const SwinBlock *k, int B, int i, int forward,
+                              BlockWeights *w) {
+    const int centred = norm_policy(m->mode)->cbwc && k->rms_in_cbwc;
+    const float *drop = m->drop_scales; // (B, blocks, 2)
+    const BlockConfig c = {B * k->N, k->C, k->NH, k->hidden, norm_kind(m, k->rms_in_cbwc), centred, NULL,
+                       .attention = {.groups = B * k->nW, .T = k->T, .bias = k->bias,
+                                     .nbias = k->nbias, .perm = k->perm, .nW = k->nW},
+                       .residual = {drop == NULL ? NULL : drop + DROP_PATH_BRANCHES * (size_t)i,
+                                    DROP_PATH_BRANCHES * (size_t)m->num_blocks, B}};
+    const BlockTensors p = block_tensors(m->params_memory, k->off);
+    const BlockTensors v = forward && centred ? block_tensors(m->centred_memory, k->off) : p;
+    *w = block_weights_fp32(&p, &v);
+    return c;
 }
 
 void swin_forward(Swin *m, const float *images, const int *labels, float smoothing, int B) {
@@ -351,8 +322,13 @@ void swin_forward(Swin *m, const float *images, const int *labels, float smoothi
             x = mg->out;
         }
         for (int i = 0; i < c->depths[s]; i++, b++) {
-            block_forward(m, &m->blocks[b], x, B, b);
-            x = m->blocks[b].out;
+            SwinBlock *k = &m->blocks[b];
+            // score bias: relative position bias (+ the shift mask of window w)
+            swin_score_bias(k->bias, p + k->off->rpb, k->rel_index, k->mask, k->nbias, k->NH, k->T);
+            BlockWeights w;
+            const BlockConfig bc = block_view(m, k, B, b, 1, &w);
+            block_forward(&bc, &w, &k->acts, x, &(BlockScratch){.branch = m->s_branch});
+            x = k->acts.out;
         }
     }
     const int CL = m->C_last, NL = m->N_last;
@@ -387,44 +363,6 @@ void swin_zero_grad(Swin *m) {
     memset(m->grads_memory, 0, m->num_parameters * sizeof(float));
 }
 
-// Backward of y = x W^T + b; for a centred layer in cbwc the output gradient
-// is centred first (dW = P dV, dx = dy V; cbwc.h). Writes dinp, accumulates dW, dbias.
-static void linear_backward(const Swin *m, int centred_layer, float *dinp, float *dW, float *dbias,
-                            const float *dout, const float *inp, const float *W, int N, int IC,
-                            int OC) {
-    if (norm_policy(m->mode)->cbwc && centred_layer) {
-        cbwc_centre_rows(m->s_branch, dout, N, OC);
-        dout = m->s_branch;
-    }
-    matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
-}
-
-// d holds the gradient of the block's output and leaves with its input's.
-static void block_backward(Swin *m, SwinBlock *k, const float *x, float *d, int B, int i) {
-    const float *p = m->params_memory;
-    float *g = m->grads_memory;
-    const int C = k->C, N = k->N, T = k->T, NH = k->NH, BN = B * N, H = k->hidden;
-    const NormKind kind = norm_kind(m, k->rms_in_cbwc);
-    linear_backward(m, k->rms_in_cbwc, m->s_dfchg, g + k->off->fc2w, g + k->off->fc2b,
-                    branch_grad(m, d, B, N, C, i, 1), k->fch_gelu, p + k->off->fc2w, BN, H, C);
-    gelu_backward(m->s_dfch, k->fch, m->s_dfchg, (size_t)BN * H);
-    matmul_backward_set_dinp(m->s_dln, g + k->off->fcw, g + k->off->fcb, m->s_dfch, k->ln2, p + k->off->fcw, BN,
-                             C, H);
-    norm_backward(kind, d, g + k->off->ln2w, g + k->off->ln2b, m->s_dln, k->resid2, p + k->off->ln2w, k->ln2_mean,
-                  k->ln2_rstd, BN, C);
-    linear_backward(m, k->rms_in_cbwc, m->s_datty, g + k->off->projw, g + k->off->projb,
-                    branch_grad(m, d, B, N, C, i, 0), k->atty_img, p + k->off->projw, BN, C, C);
-    const int G = B * k->nW;
-    attention_bidir_backward(m->s_dqkv, m->s_dscore_sum, m->s_datty, k->qkv, k->att, k->perm,
-                             k->nW, G, T, C, NH);
-    // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
-    swin_bias_table_backward(g + k->off->rpb, m->s_dscore_sum, k->rel_index, NH, T);
-    matmul_backward_set_dinp(m->s_dln, g + k->off->qkvw, g + k->off->qkvb, m->s_dqkv, k->ln1, p + k->off->qkvw, BN,
-                             C, 3 * C);
-    norm_backward(kind, d, g + k->off->ln1w, g + k->off->ln1b, m->s_dln, x, p + k->off->ln1w, k->ln1_mean,
-                  k->ln1_rstd, BN, C);
-}
-
 void swin_backward(Swin *m, float loss_scale) {
     if (!norm_policy(m->mode)->trainable) {
         fatal("swin_backward: a folded model is for inference only (train its ln or cbwc model)");
@@ -436,7 +374,7 @@ void swin_backward(Swin *m, float loss_scale) {
     const float *p = m->params_memory;
     float *g = m->grads_memory;
     const int B = m->batch_size, K = c->num_classes, CL = m->C_last, NL = m->N_last;
-    const int E = c->embed_dim, BN0 = B * m->res0 * m->res0;
+    const int E = c->embed_dim, BN0 = B * m->res0 * m->res0, cbwc = norm_policy(m->mode)->cbwc;
     classifier_loss_backward(m->dlogits, m->logits, m->labels, m->mix, m->smoothing, loss_scale,
                              B, K);
     matmul_backward_set_dinp(m->s_pooled, g + m->off.headw, g + m->off.headb, m->dlogits, m->pooled,
@@ -451,20 +389,29 @@ void swin_backward(Swin *m, float loss_scale) {
     }
     float *d = m->s_a, *other = m->s_b;
     memset(d, 0, (size_t)B * NL * CL * sizeof(float));
-    const float *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].out : m->stream0;
+    const float *x_last = m->num_blocks > 0 ? m->blocks[m->num_blocks - 1].acts.out : m->stream0;
     norm_backward(norm_kind(m, swin_stage_rms_in_cbwc(c, c->num_stages - 1)), d, g + m->off.lnfw,
                   g + m->off.lnfb, m->s_dln, x_last, p + m->off.lnfw, m->lnf_mean, m->lnf_rstd, B * NL, CL);
+    const BlockScratch scratch = {m->s_branch, m->s_dln,   m->s_datty,     m->s_dqkv,
+                                  m->s_dfch,   m->s_dfchg, m->s_dscore_sum};
     int b = m->num_blocks - 1;
     for (int s = c->num_stages - 1; s >= 0; s--) {
         for (int i = c->depths[s] - 1; i >= 0; i--, b--) {
-            const float *x = i > 0 ? m->blocks[b - 1].out : s > 0 ? m->merges[s].out : m->stream0;
-            block_backward(m, &m->blocks[b], x, d, B, b);
+            const float *x = i > 0 ? m->blocks[b - 1].acts.out : s > 0 ? m->merges[s].out : m->stream0;
+            SwinBlock *k = &m->blocks[b];
+            BlockWeights w;
+            const BlockConfig bc = block_view(m, k, B, b, 0, &w);
+            const BlockTensors gk = block_tensors(g, k->off);
+            block_backward(&bc, &w, &gk, &k->acts, x, d, &scratch);
+            // relative position bias: dtable[idx(i,j)][h] += sum over windows of dscore[h][i][j]
+            swin_bias_table_backward(g + k->off->rpb, m->s_dscore_sum, k->rel_index, k->NH, k->T);
         }
         if (s > 0) {
             SwinMerge *mg = &m->merges[s];
             int n = B * mg->N_out, C4 = 4 * mg->C_in;
-            linear_backward(m, mg->centred_reduction, m->s_dln, g + mg->off->redw, NULL, d, mg->normed,
-                            p + mg->off->redw, n, C4, 2 * mg->C_in);
+            stream_writer_backward(NULL, cbwc && mg->centred_reduction, m->s_branch, m->s_dln,
+                                   g + mg->off->redw, NULL, d, mg->normed,
+                                   (LinearWeight){p + mg->off->redw, NULL}, n, C4, 2 * mg->C_in);
             memset(m->s_datty, 0, (size_t)n * C4 * sizeof(float));
             norm_backward(norm_kind(m, mg->rms_in_cbwc), m->s_datty, g + mg->off->normw, g + mg->off->normb,
                           m->s_dln, mg->merged, p + mg->off->normw, mg->mean, mg->rstd, n, C4);
@@ -483,8 +430,8 @@ void swin_backward(Swin *m, float loss_scale) {
     memset(m->s_dln, 0, (size_t)BN0 * E * sizeof(float));
     norm_backward(norm_kind(m, 1), m->s_dln, g + m->off.pnw, g + m->off.pnb, d, m->patch_out, p + m->off.pnw,
                   m->pn_mean, m->pn_rstd, BN0, E);
-    linear_backward(m, 1, NULL, g + m->off.patchw, g + m->off.patchb, m->s_dln, m->patches, p + m->off.patchw,
-                    BN0, m->PD, E);
+    stream_writer_backward(NULL, cbwc, m->s_branch, NULL, g + m->off.patchw, g + m->off.patchb,
+                           m->s_dln, m->patches, (LinearWeight){p + m->off.patchw, NULL}, BN0, m->PD, E);
     m->mean_loss = -1.0f;
 }
 

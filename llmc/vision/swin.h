@@ -36,6 +36,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/transformer_block.h"
 #include "core/norm_mode.h"
 #include "core/tensor_table.h"
 #include "vision_layout.h" // SwinConfig, SwinOffsets
@@ -50,8 +51,7 @@ typedef struct {
     float *mask;        // (nW, T, T) shifted-window mask, or NULL
     float *bias;        // (nbias, NH, T, T) rpb (+ mask), refreshed every forward
     int nbias;
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty_img, *resid2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *out;
+    BlockActs acts; // (kernels/transformer_block.h) atty in image order
 } SwinBlock;
 
 // Patch merging into stage s >= 1.

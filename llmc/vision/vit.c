@@ -5,14 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/attention_bidir.h"
 #include "kernels/cbwc.h"
 #include "kernels/classifier_loss.h"
 #include "kernels/drop_path.h"
-#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 #include "kernels/norm.h"
 #include "kernels/patch_embed.h"
+#include "kernels/transformer_block.h"
 #include "core/rand.h"
 #include "core/tensor_table.h"
 #include "core/utils.h"
@@ -72,32 +71,19 @@ static void vit_allocate_activations(ViT *model, int B) {
     size_t T = (size_t)vit_num_tokens(c), Np = T - 1, H = C * (size_t)c->mlp_ratio;
     size_t PD = (size_t)c->image_channels * c->patch_size * c->patch_size;
     size_t Bs = (size_t)B, BT = Bs * T, K = (size_t)c->num_classes;
-    size_t act[VIT_NUM_ACT_TENSORS] = {
-        Bs * Np * PD, Bs * Np * C, BT * C,   // patches, patch_out, encoded
-        L * BT * C, L * BT, L * BT,          // ln1, mean, rstd
-        L * BT * 3 * C, L * BT * C,          // qkv, atty
-        L * Bs * NH * T * T, L * BT * C,     // att, residual2
-        L * BT * C, L * BT, L * BT,          // ln2, mean, rstd
-        L * BT * H, L * BT * H, L * BT * C,  // fch, fch_gelu, residual3
-        Bs * C, Bs * C, Bs, Bs,              // cls_rows, lnf, mean, rstd
-        Bs * K, Bs * K};                     // logits, dlogits
+    // patches, patch_out, encoded, the layers', cls_rows, lnf, mean, rstd, logits, dlogits
+    size_t act[VIT_NUM_ACT_TENSORS] = {Bs * Np * PD, Bs * Np * C, BT * C};
+    block_acts_sizes(act + 3, L * BT, C, H, L * Bs * NH * T * T);
+    const size_t head[] = {Bs * C, Bs * C, Bs, Bs, Bs * K, Bs * K};
+    memcpy(act + 3 + BLOCK_NUM_ACTS, head, sizeof(head));
     // losses (B) follows as the 23rd slice
-    size_t total = Bs;
-    for (int i = 0; i < VIT_NUM_ACT_TENSORS; i++) {
-        total += act[i];
-    }
-    model->acts_memory = malloc_check(mul_size_check(total, sizeof(float), "activations"), "activations");
-    point_tensors((float **)&model->acts, act, VIT_NUM_ACT_TENSORS, model->acts_memory);
+    model->acts_memory = alloc_tensors((float **)&model->acts, act, VIT_NUM_ACT_TENSORS, Bs, "activations");
     model->acts.losses = model->acts.dlogits + Bs * K;
     size_t scratch[VIT_NUM_SCRATCH_TENSORS] = {BT * C, BT * C, BT * C, BT * C, BT * 3 * C,
-                                               BT * H, BT * H, Bs * C, Bs * Np * C};
-    total = 0;
-    for (int i = 0; i < VIT_NUM_SCRATCH_TENSORS; i++) {
-        total += scratch[i];
-    }
-    model->scratch_memory = malloc_check(total * sizeof(float), "backward scratch");
-    point_tensors((float **)&model->scratch, scratch, VIT_NUM_SCRATCH_TENSORS,
-                  model->scratch_memory);
+                                               BT * H, BT * H, 0, Bs * C, Bs * Np * C};
+    model->scratch_memory = alloc_tensors((float **)&model->scratch, scratch,
+                                          VIT_NUM_SCRATCH_TENSORS, 0, "backward scratch");
+    model->scratch.block.dscore_sum = NULL; // no score bias
     model->labels = malloc_check(Bs * sizeof(int), "labels");
     model->batch_size = B;
 }
@@ -126,6 +112,27 @@ static void vit_refresh_centred(ViT *model) {
                              w->fcprojb + l * C, C, H);
     }
     model->centred_stale = 0;
+}
+
+// Layer l as the shared block sees it (transformer_block.h): full attention
+// over each image's T tokens, drop-path where scales are set, fp32.
+static BlockConfig block_config(const ViT *model, int l) {
+    const ViTConfig *c = &model->config;
+    const int B = model->batch_size, T = vit_num_tokens(c), L = c->num_layers;
+    const float *drop = model->drop_scales; // (B, L, 2): branch j of layer l at [b][l][j]
+    return (BlockConfig){B * T, c->channels, c->num_heads, c->channels * c->mlp_ratio,
+                         norm_mode_kernel(model->mode, true), norm_policy(model->mode)->cbwc, NULL,
+                         .attention = {.groups = B, .T = T},
+                         .residual = {drop == NULL ? NULL : drop + DROP_PATH_BRANCHES * l,
+                                      DROP_PATH_BRANCHES * (size_t)L, B}};
+}
+
+// Layer l's slices of the tensors t (the weights, gradients or centred copies).
+static BlockTensors layer_tensors(const ViT *model, const ViTParams *t, int l) {
+    const BlockTensors stack = {t->ln1w, t->ln1b, t->qkvw,    t->qkvb, t->attprojw, t->attprojb,
+                                t->ln2w, t->ln2b, t->fcw,     t->fcb,  t->fcprojw,  t->fcprojb};
+    return block_tensors_layer(&stack, l, model->config.channels,
+                               model->config.channels * model->config.mlp_ratio);
 }
 
 void vit_forward(ViT *model, const float *images, const int *labels, float smoothing, int B) {
@@ -160,43 +167,15 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
         }
     }
     for (int l = 0; l < L; l++) {
-        size_t lc = (size_t)l * C, lbtc = (size_t)l * BT * C, lbt = (size_t)l * BT;
-        size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
-        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - (size_t)BT * C;
-        norm_forward(norm, a.ln1 + lbtc, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
-                     p.ln1w + lc, p.ln1b + lc, BT, C);
-        matmul_forward(a.qkv + 3 * lbtc, a.ln1 + lbtc, p.qkvw + 3 * lc * C, p.qkvb + 3 * lc, BT,
-                       C, 3 * C);
-        attention_bidir_forward(a.atty + lbtc, a.att + (size_t)l * B * NH * T * T,
-                                a.qkv + 3 * lbtc, NULL, 0, NULL, 0, B, T, C, NH);
-        const float *drop = model->drop_scales; // (B, L, 2): branch j of layer l at [b][l][j]
-        const size_t drop_stride = DROP_PATH_BRANCHES * (size_t)L;
-        if (drop != NULL) { // residual2 = residual + s_b * attproj(...), one s per sample
-            matmul_forward(a.residual2 + lbtc, a.atty + lbtc, e.attprojw + lc * C, e.attprojb + lc,
-                           BT, C, C);
-            drop_path_residual_add(a.residual2 + lbtc, residual, a.residual2 + lbtc,
-                                   drop + DROP_PATH_BRANCHES * l, drop_stride, B, (size_t)T * C);
-        } else {
-            matmul_forward_residual(a.residual2 + lbtc, residual, a.atty + lbtc,
-                                    e.attprojw + lc * C, e.attprojb + lc, BT, C, C);
-        }
-        norm_forward(norm, a.ln2 + lbtc, a.ln2_mean + lbt, a.ln2_rstd + lbt, a.residual2 + lbtc,
-                     p.ln2w + lc, p.ln2b + lc, BT, C);
-        matmul_forward(a.fch + lbth, a.ln2 + lbtc, p.fcw + lch, p.fcb + (size_t)l * H, BT, C, H);
-        gelu_forward(a.fch_gelu + lbth, a.fch + lbth, (size_t)BT * H);
-        if (drop != NULL) {
-            matmul_forward(a.residual3 + lbtc, a.fch_gelu + lbth, e.fcprojw + lch, e.fcprojb + lc,
-                           BT, H, C);
-            drop_path_residual_add(a.residual3 + lbtc, a.residual2 + lbtc, a.residual3 + lbtc,
-                                   drop + DROP_PATH_BRANCHES * l + 1, drop_stride, B,
-                                   (size_t)T * C);
-        } else {
-            matmul_forward_residual(a.residual3 + lbtc, a.residual2 + lbtc, a.fch_gelu + lbth,
-                                    e.fcprojw + lch, e.fcprojb + lc, BT, H, C);
-        }
+        const BlockConfig bc = block_config(model, l);
+        const BlockTensors p_l = layer_tensors(model, &p, l), e_l = layer_tensors(model, &e, l);
+        const BlockWeights w = block_weights_fp32(&p_l, &e_l);
+        const BlockActs acts = block_acts_layer(&a.layers, l, BT, C, H, (size_t)BT * NH * T);
+        block_forward(&bc, &w, &acts, l == 0 ? a.encoded : acts.out - (size_t)BT * C,
+                      &model->scratch.block);
     }
     // final norm and head on the cls token only (the other rows do not reach the loss)
-    const float *last = a.residual3 + (size_t)(L - 1) * BT * C;
+    const float *last = a.layers.out + (size_t)(L - 1) * BT * C;
     for (int b = 0; b < B; b++) {
         memcpy(a.cls_rows + (size_t)b * C, last + (size_t)b * T * C, (size_t)C * sizeof(float));
     }
@@ -218,31 +197,6 @@ void vit_forward(ViT *model, const float *images, const int *labels, float smoot
 
 void vit_zero_grad(ViT *model) {
     memset(model->grads_memory, 0, model->num_parameters * sizeof(float));
-}
-
-// Backward of y = x W^T + b for a stream writer: in cbwc the output gradient
-// is centred first, which gives dW = P dV and dx = dy V (cbwc.h). Writes dinp.
-static void stream_writer_backward(const ViT *model, float *dinp, float *dW, float *dbias,
-                                   const float *dout, const float *inp, const float *W, int N,
-                                   int IC, int OC) {
-    if (norm_policy(model->mode)->cbwc) {
-        cbwc_centre_rows(model->scratch.dbranch, dout, N, OC);
-        dout = model->scratch.dbranch;
-    }
-    matmul_backward_set_dinp(dinp, dW, dbias, dout, inp, W, N, IC, OC);
-}
-
-// The output gradient of layer l's branch j: dresidual, times its drop-path
-// scale per sample when drop-path is on (in scratch.dbranch).
-static const float *branch_grad(const ViT *model, const float *dresidual, int l, int j) {
-    if (model->drop_scales == NULL) {
-        return dresidual;
-    }
-    const int L = model->config.num_layers, B = model->batch_size;
-    drop_path_scale(model->scratch.dbranch, dresidual,
-                    model->drop_scales + DROP_PATH_BRANCHES * l + j, DROP_PATH_BRANCHES * (size_t)L, B,
-                    (size_t)vit_num_tokens(&model->config) * model->config.channels);
-    return model->scratch.dbranch;
 }
 
 void vit_set_drop_path(ViT *model, const float *scales) {
@@ -275,7 +229,7 @@ void vit_backward(ViT *model, float loss_scale) {
     classifier_loss_backward(a.dlogits, a.logits, model->labels, model->mix, model->smoothing,
                              loss_scale, B, K);
     memset(s.dcls_rows, 0, (size_t)B * C * sizeof(float));
-    float *dlnf = s.dln; // (B, C) slice of a (B, T, C) buffer
+    float *dlnf = s.block.dln; // (B, C) slice of a (B, T, C) buffer
     memset(dlnf, 0, (size_t)B * C * sizeof(float));
     matmul_backward(dlnf, g.headw, g.headb, a.dlogits, a.lnf, p.headw, B, C, K);
     norm_backward(norm, s.dcls_rows, g.lnfw, g.lnfb, dlnf, a.cls_rows, p.lnfw, a.lnf_mean,
@@ -285,31 +239,15 @@ void vit_backward(ViT *model, float loss_scale) {
         memcpy(s.dresidual + (size_t)b * T * C, s.dcls_rows + (size_t)b * C, (size_t)C * sizeof(float));
     }
     for (int l = L - 1; l >= 0; l--) {
-        size_t lc = (size_t)l * C, lbtc = (size_t)l * btc, lbt = (size_t)l * BT;
-        size_t lbth = (size_t)l * BT * H, lch = (size_t)l * C * H;
-        const float *residual = l == 0 ? a.encoded : a.residual3 + lbtc - btc;
-        // MLP branch: residual3 = residual2 + s * fcproj(gelu(fc(norm2(residual2))))
-        stream_writer_backward(model, s.dfch_gelu, g.fcprojw + lch, g.fcprojb + lc,
-                               branch_grad(model, s.dresidual, l, 1), a.fch_gelu + lbth,
-                               p.fcprojw + lch, BT, H, C);
-        gelu_backward(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H);
-        matmul_backward_set_dinp(s.dln, g.fcw + lch, g.fcb + (size_t)l * H, s.dfch, a.ln2 + lbtc,
-                        p.fcw + lch, BT, C, H);
-        norm_backward(norm, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.dln, a.residual2 + lbtc,
-                      p.ln2w + lc, a.ln2_mean + lbt, a.ln2_rstd + lbt, BT, C);
-        // attention branch: residual2 = residual + s * attproj(attention(qkv(norm1(residual))))
-        stream_writer_backward(model, s.datty, g.attprojw + lc * C, g.attprojb + lc,
-                               branch_grad(model, s.dresidual, l, 0), a.atty + lbtc,
-                               p.attprojw + lc * C, BT, C, C);
-        attention_bidir_backward(s.dqkv, NULL, s.datty, a.qkv + 3 * lbtc,
-                                 a.att + (size_t)l * B * NH * T * T, NULL, 0, B, T, C, NH);
-        matmul_backward_set_dinp(s.dln, g.qkvw + 3 * lc * C, g.qkvb + 3 * lc, s.dqkv, a.ln1 + lbtc,
-                        p.qkvw + 3 * lc * C, BT, C, 3 * C);
-        norm_backward(norm, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.dln, residual, p.ln1w + lc,
-                      a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C);
+        const BlockConfig bc = block_config(model, l);
+        const BlockTensors p_l = layer_tensors(model, &p, l), g_l = layer_tensors(model, &g, l);
+        const BlockWeights w = block_weights_fp32(&p_l, &p_l);
+        const BlockActs acts = block_acts_layer(&a.layers, l, BT, C, H, (size_t)BT * NH * T);
+        block_backward(&bc, &w, &g_l, &acts, l == 0 ? a.encoded : acts.out - btc, s.dresidual,
+                       &s.block);
     }
     // tokens: dpos[t] += E(sum_b d[b,t]), dcls += E(sum_b d[b,0]), E = centring in cbwc
-    float *dpos_sum = s.dln; // (T, C) slice
+    float *dpos_sum = s.block.dln; // (T, C) slice
 #pragma omp parallel for schedule(static)
     for (int t = 0; t < T; t++) {
         for (int i = 0; i < C; i++) {
@@ -334,8 +272,8 @@ void vit_backward(ViT *model, float loss_scale) {
         memcpy(s.dpatch + (size_t)b * Np * C, s.dresidual + ((size_t)b * T + 1) * C,
                (size_t)Np * C * sizeof(float));
     }
-    stream_writer_backward(model, NULL, g.patchw, g.patchb, s.dpatch, a.patches, p.patchw, B * Np,
-                           PD, C);
+    stream_writer_backward(NULL, norm_policy(model->mode)->cbwc, s.block.branch, NULL, g.patchw, g.patchb,
+                           s.dpatch, a.patches, (LinearWeight){p.patchw, NULL}, B * Np, PD, C);
     model->mean_loss = -1.0f;
 }
 

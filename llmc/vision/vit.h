@@ -17,6 +17,7 @@
 
 #include "kernels/adamw.h"
 #include "kernels/classifier_loss.h"
+#include "kernels/transformer_block.h"
 #include "core/norm_mode.h"
 #include "vision_layout.h" // ViTConfig, VIT_NUM_PARAM_TENSORS
 
@@ -32,14 +33,7 @@ typedef struct {
     float *patches;                   // (B*Np, PD)
     float *patch_out;                 // (B*Np, C)
     float *encoded;                   // (B, T, C)
-    float *ln1, *ln1_mean, *ln1_rstd; // (L, B, T, C), (L, B, T) x2
-    float *qkv;                       // (L, B, T, 3C)
-    float *atty;                      // (L, B, T, C)
-    float *att;                       // (L, B, NH, T, T)
-    float *residual2;                 // (L, B, T, C)
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch, *fch_gelu;            // (L, B, T, H)
-    float *residual3;                 // (L, B, T, C)
+    BlockActs layers; // (L, B, T, ...): att (L, B, NH, T, T), out = residual3 (transformer_block.h)
     float *cls_rows;                  // (B, C) the cls rows of the last stream
     float *lnf, *lnf_mean, *lnf_rstd; // (B, C), (B) x2
     float *logits;                    // (B, K)
@@ -47,16 +41,11 @@ typedef struct {
     float *losses;                    // (B)
 } ViTActivations;
 
-#define VIT_NUM_SCRATCH_TENSORS 9
+#define VIT_NUM_SCRATCH_TENSORS 10
 typedef struct {
-    float *dresidual; // (B, T, C)
-    float *dbranch;   // (B, T, C) centred output gradient (cbwc)
-    float *dln;       // (B, T, C)
-    float *datty;     // (B, T, C)
-    float *dqkv;      // (B, T, 3C)
-    float *dfch;      // (B, T, H)
-    float *dfch_gelu; // (B, T, H)
-    float *dcls_rows; // (B, C)
+    float *dresidual;   // (B, T, C)
+    BlockScratch block; // the block's (transformer_block.h), dscore_sum NULL
+    float *dcls_rows;   // (B, C)
     float *dpatch;    // (B*Np, C)
 } ViTScratch;
 
