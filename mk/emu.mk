@@ -34,6 +34,10 @@ EMU_CXXFLAGS := -std=c++17 $(EMU_OPT) -Wall -Wextra -D_DEFAULT_SOURCE -DFOLDNORM
 # MPI, read after this file) reach the programs too
 EMU_PROGRAM_CXXFLAGS = $(EMU_CXXFLAGS) $(EMU_RACE_FLAGS)
 EMU_HEADERS := $(wildcard $(EMU_DIR)/*.h)
+# the C headers the CUDA sources include (structs shared with libllmc.a, e.g.
+# llmc/vision/swin.h): an object older than one of them would lay the structs
+# out differently from the library it links with (as mk/cuda.mk's CUDA_HEADERS)
+EMU_C_HEADERS = $(LLMC_HEADERS)
 EMU_CUDA_SRCS := $(wildcard llmc/cuda/*.cuh dev/cuda/*.cu dev/cuda/*.cuh) test/test_gpt2.cu train_gpt2.cu \
                  test/test_vit.cu test/test_swin.cu test/test_cuda_compare.h test/test_helpers.h train_vit.cu \
                  $(EMU_DIR)/selftest.cu $(EMU_DIR)/cudnn_selftest.cu $(EMU_DIR)/attention_counts.cu
@@ -67,10 +71,10 @@ $(EMU_LIB): $(EMU_RUNTIME_OBJS)
 # train_gpt2's main runs under emu_main.cpp (EMU_RANKS=N: N ranks as threads)
 $(EMU_BUILD)/obj/train_gpt2.fp32.o $(EMU_BUILD)/obj/train_gpt2.bf16.o: EMU_DEFS := -Dmain=emu_program_main
 $(EMU_BUILD)/obj/train_vit.fp32.o $(EMU_BUILD)/obj/train_vit.bf16.o: EMU_DEFS := -Dmain=emu_program_main
-$(EMU_BUILD)/obj/%.fp32.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(BUILD)/config.stamp mk/emu.mk
+$(EMU_BUILD)/obj/%.fp32.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(EMU_C_HEADERS) $(BUILD)/config.stamp mk/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_PROGRAM_CXXFLAGS) $(EMU_DEFS) -DFOLDNORM_FP32 -x c++ -c $< -o $@
-$(EMU_BUILD)/obj/%.bf16.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(BUILD)/config.stamp mk/emu.mk
+$(EMU_BUILD)/obj/%.bf16.o: $(EMU_SRC)/%.cu $(EMU_COPIES) $(EMU_HEADERS) $(EMU_C_HEADERS) $(BUILD)/config.stamp mk/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_PROGRAM_CXXFLAGS) $(EMU_DEFS) -x c++ -c $< -o $@
 
@@ -106,7 +110,7 @@ $(EMU_BUILD)/attention_counts: $(EMU_BUILD)/obj/$(EMU_DIR)/attention_counts.bf16
 	$(EMU_LINK)
 # the cuDNN attention check as a build without cudnn.h compiles it: it must say
 # NOT APPLICABLE and what -at cudnn answers (no kernel runs: not instrumented)
-$(EMU_BUILD)/obj/dev/cuda/cudnn_attention.nocudnn.o: $(EMU_SRC)/dev/cuda/cudnn_attention.cu $(EMU_COPIES) $(EMU_HEADERS) $(BUILD)/config.stamp mk/emu.mk
+$(EMU_BUILD)/obj/dev/cuda/cudnn_attention.nocudnn.o: $(EMU_SRC)/dev/cuda/cudnn_attention.cu $(EMU_COPIES) $(EMU_HEADERS) $(EMU_C_HEADERS) $(BUILD)/config.stamp mk/emu.mk
 	@mkdir -p $(dir $@)
 	$(EMU_CXX) $(EMU_CXXFLAGS) -UFOLDNORM_CUDNN -x c++ -c $< -o $@
 $(EMU_BUILD)/cudnn_attention_nocudnn: $(EMU_BUILD)/obj/dev/cuda/cudnn_attention.nocudnn.o $(EMU_LIB) $(LLMC_LIB)

@@ -266,9 +266,10 @@ def crossentropy(N, V, Vp, write_grad):
 
 def classifier_loss(N, K, with_grad):
     """classifier_loss_kernel, a warp an image: max pass, a sum pass reading each
-    logit once (its two uses share one load), all lanes load the label; with the
-    gradient a third pass"""
-    reads = XB * K * (3 if with_grad else 2) + 32 * F32 + XB
+    logit once (its two uses share one load), all lanes load the label, lane 0
+    the logits of the two targets (the same one without mixup / cutmix: the
+    batches modelled here are unmixed); with the gradient a third pass"""
+    reads = XB * K * (3 if with_grad else 2) + 32 * F32 + 2 * XB
     writes = F32 + (XB * K if with_grad else 0)
     return Call("classifier_loss_kernel", "classifier loss" + (" + dlogits" if with_grad else ""),
                 N * reads, N * writes, N * (XB * K + F32 + writes), fma=N * K * 6, sfu=N * K * 2)
