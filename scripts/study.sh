@@ -13,7 +13,8 @@
 #       and the paper's Swin (cbwc -pv 1). quick: Debian opencv-doc's JPEGs
 #       in 3 class folders, 2 steps; full: IMAGENET_DIR=FOLDER (required),
 #       IMAGENET_VAL_DIR=FOLDER (else 10 % of each class is held out),
-#       IMAGENET_EPOCHS (default 100)
+#       IMAGENET_EPOCHS (default 100), IMAGENET_RECIPE (1: Swin-T's recipe,
+#       the default; 0: crops and flips only)
 #   scripts/study.sh sft quick|full            Alpaca fine-tuning on GCIDE
 #       records (gcide_to_alpaca, split by headword) from a KJV-pretrained
 #       checkpoint per mode, without and with residual dropout (-rd): held-out
@@ -35,7 +36,7 @@
 # (speed: norms.md, step.md, fold.md, the tables as the benchmarks print them,
 # and speed.png; nothing is averaged over seeds.)
 # Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT,
-# IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS, VISION_FAMILIES (vision:
+# IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS, IMAGENET_RECIPE, VISION_FAMILIES (vision:
 # a subset of "vit swin swin_k1 swin_paper", the default all).
 # DEVICE=gpu: gpt-pretrain and sft train with bin/train_gpt2cu, vision and
 # imagenet with bin/train_vitcu (make cuda; the same flags, the same runs and
@@ -43,7 +44,7 @@
 # TRAIN_VITCU name other binaries (e.g. build/emu/train_gpt2fp32cu, emulated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -197,6 +198,15 @@ imagenet)
         common=(-b 128 -ep "${IMAGENET_EPOCHS:-100}" -pe 50 -nk 1)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
+    # Swin-T's training recipe (Liu et al. 2021, timm's train.py; docs/results.md
+    # lists each choice beside the paper's table), lr scaled linearly from its
+    # 1e-3 at batch 1024 and the warmup from its 20 of 300 epochs;
+    # IMAGENET_RECIPE=0: crops and flips only
+    recipe=()
+    if [ $preset = full ] && [ "${IMAGENET_RECIPE:-1}" = 1 ]; then
+        recipe=(-l 1.25e-4 -q 0.005 -c 0.05 -gc 5 -ls 0.1 -dp 0.2 -aa rand-m9-mstd0.5-inc1
+                -mixup 0.8 -cutmix 1.0 -reprob 0.25)
+    fi
     [ -d "$src" ] || { echo "study.sh: $src: not a folder" >&2; exit 1; }
     shards=$out/shards/in
     if [ -n "${IMAGENET_VAL_DIR:-}" ]; then # a separate validation folder: every image of it
@@ -209,12 +219,17 @@ imagenet)
             > "$out/convert.txt"
         val=${shards}_val.bin
     fi
+    if [ ${#recipe[@]} -gt 0 ]; then # warmup: 20 of Swin's 300 epochs, in steps of B=128
+        n_train=$(sed -n 's/^wrote .*_train\.bin: \([0-9]*\) images.*/\1/p' "$out/convert.txt" | head -1)
+        [ -n "$n_train" ] || { echo "study.sh: $out/convert.txt: no train image count" >&2; exit 1; }
+        recipe+=(-u $(( (n_train / 128) * ${IMAGENET_EPOCHS:-100} * 20 / 300 )))
+    fi
     echo "$vision_header" > "$out/summary.csv"
     for family in swin_tiny swin_tiny_paper; do
         modes="ln rms cbwc" fam=(-e swin-tiny)
         [ $family = swin_tiny_paper ] && modes=cbwc fam=(-e swin-tiny -pv 1)
         runs=()
-        vision_runs "${fam[@]}" -i "${shards}_train.bin" -j "$val" "${common[@]}"
+        vision_runs "${fam[@]}" -i "${shards}_train.bin" -j "$val" "${common[@]}" "${recipe[@]}"
         [ $family = swin_tiny_paper ] && runs+=("$out"/swin_tiny_ln_seed* "$out"/swin_tiny_rms_seed*)
         $PY scripts/plot_runs.py "${runs[@]}" --group \
             --title "imagenet: $family ($preset, commit $commit)" -o "$out/curves_$family.png" > /dev/null
