@@ -132,12 +132,25 @@ gpt-pretrain)
         model=d4c128h4v50257t256 flags=(-b 8 -t 64 -x 600 -v 50 -m 8 -l 1e-3 -u 50)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
-    echo "mode,seed,final_train_loss,final_val_loss,final_val_perplexity,median_tok_per_s" > "$out/summary.csv"
+    # full: the sft study's GCIDE multiple-choice set (its held-out headwords; the
+    # word for its definition among 4 of its part of speech, chance 0.25) scored
+    # with every val loss; the byte-level quick model has no GPT-2 tokens for it,
+    # and DEVICE=gpu leaves it out (minutes a run under the emulator): nan
+    mc=()
+    if [ $preset = full ] && [ $device = cpu ]; then
+        dict=${GCIDE_DICT:-/usr/share/dictd/gcide.dict.dz}
+        [ -f "$dict" ] || { echo "study.sh: $dict: no GCIDE dictionary (Debian dict-gcide; GCIDE_DICT=...)" >&2; exit 1; }
+        mkdir -p "$out/data"
+        bin/gcide_to_mc -nh 6000 -tf 0.1 -t 128 "$dict" "$out/data/gcide_mc.bin" > "$out/data/gcide_mc.txt"
+        mc=(-mc "$out/data/gcide_mc.bin")
+    fi
+    echo "mode,seed,final_train_loss,final_val_loss,final_val_perplexity,median_tok_per_s,final_mc_accuracy" > "$out/summary.csv"
     for mode in ln rms cbwc; do
         for s in $seeds; do
-            run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
+            run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" "${mc[@]}" -sd $s
             log=$out/${mode}_seed$s/main.log
-            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(last_value "$log" ppl),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok)" \
+            accuracy=$(last_value "$log" eval || true) # none: nan
+            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(last_value "$log" ppl),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok),${accuracy:-nan}" \
                 >> "$out/summary.csv"
         done
     done
