@@ -110,12 +110,7 @@ rm -rf "$work/g_cpu" "$work/g_gpu" "$work/g_gpu0"
 bin/train_vit "${gpu[@]}" -dp 0.3 -o "$work/g_cpu" > /dev/null
 $emu "${gpu[@]}" -dp 0.3 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
 $emu "${gpu[@]}" -dp 0 -o "$work/g_gpu0" > "$work/g_gpu0.out" 2>&1 || { tail "$work/g_gpu0.out"; exit 1; }
-# largest |a - b| / max(1, |b|) over the trl lines of two runs
-curve_diff() {
-    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
-                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
-                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
-}
+. test/trainer_curves.sh # curve_diff
 same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_gpu0" "$work/g_gpu")
 echo "  CPU vs emulated GPU with -dp 0.3: $same; emulated GPU -dp 0 vs 0.3: $other"
 $PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||

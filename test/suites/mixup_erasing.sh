@@ -217,12 +217,7 @@ if cmp -s "$work/full/model_00000008.bin" "$work/plain/model_00000008.bin"; then
     echo "FAIL: the ops trained the model that training without them trains"; exit 1
 fi
 echo "  control: without the ops, another model"
-# largest |a - b| / max(1, |b|) over the trl lines of two runs
-curve_diff() {
-    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
-                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
-                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
-}
+. test/trainer_curves.sh # curve_diff
 echo "== train_vit ${ops[*]}: ln == cbwc over 40 steps (the logged losses, 6 decimals: within 1e-5); rms differs"
 eq=(bin/train_vit -e vit -C 16 -L 2 -H 2 -b 16 -x 40 -nt 320 -ne 32 -u 2 -pe 1 -sd $((seed % 1000 + 2)))
 for m in ln cbwc rms; do rm -rf "$work/eq_$m"; "${eq[@]}" "${ops[@]}" -N $m -o "$work/eq_$m" > /dev/null; done

@@ -40,12 +40,7 @@ sd=$((seed % 100000 + 1))
 recipe=(-aa rand-m9-mstd0.5-inc1 -mixup 0.8 -cutmix 1.0 -reprob 0.25 -dp 0.2 -ls 0.1 -gc 5 -c 0.05
         -ema 0.99 -u 20 -l 3e-4 -pe 1 -sd "$sd")
 
-# largest |a - b| / max(1, |b|) over the trl lines of two runs (nan when their steps differ)
-curve_diff() {
-    awk -F'[: ]' '/^s:[0-9]+ trl:/ { v = $4 + 0; if (FNR == NR) { a[$2] = v; n++ } else { m++
-                   d = a[$2] - v; if (d < 0) d = -d; r = d / (v > 1 ? v : 1); if (r > w) w = r } }
-                   END { if (n == 0 || n != m) print "nan"; else printf "%.3e\n", w }' "$1/main.log" "$2/main.log"
-}
+. test/trainer_curves.sh # curve_diff
 # |a - b| of the last KEY (tel, tel_ema) line of two runs
 last_diff() {
     local a b
