@@ -6,7 +6,8 @@
 #       train/val curves, final val loss and tokens/s per mode
 #   scripts/study.sh vision quick|full         ViT and Swin on Fashion-MNIST:
 #       test accuracy and loss per mode (Swin also with -K 1, the centring ops,
-#       and swin_paper: -pv 1, the paper's Swin, cbwc only, NOT the ln model)
+#       and swin_paper: -pv 1, the paper's Swin, cbwc only, NOT the ln model;
+#       vit_recipe: ViT under a small Swin-T recipe, swin_recipe on request)
 #   scripts/study.sh imagenet quick|full       Swin-Tiny (224x224 RGB) on an
 #       ImageNet-style folder (one subfolder of JPEGs per class, e.g.
 #       ImageNet-100's train/), converted by images_to_shard: ln, rms, cbwc
@@ -37,14 +38,15 @@
 # and speed.png; nothing is averaged over seeds.)
 # Env: STUDY_SEEDS (space-separated seeds), OMP_NUM_THREADS, GCIDE_DICT,
 # IMAGENET_DIR, IMAGENET_VAL_DIR, IMAGENET_EPOCHS, IMAGENET_RECIPE, VISION_FAMILIES (vision:
-# a subset of "vit swin swin_k1 swin_paper", the default all).
+# a subset of "vit vit_recipe swin swin_k1 swin_paper swin_recipe", the
+# default all but swin_recipe).
 # DEVICE=gpu: gpt-pretrain and sft train with bin/train_gpt2cu, vision and
 # imagenet with bin/train_vitcu (make cuda; the same flags, the same runs and
 # summaries; equivalence and speed are CPU studies); TRAIN_GPT2CU and
 # TRAIN_VITCU name other binaries (e.g. build/emu/train_gpt2fp32cu, emulated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && { usage; exit 0; }
 [ $# -eq 2 ] || { usage >&2; exit 1; }
 study=$1 preset=$2
@@ -167,11 +169,17 @@ vision)
         vit=(-e vit) swin=(-e swin)
         seeds=${STUDY_SEEDS:-"1 2 3"}
     fi
+    # vit_recipe, swin_recipe: the same models under a small-scale version of
+    # Swin-T's recipe (the imagenet study's, at this study's lr, batch and one
+    # epoch): RandAugment, mixup / cutmix, erasing, drop-path 0.1, clip 5 and an
+    # EMA of the weights (0.999: a few hundred steps), beside the plain runs
+    recipe=(-aa rand-m9-mstd0.5-inc1 -mixup 0.8 -cutmix 1.0 -reprob 0.25 -dp 0.1 -gc 5 -ema 0.999)
     echo "$vision_header" > "$out/summary.csv"
-    for family in ${VISION_FAMILIES:-vit swin swin_k1 swin_paper}; do
+    for family in ${VISION_FAMILIES:-vit vit_recipe swin swin_k1 swin_paper}; do
         modes="ln rms cbwc"
         case $family in
             vit) fam=("${vit[@]}") ;; swin) fam=("${swin[@]}") ;; swin_k1) fam=("${swin[@]}" -K 1) ;;
+            vit_recipe) fam=("${vit[@]}" "${recipe[@]}") ;; swin_recipe) fam=("${swin[@]}" "${recipe[@]}") ;;
             # the paper's Swin (every norm RMS, every stream writer CBWC): a cbwc
             # model only, and not the ln model (docs/math.md section 3)
             swin_paper) fam=("${swin[@]}" -pv 1) modes=cbwc ;;

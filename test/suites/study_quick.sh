@@ -74,8 +74,8 @@ def rows(study):
     return list(csv.DictReader(open(os.path.join(w, study, "summary.csv"))))
 gpt, vis, sft, eq = rows("gpt-pretrain"), rows("vision"), rows("sft"), rows("equivalence")
 inet = rows("imagenet")
-# vision: vit, swin, swin_k1 x 3 modes x 2 seeds, swin_paper cbwc x 2 seeds
-assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 20, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
+# vision: vit, vit_recipe, swin, swin_k1 x 3 modes x 2 seeds, swin_paper cbwc x 2 seeds
+assert (len(gpt), len(vis), len(sft), len(eq)) == (6, 26, 6, 4), (len(gpt), len(vis), len(sft), len(eq))
 assert sorted(r["mode"] for r in vis if r["model"] == "swin_paper") == ["cbwc", "cbwc"], vis
 # imagenet: swin_tiny x 3 modes, swin_tiny_paper cbwc, 1 seed
 assert sorted((r["model"], r["mode"]) for r in inet) == [("swin_tiny", "cbwc"), ("swin_tiny", "ln"),
@@ -116,7 +116,7 @@ for key in ("final_val_loss", "final_train_loss"):
     assert len(ln) == 2 and ln.keys() == cb.keys() == rm.keys(), (ln, cb, rm)
     for seed in ln:
         same_and_control(f"gpt seed {seed} {key}", ln[seed], cb[seed], rm[seed])
-for rs, fam in ((vis, "vit"), (vis, "swin"), (vis, "swin_k1"), (inet, "swin_tiny")):
+for rs, fam in ((vis, "vit"), (vis, "vit_recipe"), (vis, "swin"), (vis, "swin_k1"), (inet, "swin_tiny")):
     ln, cb, rm = (final(rs, "test_loss", model=fam, mode=m) for m in ("ln", "cbwc", "rms"))
     assert ln and ln.keys() == cb.keys() == rm.keys(), (fam, ln, cb, rm)
     for seed in ln:
@@ -131,7 +131,7 @@ for r in speed:
 p = os.path.join(w, "speed", "speed.png")
 assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 pngs = glob.glob(os.path.join(w, "*", "curves*.png"))
-assert len(pngs) == 10, pngs  # gpt, sft x2, equivalence, vit, swin, swin_k1, swin_paper, swin_tiny x2
+assert len(pngs) == 11, pngs  # gpt, sft x2, equivalence, vit, vit_recipe, swin, swin_k1, swin_paper, swin_tiny x2
 for p in pngs:
     assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n" and 10_000 < os.path.getsize(p) < 200_000, p
 PYEOF
