@@ -10,7 +10,9 @@ lowest mean token loss is the answer.
 trainer that scores as llm.c must report accuracy 1; wrong: the next
 completion, accuracy 0. Examples whose two best completions lie within 1e-3
 in mean loss are left out (fp32 sums in another order could swap them; the
-C and PyTorch losses agree to ~1e-6, test/suites/reference.sh).
+C and PyTorch losses agree to ~1e-6, test/suites/reference.sh). It also
+prints how many kept examples lie within BF16_GAP (0.25) of a tie: a bf16
+trainer's mean losses may swap those (8-bit mantissas in the logits).
 """
 import argparse
 import os
@@ -39,6 +41,9 @@ def mean_losses(model, context, completions):
     return out
 
 
+BF16_GAP = 0.25
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
@@ -53,7 +58,7 @@ def main():
         for name, p in model.params():
             p.copy_(torch.from_numpy(params[name]))
     rng = np.random.default_rng(a.seed)
-    stream, longest, kept, skipped = [], 0, 0, 0
+    stream, longest, kept, skipped, bf16_near = [], 0, 0, 0, 0
     while kept < a.examples:
         context = [int(t) for t in rng.integers(0, cfg["V"], rng.integers(1, 12))]
         completions = [[int(t) for t in rng.integers(0, cfg["V"], rng.integers(1, 6))]
@@ -64,6 +69,7 @@ def main():
         if not gap > 1e-3:
             skipped += 1
             continue
+        bf16_near += gap <= BF16_GAP
         label = best if a.labels == "right" else (best + 1) % 4
         ex = [65535, 0, kept, label, 4, len(context)] + context
         for comp in completions:
@@ -77,6 +83,7 @@ def main():
         f.write(struct.pack("<256i", *header))
         f.write(np.array(stream, dtype="<u2").tobytes())
     print(f"{a.out}: {kept} examples, labels {a.labels} ({skipped} near ties left out)")
+    print(f"bf16 near ties: {bf16_near}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@
 #   - train_gpt2fp32cu / train_gpt2cu -mc under the CUDA emulator (a logic
 #     check, not a device run; llmc/cuda/gpt2_mc_eval.cuh), -b 2 so that an
 #     example's 4 completions take two forwards: the CPU trainer's accuracy,
-#     1 on the right labels and 0 on the wrong ones, in stdout and main.log.
+#     1 on the right labels and 0 on the wrong ones, in stdout and main.log
+#     (bf16: within the fraction of examples the reference finds within 0.25
+#     of a tie in mean loss, which bf16's rounding may swap).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 work=${1:-$(mktemp -d)}/mc_eval
@@ -33,9 +35,13 @@ bin/train_gpt2 -N ln -e d2c64h4v256t64 "${data[@]}" -b 4 -t 32 -x 30 -v 0 -l 3e-
     -o "$work/model" > "$work/model.out" 2>&1 || { bad "training the model: $(tail -2 "$work/model.out")"; exit 1; }
 model=$work/model/model_00000030.bin
 for labels in right wrong; do
-    $PY dev/reference/mc_eval.py "$model" "$work/$labels.bin" --examples 40 --seed "$seed" --labels $labels ||
-        bad "mc_eval.py --labels $labels"
+    $PY dev/reference/mc_eval.py "$model" "$work/$labels.bin" --examples 40 --seed "$seed" --labels $labels \
+        > "$work/$labels.ref" || bad "mc_eval.py --labels $labels"
+    cat "$work/$labels.ref"
 done
+# the examples within 0.25 of a tie in mean loss, which a bf16 trainer may swap
+# (seed 932323445: train_gpt2cu scored 39 of 40 where fp32 scored 40)
+near=$(sed -n 's/^bf16 near ties: //p' "$work/right.ref")
 # score RUN FILE [LAUNCHER...]: train_gpt2 -x 0 -mc FILE; prints main.log's accuracy
 score() {
     local run=$1 file=$2; shift 2
@@ -87,9 +93,17 @@ if make -s build/emu/train_gpt2fp32cu build/emu/train_gpt2cu > "$work/emu_build.
                 -mc "$work/$labels.bin" -o "$work/$run" > "$work/$run.out" 2>&1
             got=$(grep -oE '^s:0 eval:[0-9.]+' "$work/$run/main.log" 2>/dev/null | cut -d: -f3)
             want=${!labels}
-            [ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^multiple-choice accuracy" "$work/$run.out" &&
-                ok "$b -mc ($labels labels, emulated): accuracy $got = the CPU trainer's" ||
-                bad "$b -mc ($labels labels): accuracy '$got', the CPU trainer's '$want' ($(tail -1 "$work/$run.out"))"
+            if [ $b = train_gpt2fp32cu ]; then
+                [ -n "$got" ] && [ "$got" = "$want" ] && grep -q "^multiple-choice accuracy" "$work/$run.out" &&
+                    ok "$b -mc ($labels labels, emulated): accuracy $got = the CPU trainer's" ||
+                    bad "$b -mc ($labels labels): accuracy '$got', the CPU trainer's '$want' ($(tail -1 "$work/$run.out"))"
+            else # bf16: only the ${near:-?} near ties may swap
+                $PY -c "import sys; g, w, k = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+sys.exit(not abs(g - w) <= k / 40 + 1e-9)" "${got:-nan}" "$want" "${near:-0}" &&
+                    grep -q "^multiple-choice accuracy" "$work/$run.out" &&
+                    ok "$b -mc ($labels labels, emulated bf16): accuracy $got, the CPU trainer's $want, within the $near of 40 examples near a tie" ||
+                    bad "$b -mc ($labels labels): accuracy '$got', the CPU trainer's '$want', more apart than the ${near:-?} near ties allow ($(tail -1 "$work/$run.out"))"
+            fi
         done
     done
 else
