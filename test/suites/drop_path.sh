@@ -118,7 +118,7 @@ gpt2_checks() {
     echo "  ok: the same model and state at step 4"
     local v0 v1
     v0=$(grep -E '^s:0 tel:' "$work/g_nodp/main.log"); v1=$(grep -E '^s:0 tel:' "$work/g_full/main.log")
-    [ -n "$v0" ] && [ "$v0" = "$v1" ] || { echo "FAIL: the val loss used drop-path ($v1 vs $v0)"; exit 1; }
+    if [ -z "$v0" ] || [ "$v0" != "$v1" ]; then echo "FAIL: the val loss used drop-path ($v1 vs $v0)"; exit 1; fi
     echo "  ok: step 0 val loss without the masks: $v1"
     emu=build/emu/train_gpt2fp32cu
     if [ ! -x $emu ]; then
