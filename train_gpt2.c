@@ -287,6 +287,7 @@ int main(int argc, char **argv) {
     Gpt2TrainSetup run;
     gpt2_train_setup(&run, &model, &args, &ranks);
     gpt2_set_resid_dropout(&model, args.resid_dropout, args.seed);
+    gpt2_set_drop_path(&model, args.drop_path, args.seed);
     const MatmulPrecision precision = (MatmulPrecision)args.matmul_precision;
     gpt2_set_matmul_precision(&model, precision);
     const GPT2Config *cfg = &model.config;
@@ -313,11 +314,11 @@ int main(int argc, char **argv) {
         logger, argc, argv,
         (const char *const[]){"train", args.train_pattern, "val", have_val ? args.val_pattern : NULL, NULL},
         "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d total_batch=%d "
-        "steps=%d lr=%g resid_dropout=%g ranks=%d matmul=%s matmul_engine=%s",
+        "steps=%d lr=%g resid_dropout=%g drop_path=%g ranks=%d matmul=%s matmul_engine=%s",
         norm_mode_name(model.mode), args.seed,
         args.model, cfg->num_layers, cfg->channels, cfg->num_heads, cfg->vocab_size,
         cfg->max_seq_len, B, T, total_tokens, max_steps, (double)args.learning_rate,
-        (double)args.resid_dropout, comm.world_size, matmul_precision_name(precision),
+        (double)args.resid_dropout, (double)args.drop_path, comm.world_size, matmul_precision_name(precision),
         model.matmul_engine == NULL ? matmul_backend_name() : matmul_engine_kind(model.matmul_engine));
 
     int threads = 1;

@@ -1,6 +1,6 @@
 // GPT-2 training on an NVIDIA GPU in the three norm modes (ln, rms, cbwc):
 // the CUDA counterpart of train_gpt2.c with the same flags (one table,
-// llmc/gpt2/gpt2_train_args.c; -rd draws the CPU's dropout masks; no -vd:
+// llmc/gpt2/gpt2_train_args.c; -rd draws the CPU's dropout masks, -dp its drop-path scales; no -vd:
 // samples print as token ids). bf16
 // mixed precision by default, fp32 throughout when built with -DFOLDNORM_FP32
 // (make train_gpt2fp32cu). The model and its kernels live in llmc/cuda/*.cuh;
@@ -372,12 +372,12 @@ int main(int argc, char **argv) {
     logger_log_run_record(logger, argc, argv, record_data,
                           "mode=%s seed=%llu model=%s L=%d C=%d NH=%d V=%d maxT=%d B=%d T=%d "
                           "total_batch=%d steps=%d lr=%g precision=%s attention=%s gpus=%d "
-                          "resid_dropout=%g",
+                          "resid_dropout=%g drop_path=%g",
                           norm_mode_name(host.mode), args.seed, args.model, cfg->num_layers,
                           cfg->channels, cfg->num_heads, cfg->vocab_size, cfg->max_seq_len, B, T,
                           total_tokens, max_steps, (double)args.learning_rate,
                           FLOATX_NAME, attention_kind_name(gpu.attention), mg.world,
-                          (double)args.resid_dropout);
+                          (double)args.resid_dropout, (double)args.drop_path);
 
     GPT2Cuda model;
     gpt2cuda_init(&model, &host, B, T, 0, gpu.attention, gpu.recompute);
@@ -385,6 +385,7 @@ int main(int argc, char **argv) {
         transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
     }
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
+    gpt2cuda_set_drop_path(&model, args.drop_path, args.seed);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
     if (host.m_memory != NULL) {
@@ -408,6 +409,9 @@ int main(int argc, char **argv) {
         if (run.train.is_sft) printf("train: SFT shards, loss on response tokens only\n");
         if (args.resid_dropout > 0.0f) {
             printf("residual dropout %g, masks from -sd\n", (double)args.resid_dropout);
+        }
+        if (args.drop_path > 0.0f) {
+            printf("drop-path %g at the last block, masks from -sd\n", (double)args.drop_path);
         }
         if (resumed_from >= 0) {
             printf("resumed from %s at step %d\n", args.output_dir, resumed_from);

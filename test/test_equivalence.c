@@ -4,6 +4,9 @@
 // model) must not, which shows the test can fail. With DROPOUT > 0 (train-mode
 // residual dropout, the same masks in every model) the proposition no longer
 // holds (docs/math.md section 6): then ln and cbwc must differ like rms does.
+// With -dp RATE (stochastic depth, fresh masks every step, the same in every
+// model) it still holds: a branch scaled by one number per sample stays
+// zero-mean, so the tolerances are those without dropout.
 //
 // Tolerances: logits and gradients within 1e-5 of the tensor's max magnitude
 // (fp32 sums in a different order: ~1e-6); the loss at every step within 1e-4
@@ -76,10 +79,14 @@ static void random_batch(Rng *rng, int *x, int *y, size_t n, int V) {
 
 int main(int argc, char **argv) {
     const char *precision_name = "fp32";
+    float drop_path = 0.0f;
     CliFlag flags[] = {
         {"-mp", CLI_CHOICE, &precision_name, 0, 0,
          "matmul precision of all three models (default fp32; bf16: bf16 tolerances)",
          "fp32|bf16", 0, 0},
+        {"-dp", CLI_FLOAT, &drop_path, 0, 1,
+         "stochastic depth rate of all three models, masks of draw STEP from SEED\n"
+         "(default 0; not with DROPOUT)", NULL, CLI_OPEN_HI, 0},
     };
     CliSpec spec = {.program = "test_equivalence", .flags = flags, .num_flags = CLI_COUNT(flags),
                     .synopsis = "MODEL.bin [SEED=1] [STEPS=50] [B=4] [T=32] [DROPOUT=0] [LR=1e-3]",
@@ -106,6 +113,7 @@ int main(int argc, char **argv) {
         gpt2_load(&models[k], args[0]);
         models[k].mode = modes[k];
         gpt2_set_resid_dropout(&models[k], (float)dropout, seed);
+        gpt2_set_drop_path(&models[k], drop_path, seed);
         gpt2_set_matmul_precision(&models[k], precision);
     }
     GPT2 *ln = &models[0], *cbwc = &models[1], *rms = &models[2];
@@ -119,8 +127,8 @@ int main(int argc, char **argv) {
     Rng rng;
     rng_seed(&rng, seed);
     printf("test_equivalence: L=%d C=%d V=%d B=%d T=%d seed %llu, %d steps, residual dropout %g, "
-           "matmul %s\n",
-           c->num_layers, c->channels, c->vocab_size, B, T, seed, steps, dropout,
+           "drop-path %g, matmul %s\n",
+           c->num_layers, c->channels, c->vocab_size, B, T, seed, steps, dropout, (double)drop_path,
            matmul_precision_name(precision));
 
     const int bf16 = precision == MATMUL_BF16;
@@ -131,10 +139,15 @@ int main(int argc, char **argv) {
     AdamWConfig adamw = {.learning_rate = (float)lr, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                          .weight_decay = 0.1f};
     double worst_loss = 0.0, control_loss = 0.0, control_logits = 0.0, logits0 = 0.0;
+    long dropped = 0, branches = 0; // drop-path's draws (ln's; the same in every model)
     for (int step = 0; step < steps; step++) {
         random_batch(&rng, x, y, BT, c->vocab_size);
         for (int k = 0; k < 3; k++) {
             gpt2_forward_train(&models[k], x, y, B, T, (uint64_t)step);
+        }
+        for (int i = 0; drop_path > 0.0f && i < B * c->num_layers * 2; i++) {
+            dropped += ln->drop_scales[i] == 0.0f;
+            branches++;
         }
         if (step == steps - 1 && step > 0 && test_inject_nan("cbwc_loss")) {
             cbwc->mean_loss = NAN;
@@ -189,6 +202,11 @@ int main(int argc, char **argv) {
     }
     printf("  loss over %d steps: max |ln - cbwc| %.3e (%s %.0e), max |ln - rms| %.3e (min %.0e)\n",
            steps, worst_loss, dropout > 0.0 ? ">" : "tol", loss_tol, control_loss, control_min);
+    if (drop_path > 0.0f) {
+        // the draws must have dropped something, or the check says nothing about drop-path
+        printf("  drop-path: %ld of %ld branches dropped\n", dropped, branches);
+        ok &= dropped > 0;
+    }
     if (dropout > 0.0) {
         // not the same model any more: cbwc must differ from ln beyond rounding
         if (!(logits0 >= control_min) || !(isfinite(worst_loss) && worst_loss > loss_tol)) {

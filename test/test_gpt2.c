@@ -2,7 +2,9 @@
 // reference (dev/reference/gpt2.py, or llm.c's train_gpt2.py): logits, loss,
 // every parameter gradient and, when the state holds them, the losses of N
 // AdamW steps on the same batch; with -rd, under residual dropout whose masks
-// the reference redoes from llmc/kernels/dropout.c's hash.
+// the reference redoes from llmc/kernels/dropout.c's hash; with -dp, under
+// stochastic depth with the (B, L, 2) scales the reference drew and wrote
+// (dev/reference/drop_path.py), the same at every forward.
 //
 // Tolerances (fp32): a tensor passes when max|ours - ref| <= tol * max|ref|.
 // Both sides sum hundreds of fp32 products in different orders; the rounding
@@ -19,7 +21,25 @@
 #include "interop/debug_state.h"
 #include "gpt2/gpt2.h"
 #include "core/utils.h"
+#include "kernels/drop_path.h"
 #include "test_helpers.h"
+
+// The drop-path scales (B, L, 2) the reference wrote, or NULL when path is
+// NULL; dies naming the file when it holds another number of scales.
+static float *drop_scales_load(const char *path, int B, int L) {
+    if (path == NULL) {
+        return NULL;
+    }
+    const size_t n = (size_t)B * L * DROP_PATH_BRANCHES;
+    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
+    FILE *f = fopen_check(path, "rb");
+    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
+    if (fgetc(f) != EOF) {
+        fatal("%s: longer than B x L x 2 = %zu scales", path, n);
+    }
+    fclose(f);
+    return scales;
+}
 
 int main(int argc, char **argv) {
     const char *mode_name = NULL;
@@ -27,6 +47,7 @@ int main(int argc, char **argv) {
     int forward_only = 0;
     float resid_dropout = 0.0f;
     unsigned long long dropout_seed = 0;
+    const char *drop_path = NULL;
     CliFlag flags[] = {
         {"-N", CLI_CHOICE, &mode_name, 0, 0,
          "norm mode (default: the one recorded in the model file)", NORM_MODE_FLAG_WORDS, 0, 0},
@@ -40,6 +61,9 @@ int main(int argc, char **argv) {
          "--resid-dropout) (default 0)", NULL, CLI_OPEN_HI, 0},
         {"-sd", CLI_SEED, &dropout_seed, 0, 0,
          "seed of the dropout masks (the reference's --dropout-seed) (default 0)", NULL, 0, 0},
+        {"-dp", CLI_STRING, &drop_path, 0, 0,
+         "stochastic depth in train mode with these (B, L, 2) fp32 scales at every\n"
+         "forward (the reference's --drop-path-scales) (default: off)", "file", 0, 0},
         {"--forward-only", CLI_SWITCH, &forward_only, 0, 0,
          "logits and loss only (e.g. a folded model against the\n"
          "state of the ln model it came from)", NULL, 0, 0},
@@ -61,6 +85,8 @@ int main(int argc, char **argv) {
     gpt2_set_resid_dropout(&model, resid_dropout, dropout_seed);
     GPT2DebugState s;
     gpt2_debug_state_load(&s, state_path, &model);
+    float *drop_scales = drop_scales_load(drop_path, s.B, model.config.num_layers);
+    gpt2_set_drop_path_scales(&model, drop_scales);
     const int V = model.config.vocab_size, Vp = model.config.padded_vocab_size;
     const size_t BT = (size_t)s.B * s.T;
     printf("test_gpt2: %s mode, L=%d C=%d V=%d B=%d T=%d, %d AdamW steps\n",
@@ -113,6 +139,7 @@ int main(int argc, char **argv) {
 done:
     printf("%s\n", ok ? "OK" : "FAILED");
     gpt2_free(&model);
+    free(drop_scales);
     gpt2_debug_state_free(&s);
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -30,6 +30,12 @@ llmc/kernels/dropout.c redone here from its hash (docs/formats.md): forward k of
 run (k = 0 for the initial state) uses draw k.  With it ln and cbwc are no
 longer the same function (docs/math.md section 6).
 
+--drop-path RATE adds train-mode stochastic depth (dev/reference/drop_path.py,
+Swin's linear rule): each sample's attention and MLP branch of layer l is
+scaled by one number, drawn once after the weights and used by every forward;
+--drop-path-scales writes those (B, L, 2) scales for test_gpt2 -dp. It keeps
+ln and cbwc the same function.
+
 Only the standard library, numpy and torch are used; everything is fp32.
 Run with Debian's interpreter:  /usr/bin/python3 dev/reference/gpt2.py -h
 """
@@ -43,6 +49,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import drop_path  # noqa: E402
 
 MODEL_MAGIC = 20240326
 MODEL_VERSION = 3
@@ -175,6 +184,7 @@ class GPT(nn.Module):
         self.mode = mode
         self.prms_share = prms_share  # read_model's cfg carries a prms file's own
         self.resid_dropout, self.dropout_seed, self.draw = 0.0, 0, 0
+        self.drop_scales = None  # drop-path: (B, L, 2), or None
         for name, shape in param_shapes(Vp, maxT, L, C).items():
             setattr(self, name, nn.Parameter(torch.zeros(shape, dtype=torch.float32)))
 
@@ -197,7 +207,9 @@ class GPT(nn.Module):
         return self.linear(x, w, b)
 
     def drop(self, branch, l, which):
-        """Residual dropout of branch `which` (0 attention, 1 MLP) of layer l."""
+        """Residual dropout or drop-path of branch `which` (0 attention, 1 MLP) of layer l."""
+        if self.drop_scales is not None:  # one scale per sample
+            return branch * self.drop_scales[:, l, which].view(-1, 1, 1)
         if self.resid_dropout == 0.0:
             return branch
         stream = (self.draw * self.L + l) * 2 + which
@@ -388,6 +400,10 @@ def parse_args(argv):
                    help="train-mode residual dropout with llmc/kernels/dropout.c's masks (default 0)")
     p.add_argument("--dropout-seed", type=int, default=0,
                    help="the masks' seed (train_gpt2 -sd, test_gpt2 -sd) (default 0)")
+    p.add_argument("--drop-path", type=float, default=0.0, metavar="RATE",
+                   help="train-mode stochastic depth, the scales drawn once (default 0)")
+    p.add_argument("--drop-path-scales", metavar="FILE",
+                   help="write the drop-path scales (B, L, 2) here (for test_gpt2 -dp)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--mask", action="store_true",
                    help="mask a random prefix of each row's targets (-1), as SFT masks the "
@@ -410,6 +426,10 @@ def parse_args(argv):
         p.error("betas must be in [0, 1)")
     if not 0.0 <= a.resid_dropout < 1.0:
         p.error("--resid-dropout must be in [0, 1)")
+    if not 0.0 <= a.drop_path < 1.0:
+        p.error("--drop-path must be in [0, 1)")
+    if a.drop_path > 0 and a.resid_dropout > 0:
+        p.error("--drop-path and --resid-dropout: choose one")
     if not 0 <= a.dropout_seed < 2 ** 64:
         p.error("--dropout-seed must be in [0, 2^64)")
     if a.threads < 1:
@@ -464,6 +484,12 @@ def main(argv=None):
                 prm.copy_(torch.from_numpy(weights[name]))
     else:
         model.init_weights(a.init, gen)
+    if a.drop_path > 0:
+        model.drop_scales = drop_path.draw(a.B, cfg["L"], a.drop_path, gen)
+    if a.drop_path_scales:
+        ones = torch.ones(a.B, cfg["L"], 2)
+        drop_path.write(a.drop_path_scales,
+                        model.drop_scales if model.drop_scales is not None else ones)
 
     if a.model:
         write_model(a.model, model)                        # initial weights

@@ -15,6 +15,7 @@
 
 extern "C" {
 #include "kernels/adamw.h"
+#include "kernels/drop_path.h"
 #include "gpt2/gpt2.h"
 #include "gpt2/token_prefetch.h"
 #include "core/utils.h"
@@ -24,6 +25,7 @@ extern "C" {
 #include "attention_layers.cuh"
 #include "cbwc.cuh"
 #include "crossentropy.cuh"
+#include "drop_path.cuh"
 #include "dropout.cuh"
 #include "cuda_common.cuh"
 #include "cuda_params.cuh"
@@ -133,6 +135,13 @@ typedef struct {
     int dropout_active;     // the last forward applied dropout, with draw dropout_draw
     int dropout_next;       // set by gpt2cuda_forward_train for the forward it calls
     uint64_t dropout_draw;
+    // stochastic depth as gpt2.c's (gpt2cuda_set_drop_path; 0: off): a train
+    // forward draws the CPU's (B, L, 2) scales on the host (drop_scales_host)
+    // and copies them to drop_scales (max_B, L, 2) for it and its backward
+    float drop_path;
+    uint64_t drop_path_seed;
+    float *drop_scales, *drop_scales_host;
+    int drop_active;
 } GPT2Cuda;
 
 // x = dropout(y) for residual branch `branch` (0 attention, 1 MLP) of layer l
@@ -149,6 +158,12 @@ static inline void gpt2cuda_branch_dropout(const GPT2Cuda *m, floatX *x, const f
 struct GPT2BranchDropout {
     const GPT2Cuda *m;
     bool operator()(floatX *out, const floatX *in, int l, int branch) const {
+        if (m->drop_active) { // drop-path: one scale per sample, from (B, L, 2)
+            drop_path_scale_cuda(out, in, m->drop_scales + DROP_PATH_BRANCHES * l + branch,
+                                 DROP_PATH_BRANCHES * (size_t)m->config.num_layers, m->B,
+                                 (size_t)m->T * m->config.channels, m->mm.stream);
+            return true;
+        }
         if (!m->dropout_active) return false;
         gpt2cuda_branch_dropout(m, out, in, l, branch);
         return true;
@@ -224,6 +239,9 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     CUDA_CHECK(cudaEventCreateWithFlags(&m->staged_copied, cudaEventDisableTiming));
     m->batch_dev_ints = m->staged.storage_ints;
     m->batch_dev = cuda_alloc<int>(m->batch_dev_ints);
+    const size_t drop_floats = (size_t)max_B * c->num_layers * DROP_PATH_BRANCHES;
+    m->drop_scales = cuda_alloc<float>(drop_floats);
+    m->drop_scales_host = (float *)malloc_check(drop_floats * sizeof(float), "drop-path scales");
     m->max_B = max_B;
     m->max_T = max_T;
 }
@@ -272,8 +290,18 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     const MatmulContext *mm = &m->mm;
     m->B = B;
     m->T = T;
-    m->dropout_active = m->dropout_next; // only a train forward drops out
+    m->dropout_active = m->dropout_next && m->resid_dropout > 0.0f; // only a train forward
+    m->drop_active = m->dropout_next && m->drop_path > 0.0f;
     m->dropout_next = 0;
+    if (m->drop_active) { // the CPU model's scales of this draw (gpt2.c drop_path_scales)
+        const size_t n = (size_t)B * cfg->num_layers * DROP_PATH_BRANCHES;
+        Rng rng;
+        rng_seed(&rng, drop_path_draw_seed(m->drop_path_seed, m->dropout_draw));
+        drop_path_draw(m->drop_scales_host, B, cfg->num_layers, m->drop_path, &rng);
+        // pageable: the call returns once the host buffer has been read
+        CUDA_CHECK(cudaMemcpyAsync(m->drop_scales, m->drop_scales_host, n * sizeof(float),
+                                   cudaMemcpyHostToDevice, st));
+    }
     if (batch->storage_ints > m->batch_dev_ints) {
         fatal("gpt2cuda_forward: a batch of %zu ints, room for %zu", batch->storage_ints,
               m->batch_dev_ints);
@@ -356,10 +384,20 @@ static inline void gpt2cuda_set_resid_dropout(GPT2Cuda *m, float p, uint64_t see
     m->dropout_seed = seed;
 }
 
+// Stochastic depth with rate `rate` at the last block (0: off) and mask seed
+// `seed`, as gpt2_set_drop_path: the GPU model then applies the CPU model's
+// scales. Not with residual dropout.
+static inline void gpt2cuda_set_drop_path(GPT2Cuda *m, float rate, uint64_t seed) {
+    if (!(rate >= 0.0f && rate < 1.0f)) fatal("drop-path rate %g: must be in [0, 1)", (double)rate);
+    if (rate > 0.0f && m->resid_dropout > 0.0f) fatal("drop-path and residual dropout: choose one");
+    m->drop_path = rate;
+    m->drop_path_seed = seed;
+}
+
 // The next forward (and only it) in train mode: the dropout masks of draw
 // `draw`, one draw per micro-batch and rank.
 static inline void gpt2cuda_arm_dropout(GPT2Cuda *m, uint64_t draw) {
-    m->dropout_next = m->resid_dropout > 0.0f;
+    m->dropout_next = m->resid_dropout > 0.0f || m->drop_path > 0.0f;
     m->dropout_draw = draw;
 }
 
@@ -530,10 +568,11 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
         m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials, m->scratch.sumsq,
-        m->batch_dev};
+        m->batch_dev, m->drop_scales};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
+    free(m->drop_scales_host);
     cuda_params_x_free(m->params_x_memory, m->params_memory);
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     attention_layers_free(&m->attention);

@@ -9,6 +9,7 @@
 
 #include "kernels/cbwc.h"
 #include "kernels/crossentropy.h"
+#include "kernels/drop_path.h"
 #include "kernels/dropout.h"
 #include "kernels/encoder.h"
 #include "kernels/matmul.h"
@@ -404,8 +405,48 @@ void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
     if (!(p >= 0.0f && p < 1.0f)) {
         fatal("residual dropout %g: must be in [0, 1)", (double)p);
     }
+    if (p > 0.0f && model->drop_path > 0.0f) {
+        fatal("residual dropout and drop-path: choose one");
+    }
     model->resid_dropout = p;
     model->dropout_seed = seed;
+}
+
+void gpt2_set_drop_path(GPT2 *model, float rate, uint64_t seed) {
+    if (!(rate >= 0.0f && rate < 1.0f)) {
+        fatal("drop-path rate %g: must be in [0, 1)", (double)rate);
+    }
+    if (rate > 0.0f && model->resid_dropout > 0.0f) {
+        fatal("drop-path and residual dropout: choose one");
+    }
+    model->drop_path = rate;
+    model->drop_path_seed = seed;
+}
+
+void gpt2_set_drop_path_scales(GPT2 *model, const float *scales) {
+    model->drop_scales_fixed = scales;
+}
+
+// The drop-path scales of a train forward of B samples with draw `draw`, or
+// NULL when stochastic depth is off.
+static const float *drop_path_scales(GPT2 *model, int B, uint64_t draw) {
+    if (model->drop_scales_fixed != NULL) {
+        return model->drop_scales_fixed;
+    }
+    if (model->drop_path == 0.0f) {
+        return NULL;
+    }
+    const int L = model->config.num_layers;
+    if (model->drop_scales_B != B) {
+        free(model->drop_scales);
+        model->drop_scales =
+            malloc_check((size_t)B * L * DROP_PATH_BRANCHES * sizeof(float), "drop-path scales");
+        model->drop_scales_B = B;
+    }
+    Rng rng;
+    rng_seed(&rng, drop_path_draw_seed(model->drop_path_seed, draw));
+    drop_path_draw(model->drop_scales, B, L, model->drop_path, &rng);
+    return model->drop_scales;
 }
 
 // Layer l as the shared block sees it (transformer_block.h): causal
@@ -420,6 +461,13 @@ static BlockConfig block_config(const GPT2 *model, int l) {
                      .residual = {.dropout = 1, .dropout_p = p, .dropout_seed = model->dropout_seed}};
     for (int j = 0; j < 2; j++) {
         c.residual.dropout_stream[j] = dropout_branch_stream(model->dropout_draw, cfg->num_layers, l, j);
+    }
+    if (model->drop_path_active) { // per sample and branch: block l's scales of (B, L, 2)
+        const float *scales = model->drop_scales_fixed != NULL ? model->drop_scales_fixed
+                                                               : model->drop_scales;
+        c.residual = (BlockResidual){.drop_scales = scales + (size_t)l * DROP_PATH_BRANCHES,
+                                     .drop_stride = (size_t)cfg->num_layers * DROP_PATH_BRANCHES,
+                                     .samples = B};
     }
     return c;
 }
@@ -448,6 +496,7 @@ static void gpt2_forward_pass(GPT2 *model, const int *inputs, const int *targets
 
 void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int T) {
     model->dropout_active = 0;
+    model->drop_path_active = 0;
     gpt2_forward_pass(model, inputs, targets, B, T);
 }
 
@@ -455,6 +504,7 @@ void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int 
                         uint64_t draw) {
     model->dropout_active = model->resid_dropout > 0.0f;
     model->dropout_draw = draw;
+    model->drop_path_active = drop_path_scales(model, B, draw) != NULL;
     gpt2_forward_pass(model, inputs, targets, B, T);
 }
 
@@ -615,6 +665,7 @@ void gpt2_free(GPT2 *model) {
     free(model->scratch_memory);
     free(model->centred_memory);
     free(model->head_row_means);
+    free(model->drop_scales);
     matmul_engine_free(model->matmul_engine);
     free(model->params_bf16);
     free(model->centred_bf16);

@@ -134,6 +134,15 @@ typedef struct {
     uint64_t dropout_seed;
     int dropout_active;     // the last forward applied dropout, with draw dropout_draw
     uint64_t dropout_draw;
+    // stochastic depth (gpt2_set_drop_path; 0: off): the (B, L, 2) scales of
+    // the last train forward (drop_path.h), drawn from the seed and the draw
+    // or fixed by gpt2_set_drop_path_scales, applied while drop_path_active
+    float drop_path;
+    uint64_t drop_path_seed;
+    float *drop_scales;       // (drop_scales_B, L, 2)
+    int drop_scales_B;
+    const float *drop_scales_fixed; // the caller's (B, L, 2), or NULL
+    int drop_path_active;
     // matmul precision (gpt2_set_matmul_precision): NULL in fp32; in bf16
     // every parameter's and cbwc's centred weights' bf16 copies, rounded from
     // the fp32 masters once per step (after each update)
@@ -191,6 +200,17 @@ void gpt2_forward(GPT2 *model, const int *inputs, const int *targets, int B, int
 // residual add, the others scaled by 1/(1-p); the masks depend on the seed
 // and the draw number of gpt2_forward_train only. 0 <= p < 1; 0 turns it off.
 void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed);
+// Train-mode stochastic depth (llmc/kernels/drop_path.h, docs/math.md
+// section 6): each sample's attention and MLP branch of block l of L is
+// dropped with probability rate * l / (L - 1), else scaled by 1/(1-p); the
+// masks of gpt2_forward_train's draw come from drop_path_draw seeded by
+// drop_path_draw_seed(seed, draw). 0 <= rate < 1; 0 turns it off. Not with
+// residual dropout (dies).
+void gpt2_set_drop_path(GPT2 *model, float rate, uint64_t seed);
+// Every following gpt2_forward_train applies these (B, L, 2) scales (the
+// caller's, kept by pointer; B the forwards' batch) instead of drawing; NULL:
+// back to gpt2_set_drop_path's draws. For the reference checks.
+void gpt2_set_drop_path_scales(GPT2 *model, const float *scales);
 // gpt2_forward in train mode: the dropout masks of draw `draw` (one draw per
 // micro-batch; the same draw gives the same masks). Evaluation uses gpt2_forward.
 void gpt2_forward_train(GPT2 *model, const int *inputs, const int *targets, int B, int T,

@@ -132,6 +132,12 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
          "attention and MLP outputs before the residual add (Hugging Face's\n"
          "resid_pdrop), masks from -sd, off in evaluation; makes cbwc differ\n"
          "from ln (docs/math.md section 6) (default 0 = off)", NULL, CLI_OPEN_HI, 0},
+        {"-dp", CLI_FLOAT, &a->drop_path, 0, 1,
+         "stochastic depth (timm's --drop-path): in training each sample's\n"
+         "attention and MLP branch of block l of L is dropped with probability\n"
+         "RATE * l / (L - 1), else scaled by 1 / (1 - p); masks from -sd, off in\n"
+         "evaluation; keeps cbwc the ln model; not with -rd (default 0 = off)", NULL,
+         CLI_OPEN_HI, 0},
     };
     const CliFlag precision[] = {
         {"-mp", CLI_ENUM, &a->matmul_precision, 0, 0,
@@ -178,6 +184,9 @@ int gpt2_train_flags(Gpt2TrainArgs *a, int groups, CliFlag *flags) {
 void gpt2_train_args_check(const CliSpec *spec, const Gpt2TrainArgs *a) {
     if (a->resume && a->output_dir == NULL) {
         cli_error(spec, "-y 1 needs -o, the directory to resume from");
+    }
+    if (a->resid_dropout > 0.0f && a->drop_path > 0.0f) {
+        cli_error(spec, "-rd and -dp: choose one (the block applies one residual mask)");
     }
 }
 

@@ -47,6 +47,7 @@ typedef struct {
     int zero_stage;         // 1: ZeRO-1 sharded AdamW across ranks, 0: all-reduce
     // regularisation (GPT2_FLAGS_DROPOUT, the CPU trainer only)
     float resid_dropout;    // Hugging Face GPT-2's resid_pdrop; 0: off
+    float drop_path;        // stochastic depth's rate at the last block (-dp); 0: off
     // matmul precision (GPT2_FLAGS_PRECISION, the CPU trainer only)
     int matmul_precision;   // a MatmulPrecision (-mp): MATMUL_FP32 or MATMUL_BF16
     // gradient reduction (GPT2_FLAGS_OVERLAP, the CPU trainer only; the GPU's always overlaps)
@@ -56,7 +57,7 @@ typedef struct {
 } Gpt2TrainArgs;
 
 // Room for every flag gpt2_train_flags writes.
-#define GPT2_TRAIN_MAX_FLAGS 44
+#define GPT2_TRAIN_MAX_FLAGS 45
 
 // The groups of flags a trainer takes.
 enum { GPT2_FLAGS_CORE = 1, GPT2_FLAGS_EXTRAS = 2, GPT2_FLAGS_DROPOUT = 4,

@@ -22,6 +22,11 @@ unsigned long long drop_path_batch_seed(unsigned long long seed, int epoch, int 
            0x9E3779B97F4A7C15ULL * (unsigned long long)batch;
 }
 
+unsigned long long drop_path_draw_seed(unsigned long long seed, unsigned long long draw) {
+    // another stream than drop_path_batch_seed's (epoch 0) for the same numbers
+    return (seed ^ 0x6D2B79F5ULL) + 0x94D049BB133111EBULL * draw;
+}
+
 void drop_path_residual_add(float *out, const float *residual, const float *branch,
                             const float *scales, size_t stride, int B, size_t n) {
 #pragma omp parallel for schedule(static)

@@ -28,6 +28,9 @@ void drop_path_residual_add(float *out, const float *residual, const float *bran
 // stream of its own per batch, so the masks depend on neither the rank count
 // nor the prefetch, and a resume draws them again bit for bit.
 unsigned long long drop_path_batch_seed(unsigned long long seed, int epoch, int batch);
+// The seed of GPT-2's masks of forward `draw` (one draw per micro-batch and
+// rank, as its residual dropout's), from the run's seed: a resume redraws them.
+unsigned long long drop_path_draw_seed(unsigned long long seed, unsigned long long draw);
 // dst[b] = scale_b * src[b] (the branch's output gradient; dst may alias src).
 void drop_path_scale(float *dst, const float *src, const float *scales, size_t stride, int B,
                      size_t n);
