@@ -24,23 +24,6 @@
 #include "kernels/drop_path.h"
 #include "test_helpers.h"
 
-// The drop-path scales (B, L, 2) the reference wrote, or NULL when path is
-// NULL; dies naming the file when it holds another number of scales.
-static float *drop_scales_load(const char *path, int B, int L) {
-    if (path == NULL) {
-        return NULL;
-    }
-    const size_t n = (size_t)B * L * DROP_PATH_BRANCHES;
-    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
-    FILE *f = fopen_check(path, "rb");
-    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
-    if (fgetc(f) != EOF) {
-        fatal("%s: longer than B x L x 2 = %zu scales", path, n);
-    }
-    fclose(f);
-    return scales;
-}
-
 int main(int argc, char **argv) {
     const char *mode_name = NULL;
     double rel_tol = 1e-5, loss_tol = 1e-4;
@@ -85,7 +68,7 @@ int main(int argc, char **argv) {
     gpt2_set_resid_dropout(&model, resid_dropout, dropout_seed);
     GPT2DebugState s;
     gpt2_debug_state_load(&s, state_path, &model);
-    float *drop_scales = drop_scales_load(drop_path, s.B, model.config.num_layers);
+    float *drop_scales = drop_path_scales_load(drop_path, s.B, model.config.num_layers);
     gpt2_set_drop_path_scales(&model, drop_scales);
     const int V = model.config.vocab_size, Vp = model.config.padded_vocab_size;
     const size_t BT = (size_t)s.B * s.T;

@@ -59,30 +59,13 @@ static void state_load(VisionDebugState *s, const char *path, const Classifier *
 
 // forward_only: logits and loss alone (a folded model, which has no backward,
 // against the state of the ln model it came from).
-// The drop-path scales (B, blocks, 2) the reference wrote (dev/reference/
-// drop_path.py), or NULL when path is NULL; dies naming the file.
-static float *drop_scales_load(const char *path, const Classifier *model, int B) {
-    if (path == NULL) {
-        return NULL;
-    }
-    const size_t n = (size_t)B * classifier_num_blocks(model) * DROP_PATH_BRANCHES;
-    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
-    FILE *f = fopen_check(path, "rb");
-    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
-    if (fgetc(f) != EOF) {
-        fatal("%s: longer than B x blocks x 2 = %zu scales", path, n);
-    }
-    fclose(f);
-    return scales;
-}
-
 static int check_reference(const char *model_path, const char *state_path, double rel_tol,
                            double loss_tol, int forward_only, const char *drop_path) {
     Classifier model;
     classifier_load(&model, model_path, -1);
     VisionDebugState s;
     state_load(&s, state_path, &model);
-    float *drop_scales = drop_scales_load(drop_path, &model, s.B);
+    float *drop_scales = drop_path_scales_load(drop_path, s.B, classifier_num_blocks(&model));
     classifier_set_drop_path(&model, drop_scales); // the same masks at every step
     int K = classifier_num_classes(&model), ok = 1;
     printf("test_vit: %s %s, %zu parameters, B=%d, mode %s, %d steps\n",

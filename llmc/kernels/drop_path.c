@@ -1,5 +1,9 @@
 #include "drop_path.h"
 
+#include <stdio.h>
+
+#include "core/utils.h"
+
 float drop_path_rate(float rate, int block, int num_blocks) {
     return num_blocks > 1 ? rate * (float)block / (float)(num_blocks - 1) : 0.0f;
 }
@@ -49,4 +53,19 @@ void drop_path_scale(float *dst, const float *src, const float *scales, size_t s
             dst[o + i] = s * src[o + i];
         }
     }
+}
+
+float *drop_path_scales_load(const char *path, int B, int num_blocks) {
+    if (path == NULL) {
+        return NULL;
+    }
+    const size_t n = (size_t)B * num_blocks * DROP_PATH_BRANCHES;
+    float *scales = malloc_check(n * sizeof(float), "drop-path scales");
+    FILE *f = fopen_check(path, "rb");
+    fread_check(scales, sizeof(float), n, f, path, "drop-path scales");
+    if (fgetc(f) != EOF) {
+        fatal("%s: longer than B x blocks x 2 = %zu scales", path, n);
+    }
+    fclose(f);
+    return scales;
 }

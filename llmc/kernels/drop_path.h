@@ -34,5 +34,9 @@ unsigned long long drop_path_draw_seed(unsigned long long seed, unsigned long lo
 // dst[b] = scale_b * src[b] (the branch's output gradient; dst may alias src).
 void drop_path_scale(float *dst, const float *src, const float *scales, size_t stride, int B,
                      size_t n);
+// The (B, num_blocks, 2) scales a reference wrote as raw fp32
+// (dev/reference/drop_path.py), malloc'd, or NULL when path is NULL; dies
+// naming the file when it holds another number of scales.
+float *drop_path_scales_load(const char *path, int B, int num_blocks);
 
 #endif
