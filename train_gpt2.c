@@ -17,7 +17,7 @@
 #endif
 
 #include "gpt2/checkpoint.h"
-#include "core/comm.h"
+#include "core/comm_trainer.h"
 #include "gpt2/dataloader.h"
 #include "gpt2/gpt2.h"
 #include "gpt2/gpt2_train_args.h"
@@ -32,8 +32,6 @@
 #include "core/run_dir_ranks.h"
 #include "gpt2/sampler.h"
 #include "core/schedule.h"
-#include "core/stop_signal.h"
-#include "core/train_ranks.h"
 #include "text/tokenizer.h"
 #include "core/utils.h"
 
@@ -263,26 +261,11 @@ static int cpu_max_over_ranks(void *ctx, int value) {
     return comm_max_int(((CpuTrainer *)ctx)->comm, value);
 }
 
-// the ranks' part in gpt2_train_setup.h's checks: MPI's
-static int comm_ranks_max_int(void *ctx, int value) {
-    return comm_max_int((const Comm *)ctx, value);
-}
-
 int main(int argc, char **argv) {
-    // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
-    // write a checkpoint and exit (llmc/core/stop_signal.h)
-    stop_signal_install();
-    // data parallel: under mpirun every rank trains on its slice of each batch
-    // and the gradients are averaged; rank 0 alone prints, logs and checkpoints
-    Comm comm;
-    comm_init(&comm, &argc, &argv);
-    if (comm.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
-        fatal("rank %d: cannot silence stdout", comm.rank);
-    }
+    Comm comm; // comm_trainer.h: stop signals, MPI, rank 0 alone prints
+    comm_trainer_start(&comm, &argc, &argv);
     TrainArgs args = parse_args(argc, argv);
-    const TrainRanks ranks = {.rank = comm.rank, .world = comm.world_size,
-                              .report_ranks = comm.world_size, .ctx = &comm,
-                              .max_int = comm_ranks_max_int};
+    const TrainRanks ranks = comm_train_ranks(&comm);
     GPT2 model;
     Gpt2TrainSetup run;
     gpt2_train_setup(&run, &model, &args, &ranks);

@@ -22,13 +22,12 @@
 #include "kernels/drop_path.h"
 #include "vision/classifier_parallel.h"
 #include "core/cli.h"
-#include "core/comm.h"
+#include "core/comm_trainer.h"
 #include "core/logger.h"
 #include "kernels/matmul.h"
 #include "core/rand.h"
 #include "core/run_dir.h"
 #include "core/run_dir_ranks.h"
-#include "core/stop_signal.h"
 #include "core/utils.h"
 #include "vision/vision_checkpoint.h"
 #include "vision/vision_data.h"
@@ -232,22 +231,9 @@ static int evaluate_model_file(const VitTrainArgs *args, const Comm *comm) {
     return 0;
 }
 
-// the ranks' part in vit_train_start.h's checks: MPI's
-static int comm_ranks_max_int(void *ctx, int value) {
-    return comm_max_int((const Comm *)ctx, value);
-}
-
 int main(int argc, char **argv) {
-    // first, before any thread starts: SIGINT, SIGTERM, SIGUSR1 finish the step,
-    // write a checkpoint and exit (llmc/core/stop_signal.h)
-    stop_signal_install();
-    // data parallel: under mpirun every rank trains on its slice of each batch
-    // and the gradients are averaged; rank 0 alone prints, logs and checkpoints
-    Comm comm;
-    comm_init(&comm, &argc, &argv);
-    if (comm.rank != 0 && freopen("/dev/null", "w", stdout) == NULL) {
-        fatal("rank %d: cannot silence stdout", comm.rank);
-    }
+    Comm comm; // comm_trainer.h: stop signals, MPI, rank 0 alone prints
+    comm_trainer_start(&comm, &argc, &argv);
     int evaluate_only;
     VitTrainArgs args = parse_args(argc, argv, &evaluate_only);
     if (evaluate_only) {
@@ -255,9 +241,7 @@ int main(int argc, char **argv) {
         comm_finalize(&comm);
         return rc;
     }
-    const TrainRanks ranks = {.rank = comm.rank, .world = comm.world_size,
-                              .report_ranks = comm.world_size, .ctx = &comm,
-                              .max_int = comm_ranks_max_int};
+    const TrainRanks ranks = comm_train_ranks(&comm);
     Classifier model;
     VitTrainSetup run;
     vit_train_setup(&run, &model, &args, &ranks);
