@@ -93,6 +93,18 @@ run() {
 }
 # last_value FILE KEY: the last s:N KEY:VALUE of a main.log
 last_value() { grep -oE "^s:[0-9]+ .*\\b$2:[^ ]+" "$1" | tail -1 | sed -E "s/.*\\b$2://"; }
+# mc_accuracy RUN ARGS...: the multiple-choice accuracy of RUN's final checkpoint,
+# scored once (train_gpt2 -x 0 evaluates a checkpoint and stops; scoring with every
+# val loss would take longer than the training at these sizes); ARGS: the run's
+# mode and data flags and -mc FILE
+mc_accuracy() {
+    local name=$1; shift
+    local ckpt; ckpt=$(ls "$out/$name"/model_*.bin | tail -1)
+    mkdir -p "$out/$name/mc"
+    "$train_gpt2" -e "$ckpt" -x 0 "$@" -o "$out/$name/mc" > "$out/$name/mc/stdout.txt" 2>&1 ||
+        { tail -5 "$out/$name/mc/stdout.txt" >&2; echo "study.sh: scoring $name failed" >&2; exit 1; }
+    last_value "$out/$name/mc/main.log" eval
+}
 # median tok/s over the progress lines of a run's stdout
 median_rate() {
     grep -oE "[0-9.]+ $2/s" "$1" | awk '{print $1}' | sort -g | awk '{a[NR]=$1} END {print NR ? a[int((NR+1)/2)] : "nan"}'
@@ -136,7 +148,7 @@ gpt-pretrain)
     fi
     # full: the sft study's GCIDE multiple-choice set (its held-out headwords; the
     # word for its definition among 4 of its part of speech, chance 0.25) scored
-    # with every val loss; the byte-level quick model has no GPT-2 tokens for it,
+    # on each run's final checkpoint (mc_accuracy); the byte-level quick model has no GPT-2 tokens for it,
     # and DEVICE=gpu leaves it out (minutes a run under the emulator): nan; rows
     # within the runs' -t 64 (8 of the 597 held-out headwords are longer)
     mc=()
@@ -150,10 +162,13 @@ gpt-pretrain)
     echo "mode,seed,final_train_loss,final_val_loss,final_val_perplexity,median_tok_per_s,final_mc_accuracy" > "$out/summary.csv"
     for mode in ln rms cbwc; do
         for s in $seeds; do
-            run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" "${mc[@]}" -sd $s
+            run ${mode}_seed$s "$train_gpt2" -N $mode -e $model "${data[@]}" "${flags[@]}" -sd $s
             log=$out/${mode}_seed$s/main.log
-            accuracy=$(last_value "$log" eval || true) # none: nan
-            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(last_value "$log" ppl),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok),${accuracy:-nan}" \
+            accuracy=nan
+            if [ ${#mc[@]} -gt 0 ]; then
+                accuracy=$(mc_accuracy ${mode}_seed$s -N $mode "${data[@]}" "${flags[@]}" "${mc[@]}") || exit 1
+            fi
+            echo "$mode,$s,$(last_value "$log" trl),$(last_value "$log" tel),$(last_value "$log" ppl),$(median_rate "$out/${mode}_seed$s/stdout.txt" tok),$accuracy" \
                 >> "$out/summary.csv"
         done
     done
@@ -279,8 +294,8 @@ sft)
     mkdir -p "$out/data"
     bin/gcide_to_alpaca -nh $headwords -tf 0.1 "$dict" "$out/data/gcide" | tee "$out/data/gcide.txt"
     # the multiple-choice set of the held-out headwords (pick the word for its definition
-    # among 4 of its part of speech; chance 0.25), scored with every val loss (-mc: the
-    # CPU trainer's; DEVICE=gpu runs leave its column nan: train_gpt2cu takes -mc, but
+    # among 4 of its part of speech; chance 0.25), scored on each run's final checkpoint
+    # (mc_accuracy: the CPU trainer's -mc; DEVICE=gpu runs leave its column nan: train_gpt2cu takes -mc, but
     # scoring the set under the emulator takes minutes a run)
     mc=()
     if [ $device = cpu ]; then
@@ -302,13 +317,17 @@ sft)
             for s in $seeds; do
                 name=${mode}_rd${rd}_seed$s
                 run $name "$train_gpt2" -N $mode -e "$ckpt" -sft 1 -i "$out/data/sft_train_train_*.bin" \
-                    -j "$out/data/sft_test_train_*.bin" "${ft[@]}" "${mc[@]}" -rd $rd -sd $s
+                    -j "$out/data/sft_test_train_*.bin" "${ft[@]}" -rd $rd -sd $s
                 log=$out/$name/main.log
                 # the line of the lowest held-out loss: "s:N tel:LOSS ppl:PERPLEXITY"
                 best=$(grep -oE '^s:[0-9]+ tel:[^ ]+ ppl:[^ ]+' "$log" | sort -t: -k3 -g | head -1)
                 best_loss=$(echo "$best" | sed -E 's/.*tel:([^ ]+).*/\1/') best_ppl=${best##*ppl:}
-                accuracy=$(last_value "$log" eval || true) # none: nan
-                echo "$mode,$rd,$s,$(last_value "$log" trl),$(last_value "$log" tel),$best_loss,$(last_value "$log" ppl),$best_ppl,${accuracy:-nan}" \
+                accuracy=nan
+                if [ ${#mc[@]} -gt 0 ]; then
+                    accuracy=$(mc_accuracy $name -N $mode -sft 1 -i "$out/data/sft_train_train_*.bin" \
+                        -j "$out/data/sft_test_train_*.bin" "${ft[@]}" "${mc[@]}") || exit 1
+                fi
+                echo "$mode,$rd,$s,$(last_value "$log" trl),$(last_value "$log" tel),$best_loss,$(last_value "$log" ppl),$best_ppl,$accuracy" \
                     >> "$out/summary.csv"
             done
         done
