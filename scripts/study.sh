@@ -96,12 +96,12 @@ last_value() { grep -oE "^s:[0-9]+ .*\\b$2:[^ ]+" "$1" | tail -1 | sed -E "s/.*\
 # mc_accuracy RUN ARGS...: the multiple-choice accuracy of RUN's final checkpoint,
 # scored once (train_gpt2 -x 0 evaluates a checkpoint and stops; scoring with every
 # val loss would take longer than the training at these sizes); ARGS: the run's
-# mode and data flags and -mc FILE
+# mode and data flags and -mc FILE (-x 0 comes last: the last of a repeated flag wins)
 mc_accuracy() {
     local name=$1; shift
     local ckpt; ckpt=$(ls "$out/$name"/model_*.bin | tail -1)
     mkdir -p "$out/$name/mc"
-    "$train_gpt2" -e "$ckpt" -x 0 "$@" -o "$out/$name/mc" > "$out/$name/mc/stdout.txt" 2>&1 ||
+    "$train_gpt2" -e "$ckpt" "$@" -x 0 -o "$out/$name/mc" > "$out/$name/mc/stdout.txt" 2>&1 ||
         { tail -5 "$out/$name/mc/stdout.txt" >&2; echo "study.sh: scoring $name failed" >&2; exit 1; }
     last_value "$out/$name/mc/main.log" eval
 }
