@@ -390,7 +390,9 @@ int main(int argc, char **argv) {
         transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
     }
     model.mm.fuse_epilogues = gpu.fuse_epilogues;
-    if (gpu.tune_algos && mg.world > 1) fatal("-ga 1: one process only (each rank would time its own)");
+    if (gpu.tune_algos && mg.world > 1) {
+        fatal("-ga 1: one process only (each rank would time its own algorithms)");
+    }
     matmul_algo_choice_setup(&model.mm, gpu.tune_algos, args.output_dir, resumed_from >= 0);
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     gpt2cuda_set_drop_path(&model, args.drop_path, args.seed);

@@ -437,7 +437,8 @@ static int check_recompute(const GPT2 *host, const GPT2DebugState *s, double rel
                 for (size_t i = 0; i < P; i++) {
                     differing += memcmp(&grads[r][i], &grads[base][i], sizeof(float)) != 0;
                 }
-                const int same = differing == 0 && memcmp(&loss[r], &loss[base], sizeof(float)) == 0;
+                const int same =
+                    differing == 0 && memcmp(&loss[r], &loss[base], sizeof(float)) == 0;
                 printf("recompute %s -fe %d -r %d: loss %.9g (-r %d: %.9g), %zu of %zu gradients "
                        "differ in their bits  %s\n",
                        norm_mode_name(copy.mode), fe, r, (double)loss[r], base, (double)loss[base],

@@ -110,10 +110,11 @@ static int check_bias_grad(int N, int OC, DevRng *rng) {
 // overwritten). A device whose cuBLASLt has no algorithm for one says SKIP.
 static int check_fused(const MatmulContext *ctx, int N, int IC, int OC, DevRng *rng) {
     printf("fused epilogues N=%d IC=%d OC=%d (%s):\n", N, IC, OC, FLOATX_NAME);
-    float *x = (float *)host_alloc((size_t)N * IC * 4), *w = (float *)host_alloc((size_t)OC * IC * 4);
-    float *b = (float *)host_alloc((size_t)OC * 4), *dy = (float *)host_alloc((size_t)N * OC * 4);
-    float *pre_in = (float *)host_alloc((size_t)N * IC * 4), *dw0 = (float *)host_alloc((size_t)OC * IC * 4);
-    floatX *d_x = random_device((size_t)N * IC, x, rng), *d_w = random_device((size_t)OC * IC, w, rng);
+    const size_t nx = (size_t)N * IC, nw = (size_t)OC * IC, ny = (size_t)N * OC;
+    float *x = (float *)host_alloc(nx * 4), *w = (float *)host_alloc(nw * 4);
+    float *b = (float *)host_alloc((size_t)OC * 4), *dy = (float *)host_alloc(ny * 4);
+    float *pre_in = (float *)host_alloc(nx * 4), *dw0 = (float *)host_alloc(nw * 4);
+    floatX *d_x = random_device(nx, x, rng), *d_w = random_device(nw, w, rng);
     floatX *d_b = random_device(OC, b, rng), *d_dy = random_device((size_t)N * OC, dy, rng);
     floatX *d_pre_in = random_device((size_t)N * IC, pre_in, rng);
     for (size_t i = 0; i < (size_t)OC * IC; i++) dw0[i] = dev_uniform(rng);
@@ -126,12 +127,13 @@ static int check_fused(const MatmulContext *ctx, int N, int IC, int OC, DevRng *
     CUDA_CHECK(cudaMalloc(&d_db_pre, (size_t)IC * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&d_db, (size_t)OC * sizeof(float)));
     const int fwd = matmul_forward_gelu_cuda(ctx, d_y, d_pre, d_x, d_w, d_b, N, IC, OC);
-    const int dgelu = matmul_backward_dgelu_cuda(ctx, d_dpre, d_db_pre, d_dy, d_w, d_pre_in, N, IC, OC);
+    const int dgelu =
+        matmul_backward_dgelu_cuda(ctx, d_dpre, d_db_pre, d_dy, d_w, d_pre_in, N, IC, OC);
     const int bgrad = matmul_backward_weight_bgrad_cuda(ctx, d_dw, d_db, d_dy, d_x, N, IC, OC);
     CUDA_CHECK(cudaDeviceSynchronize());
     // the oracle
-    float *fpre = (float *)host_alloc((size_t)N * OC * 4), *fy = (float *)host_alloc((size_t)N * OC * 4);
-    float *fdx = (float *)host_alloc((size_t)N * IC * 4), *fdpre = (float *)host_alloc((size_t)N * IC * 4);
+    float *fpre = (float *)host_alloc(ny * 4), *fy = (float *)host_alloc(ny * 4);
+    float *fdx = (float *)host_alloc(nx * 4), *fdpre = (float *)host_alloc(nx * 4);
     float *fdb_pre = (float *)calloc((size_t)IC, 4), *fdb = (float *)calloc((size_t)OC, 4);
     float *fdw = (float *)host_alloc((size_t)OC * IC * 4);
     matmul_forward(fpre, x, w, b, N, IC, OC);

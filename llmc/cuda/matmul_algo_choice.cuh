@@ -67,7 +67,8 @@ static inline void matmul_algo_load(MatmulAlgoChoice *c, const char *path) {
                                "%llx %llx %llx",
                                &r.key.m, &r.key.n, &r.key.k, &r.key.trans_a, &r.key.trans_b, &epi,
                                &dtype, &r.key.align_a, &r.key.align_b, &r.key.align_d,
-                               &r.candidate, &w[0], &w[1], &w[2], &w[3], &w[4], &w[5], &w[6], &w[7]);
+                               &r.candidate, &w[0], &w[1], &w[2], &w[3], &w[4], &w[5], &w[6],
+                               &w[7]);
         if (got != 19 || epi < MATMUL_EPILOGUE_NONE || epi > MATMUL_EPILOGUE_BGRADB) {
             fclose(f);
             fprintf(stderr,

@@ -92,7 +92,8 @@ static inline void matmul_plan_build(const MatmulContext *ctx, MatmulPlan *p,
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
                                                     &bias_type, sizeof(bias_type)));
     }
-    if (key->epilogue == MATMUL_EPILOGUE_GELU_AUX_BIAS || key->epilogue == MATMUL_EPILOGUE_DGELU_BGRAD) {
+    if (key->epilogue == MATMUL_EPILOGUE_GELU_AUX_BIAS ||
+        key->epilogue == MATMUL_EPILOGUE_DGELU_BGRAD) {
         int64_t aux_ld = key->m; // aux is laid out as D
         CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
                                                     &aux_ld, sizeof(aux_ld)));
@@ -203,7 +204,8 @@ static inline int matmul_lt_epilogue(const MatmulContext *ctx, MatmulEpilogue ep
                                      cudaDataType_t d_type, const floatX *a, const floatX *b,
                                      void *bias, void *aux, int m, int n, int k, bool trans_a,
                                      bool trans_b, float alpha, float beta) {
-    const int bias_in = epilogue == MATMUL_EPILOGUE_BIAS || epilogue == MATMUL_EPILOGUE_GELU_AUX_BIAS;
+    const int bias_in =
+        epilogue == MATMUL_EPILOGUE_BIAS || epilogue == MATMUL_EPILOGUE_GELU_AUX_BIAS;
     if (bias_in && d_type != FLOATX_CUDA_TYPE) {
         fprintf(stderr, "error: matmul_lt: the %s epilogue needs a floatX output\n",
                 matmul_epilogue_name(epilogue));
@@ -297,7 +299,8 @@ static inline int matmul_backward_dgelu_cuda(const MatmulContext *ctx, floatX *d
                                              const floatX *weight, const floatX *pre_gelu, int N,
                                              int IC, int OC) {
     return matmul_lt_epilogue(ctx, MATMUL_EPILOGUE_DGELU_BGRAD, dpre, FLOATX_CUDA_TYPE, weight,
-                              dout, dbias_pre, (void *)pre_gelu, IC, N, OC, false, false, 1.0f, 0.0f);
+                              dout, dbias_pre, (void *)pre_gelu, IC, N, OC, false, false, 1.0f,
+                              0.0f);
 }
 
 // dweight (OC, IC) += dout^T inp (fp32) and dbias (OC, fp32, overwritten) =

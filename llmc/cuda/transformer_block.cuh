@@ -200,7 +200,8 @@ static inline const floatX *stream_writer_dy(const MatmulContext *mm, const floa
 static inline void weight_bias_backward(const MatmulContext *mm, float *dw, float *db,
                                         float *db_scratch, FloatSegments *pending, float *reduce,
                                         const floatX *dy, const floatX *x, int N, int IC, int OC) {
-    if (mm->fuse_epilogues && matmul_backward_weight_bgrad_cuda(mm, dw, db_scratch, dy, x, N, IC, OC)) {
+    if (mm->fuse_epilogues &&
+        matmul_backward_weight_bgrad_cuda(mm, dw, db_scratch, dy, x, N, IC, OC)) {
         float_segments_push(pending, db, db_scratch, OC);
         return;
     }

@@ -638,11 +638,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     }
     if (epilogue_has_aux(d->epilogue)) {
         // cuBLASLt's rules: ld >= rows of D and a multiple of 8, the pointer 16-byte aligned
-        if (d->aux == nullptr) return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul: GELU aux pointer NULL");
+        if (d->aux == nullptr) {
+            return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul: GELU aux pointer NULL");
+        }
         if (d->aux_ld < m || d->aux_ld % 8 != 0) {
             return refuse(CUBLAS_STATUS_INVALID_VALUE,
-                          "matmul: GELU aux ld %lld: cuBLASLt needs >= m = %lld and a multiple of 8",
-                          d->aux_ld, m);
+                          "matmul: GELU aux ld %lld: cuBLASLt needs >= m = %lld and a "
+                          "multiple of 8", d->aux_ld, m);
         }
         if (emu::pointer_alignment(d->aux) < 16) {
             return refuse(CUBLAS_STATUS_INVALID_VALUE,

@@ -219,13 +219,17 @@ int main(int argc, char **argv) {
         CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
         const int unknown = strcmp(c, "lt-epilogue") == 0;
         cublasLtEpilogue_t e = unknown ? (cublasLtEpilogue_t)130 : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+        CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
         const float *bias = x + 48;
         float *aux = strcmp(c, "lt-aux-align") == 0 ? x + 17 : x + 16;
         const int64_t aux_ld = strcmp(c, "lt-aux-ld") == 0 ? 12 : 8;
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
-        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof(bias)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                    &aux, sizeof(aux)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                    &aux_ld, sizeof(aux_ld)));
         CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, l, l, l, l, pref, 1, &h, &found));
         const float one = 1.0f, zero = 0.0f;
         CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x, l, x, l, &zero, x, l, x, l, &h.algo, NULL,
