@@ -58,6 +58,8 @@ typedef struct {
     const char *attention_name; // -at: NULL = the build's default
     AttentionKind attention;    // from -at, checked against the build
     int recompute;              // -r: 0, 1 or 2 (llmc/cuda/transformer_block.cuh)
+    int fuse_epilogues;         // -fe: 0 or 1 (llmc/cuda/matmul_plan.cuh)
+    int tune_algos;             // -ga: 0 or 1 (llmc/cuda/matmul_algo_choice.cuh)
 } GpuArgs;
 
 // The GPT-2 trainers' shared flags (llmc/gpt2/gpt2_train_args.c) with the GPU
@@ -67,7 +69,8 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.model = "d12";
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
-    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 6];
+    gpu->fuse_epilogues = 1;
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 8];
     int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_MC,
                                flags),
         n = 0;
@@ -93,6 +96,8 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "cudnn = cuDNN's fused flash attention (bf16 builds with cuDNN)\n"
          "(default: tc in bf16 builds, flash in fp32 builds)", "tc|cublas|flash|cudnn", 0, 0},
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
+        FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
+        GEMM_ALGO_CLI_FLAG(&gpu->tune_algos),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -384,6 +389,11 @@ int main(int argc, char **argv) {
     if (lead) {
         transformer_blocks_report_acts("gpt2cuda", gpu.recompute, model.block_act_bytes, B, T);
     }
+    model.mm.fuse_epilogues = gpu.fuse_epilogues;
+    if (gpu.tune_algos && mg.world > 1) {
+        fatal("-ga 1: one process only (each rank would time its own algorithms)");
+    }
+    matmul_algo_choice_setup(&model.mm, gpu.tune_algos, args.output_dir, resumed_from >= 0);
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     gpt2cuda_set_drop_path(&model, args.drop_path, args.seed);
     GradSync sync;

@@ -66,6 +66,7 @@ typedef struct {
     const char *id_file;  // -pf: shared file for the NCCL unique id
     const char *attention_name; // -at: NULL = the build's default for the model's family
     int recompute;              // -r: 0, 1 or 2, ViT only (llmc/cuda/transformer_block.cuh)
+    int fuse_epilogues;         // -fe: 0 or 1, ViT's blocks (llmc/cuda/matmul_plan.cuh)
 } GpuArgs;
 
 // Batches queued ahead of the GPU: k+1 and k+2 are built while step k runs.
@@ -74,8 +75,9 @@ typedef struct {
 static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
     memset(gpu, 0, sizeof(*gpu));
+    gpu->fuse_epilogues = 1;
     gpu->data_workers = 8; // ~550 Swin-Tiny crops/s each (docs/performance.md): 8 feed ~4k images/s
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 6];
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 7];
     int n = vit_train_flags(&a, flags);
     const CliFlag gpu_flags[] = {
         {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
@@ -98,6 +100,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "probabilities (default: tc in bf16 builds; flash, Swin window, in fp32)",
          "tc|cublas|flash|window|cudnn", 0, 0},
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
+        FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -349,6 +352,7 @@ int main(int argc, char **argv) {
     ClassifierCuda model;
     // a resumed host's moments and step come along
     classifier_cuda_init(&model, &host, B, attention, gpu.recompute);
+    if (model.family == FAMILY_VIT) model.vit.mm.fuse_epilogues = gpu.fuse_epilogues;
     if (lead && model.family == FAMILY_VIT) {
         transformer_blocks_report_acts("vitcuda", gpu.recompute, model.vit.block_act_bytes, B,
                                        vit_num_tokens(&model.vit.config));

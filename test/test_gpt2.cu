@@ -9,7 +9,8 @@
 //      the dropout kernel's output equals dropout_apply's bit for bit, and
 //      with the same seed and draws the train-mode loss and every gradient
 //      match the CPU's (so the masks are the same ones);
-//   5. --recompute 1: -r 1 and 2 against -r 0, bit for bit (check_recompute).
+//   5. --recompute 1: -r 1 and 2 against -r 0, bit for bit with the epilogues
+//      separate, -r 2 against -r 1 with them fused (check_recompute).
 // Tolerances (max|ours - ref| / max|ref| per tensor; step losses and the
 // curve: absolute loss differences): fp32 build 1e-4 (fp32 sums in other
 // orders, ~1e-6, plus cuBLAS's blocked sums); bf16 build per check from
@@ -366,15 +367,22 @@ static int check_dropout_model(const GPT2 *host_in, const GPT2DebugState *s, flo
     return ok;
 }
 
-// 5. -r 1 and 2 (activation recompute, transformer_block.cuh): in every mode
-// the loss and every gradient bit-identical to -r 0's (the recomputed GELU
-// and norms are the forward's own kernels on the same inputs), and the
-// blocks' activation bytes as the formula below, written out here apart from
-// the allocator: per row of B T, floatX ln1, qkv (3C), atty, residual2, ln2,
-// fch (4C), fch_gelu (4C), residual3 over L layers, ln1 and ln2 over one
-// layer at -r 2, fch_gelu over one at -r 1 and 2; fp32 mean and rstd of
-// ln1 and ln2 over L layers. With L >= 2 a backward that read the one
-// layer's buffer without recomputing it would use the last layer's values.
+// 5. -r 1 and 2 (activation recompute, transformer_block.cuh), in every mode,
+// with the epilogues separate (-fe 0) and fused (-fe 1):
+//   -fe 0: the loss and every gradient at -r 1 and 2 bit-identical to -r 0's
+//      (the recomputed GELU and norms are the forward's own kernels on the
+//      same inputs);
+//   -fe 1: -r 2 bit-identical to -r 1 (the norms recomputed by their own
+//      kernel); -r 1 against -r 0 within the run's gradient tolerance, not bit
+//      for bit: the forward's GELU is the fc GEMM's epilogue (GELU of the fp32
+//      pre-activation), -r 1's recompute the kernel's (GELU of the stored
+//      floatX one), as llm.c's -r 1 with its GELU fusion;
+// and the blocks' activation bytes as the formula below, written out here
+// apart from the allocator: per row of B T, floatX ln1, qkv (3C), atty,
+// residual2, ln2, fch (4C), fch_gelu (4C), residual3 over L layers, ln1 and
+// ln2 over one layer at -r 2, fch_gelu over one at -r 1 and 2; fp32 mean and
+// rstd of ln1 and ln2 over L layers. With L >= 2 a backward that read the
+// one layer's buffer without recomputing it would use the last layer's values.
 static size_t recompute_formula_bytes(const GPT2Config *c, size_t BT, int r) {
     const size_t L = (size_t)c->num_layers, C = (size_t)c->channels, H = 4 * C;
     const size_t norm_layers = r >= 2 ? 1 : L, gelu_layers = r >= 1 ? 1 : L;
@@ -382,50 +390,72 @@ static size_t recompute_formula_bytes(const GPT2Config *c, size_t BT, int r) {
     return BT * (per_row_x * sizeof(floatX) + 4 * L * sizeof(float));
 }
 
-static int check_recompute(const GPT2 *host, const GPT2DebugState *s) {
+// the largest |a - b| over all gradients, relative to the largest |b|
+static double max_rel_diff(const float *a, const float *b, size_t n) {
+    double d = 0.0, m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)a[i] - (double)b[i]);
+        if (!(e <= d)) d = e; // NaN propagates
+        if (fabs((double)b[i]) > m) m = fabs((double)b[i]);
+    }
+    return m > 0.0 ? d / m : d;
+}
+
+static int check_recompute(const GPT2 *host, const GPT2DebugState *s, double rel_tol) {
     const size_t P = host->num_parameters, BT = (size_t)s->B * s->T;
     const float scale = 1.0f / (float)count_targets(s->y, (int)BT);
-    float *base = (float *)malloc_check(P * sizeof(float), "grads at -r 0");
-    float *grads = (float *)malloc_check(P * sizeof(float), "grads");
+    float *grads[3];
+    for (int r = 0; r < 3; r++) grads[r] = (float *)malloc_check(P * sizeof(float), "grads");
     int ok = 1;
     const NormMode modes[3] = {MODE_LN, MODE_RMS, MODE_CBWC};
     for (int k = 0; k < 3; k++) {
-        GPT2 copy = *host;
-        copy.mode = modes[k];
-        float base_loss = 0.0f;
-        for (int r = 0; r <= 2; r++) {
-            GPT2Cuda gpu;
-            gpt2cuda_init(&gpu, &copy, s->B, s->T, 0, attention, r);
-            gpt2cuda_zero_grad(&gpu);
-            gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
-            const float loss = gpt2cuda_mean_loss(&gpu);
-            gpt2cuda_backward(&gpu, scale);
-            gpt2cuda_grads_to_host(&gpu, r == 0 ? base : grads);
-            const size_t want = recompute_formula_bytes(&copy.config, BT, r);
-            const int bytes_ok = gpu.block_act_bytes == want;
-            printf("recompute %s -r %d: block activations %zu bytes (formula %zu)  %s\n",
-                   norm_mode_name(copy.mode), r, gpu.block_act_bytes, want,
-                   bytes_ok ? "ok" : "FAIL");
-            ok &= bytes_ok;
-            if (r == 0) {
-                base_loss = loss;
-            } else {
+        for (int fe = 0; fe <= 1; fe++) {
+            GPT2 copy = *host;
+            copy.mode = modes[k];
+            float loss[3];
+            for (int r = 0; r <= 2; r++) {
+                GPT2Cuda gpu;
+                gpt2cuda_init(&gpu, &copy, s->B, s->T, 0, attention, r);
+                gpu.mm.fuse_epilogues = fe;
+                gpt2cuda_zero_grad(&gpu);
+                gpt2cuda_forward(&gpu, s->x, s->y, s->B, s->T, 0.0f);
+                loss[r] = gpt2cuda_mean_loss(&gpu);
+                gpt2cuda_backward(&gpu, scale);
+                gpt2cuda_grads_to_host(&gpu, grads[r]);
+                const size_t want = recompute_formula_bytes(&copy.config, BT, r);
+                const int bytes_ok = gpu.block_act_bytes == want;
+                printf("recompute %s -fe %d -r %d: block activations %zu bytes (formula %zu)  %s\n",
+                       norm_mode_name(copy.mode), fe, r, gpu.block_act_bytes, want,
+                       bytes_ok ? "ok" : "FAIL");
+                ok &= bytes_ok;
+                gpt2cuda_free(&gpu);
+            }
+            // bit for bit: -fe 0: -r 1 and 2 against -r 0; -fe 1: -r 2 against -r 1
+            for (int r = fe == 0 ? 1 : 2; r <= 2; r++) {
+                const int base = fe == 0 ? 0 : 1;
                 size_t differing = 0;
                 for (size_t i = 0; i < P; i++) {
-                    differing += memcmp(&grads[i], &base[i], sizeof(float)) != 0;
+                    differing += memcmp(&grads[r][i], &grads[base][i], sizeof(float)) != 0;
                 }
-                const int same = differing == 0 && memcmp(&loss, &base_loss, sizeof(float)) == 0;
-                printf("recompute %s -r %d: loss %.9g (-r 0: %.9g), %zu of %zu gradients differ "
-                       "in their bits  %s\n",
-                       norm_mode_name(copy.mode), r, (double)loss, (double)base_loss, differing, P,
-                       same ? "ok" : "FAIL");
+                const int same =
+                    differing == 0 && memcmp(&loss[r], &loss[base], sizeof(float)) == 0;
+                printf("recompute %s -fe %d -r %d: loss %.9g (-r %d: %.9g), %zu of %zu gradients "
+                       "differ in their bits  %s\n",
+                       norm_mode_name(copy.mode), fe, r, (double)loss[r], base, (double)loss[base],
+                       differing, P, same ? "ok" : "FAIL");
                 ok &= same;
             }
-            gpt2cuda_free(&gpu);
+            if (fe == 1) { // the fused forward's GELU against -r 1's recomputed one
+                const double d = max_rel_diff(grads[1], grads[0], P);
+                const int close = d <= rel_tol && loss[1] == loss[0];
+                printf("recompute %s -fe 1 -r 1: gradients within %.3g of -r 0's (tol %.3g), the "
+                       "same loss  %s\n",
+                       norm_mode_name(copy.mode), d, rel_tol, close ? "ok" : "FAIL");
+                ok &= close;
+            }
         }
     }
-    free(base);
-    free(grads);
+    for (int r = 0; r < 3; r++) free(grads[r]);
     return ok;
 }
 
@@ -441,7 +471,8 @@ static void usage(void) {
             "  --dropout P      also: residual dropout P, the kernel vs dropout_apply (bit for bit),\n"
             "                   the train-mode loss and gradients vs the CPU model (fp32: 1e-5)\n"
             "  --recompute 1    also: -r 1 and 2 vs -r 0 in ln, rms, cbwc: loss and gradients\n"
-            "                   bit for bit, the blocks' activation bytes as the formula\n"
+            "                   bit for bit at -fe 0 (-r 2 vs -r 1 at -fe 1), the blocks'\n"
+            "                   activation bytes as the formula\n"
             "  defaults: %s (%s build)\n",
             sizeof(floatX) == 4 ? "-r 1e-4 -l 1e-4" : "per check, see the source", FLOATX_NAME);
     exit(EXIT_FAILURE);
@@ -498,7 +529,7 @@ int main(int argc, char **argv) {
         ok &= check_dropout_mask(dropout, seed);
         ok &= check_dropout_model(&host, &s, dropout, seed, 1e-5);
     }
-    if (recompute) ok &= check_recompute(&host, &s);
+    if (recompute) ok &= check_recompute(&host, &s, rel_tol);
     printf("%s\n", ok ? "OK" : "FAILED");
     gpt2_debug_state_free(&s);
     gpt2_free(&host);

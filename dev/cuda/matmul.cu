@@ -13,6 +13,7 @@
 #include "cuda/reduce.cuh"
 
 extern "C" {
+#include "kernels/gelu.h"
 #include "kernels/matmul.h"
 }
 
@@ -101,6 +102,83 @@ static int check_bias_grad(int N, int OC, DevRng *rng) {
     return ok;
 }
 
+// The fused epilogues (matmul_cublaslt.cuh) against the CPU kernels of
+// llmc/kernels/matmul.c and gelu.c (the tanh GELU, checked against PyTorch
+// in test_kernels): forward GELU_AUX_BIAS (pre = x W^T + b kept, y =
+// GELU(pre)); DGELU_BGRAD (dpre = (dy W) GELU'(pre), db = column sums of
+// dpre); BGRADB (dW += dy^T x onto a random start, db = column sums of dy,
+// overwritten). A device whose cuBLASLt has no algorithm for one says SKIP.
+static int check_fused(const MatmulContext *ctx, int N, int IC, int OC, DevRng *rng) {
+    printf("fused epilogues N=%d IC=%d OC=%d (%s):\n", N, IC, OC, FLOATX_NAME);
+    const size_t nx = (size_t)N * IC, nw = (size_t)OC * IC, ny = (size_t)N * OC;
+    float *x = (float *)host_alloc(nx * 4), *w = (float *)host_alloc(nw * 4);
+    float *b = (float *)host_alloc((size_t)OC * 4), *dy = (float *)host_alloc(ny * 4);
+    float *pre_in = (float *)host_alloc(nx * 4), *dw0 = (float *)host_alloc(nw * 4);
+    floatX *d_x = random_device(nx, x, rng), *d_w = random_device(nw, w, rng);
+    floatX *d_b = random_device(OC, b, rng), *d_dy = random_device((size_t)N * OC, dy, rng);
+    floatX *d_pre_in = random_device((size_t)N * IC, pre_in, rng);
+    for (size_t i = 0; i < (size_t)OC * IC; i++) dw0[i] = dev_uniform(rng);
+    float *d_dw = to_device(dw0, (size_t)OC * IC);
+    floatX *d_y, *d_pre, *d_dpre;
+    float *d_db_pre, *d_db;
+    CUDA_CHECK(cudaMalloc(&d_y, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&d_pre, (size_t)N * OC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&d_dpre, (size_t)N * IC * sizeof(floatX)));
+    CUDA_CHECK(cudaMalloc(&d_db_pre, (size_t)IC * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&d_db, (size_t)OC * sizeof(float)));
+    const int fwd = matmul_forward_gelu_cuda(ctx, d_y, d_pre, d_x, d_w, d_b, N, IC, OC);
+    const int dgelu =
+        matmul_backward_dgelu_cuda(ctx, d_dpre, d_db_pre, d_dy, d_w, d_pre_in, N, IC, OC);
+    const int bgrad = matmul_backward_weight_bgrad_cuda(ctx, d_dw, d_db, d_dy, d_x, N, IC, OC);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    // the oracle
+    float *fpre = (float *)host_alloc(ny * 4), *fy = (float *)host_alloc(ny * 4);
+    float *fdx = (float *)host_alloc(nx * 4), *fdpre = (float *)host_alloc(nx * 4);
+    float *fdb_pre = (float *)calloc((size_t)IC, 4), *fdb = (float *)calloc((size_t)OC, 4);
+    float *fdw = (float *)host_alloc((size_t)OC * IC * 4);
+    matmul_forward(fpre, x, w, b, N, IC, OC);
+    gelu_forward(fy, fpre, (size_t)N * OC);
+    memset(fdx, 0, (size_t)N * IC * 4);
+    memcpy(fdw, dw0, (size_t)OC * IC * 4);
+    matmul_backward(fdx, fdw, fdb, dy, x, w, N, IC, OC);
+    gelu_backward(fdpre, pre_in, fdx, (size_t)N * IC);
+    matmul_backward(NULL, NULL, fdb_pre, fdpre, NULL, NULL, N, 1, IC);
+    const size_t most = (size_t)N * (IC > OC ? IC : OC) + (size_t)OC * IC;
+    double *ref = (double *)host_alloc(most * 8);
+    float *got = (float *)host_alloc(most * 4);
+    int ok = 1;
+    // tensor NAME: device ptr (floatX or fp32) against host fp32 values
+    auto compare = [&](const char *name, const void *dev, bool is_x, const float *want, size_t n) {
+        for (size_t i = 0; i < n; i++) ref[i] = want[i];
+        if (is_x) floatx_to_host(got, (const floatX *)dev, n);
+        else float_to_host(got, (const float *)dev, n);
+        ok &= check_tensor(name, got, ref, n, TOL);
+    };
+    if (fwd) {
+        compare("GELU_AUX_BIAS aux = x W^T + b", d_pre, true, fpre, (size_t)N * OC);
+        compare("GELU_AUX_BIAS y = GELU(aux)", d_y, true, fy, (size_t)N * OC);
+    } else {
+        printf("SKIP GELU_AUX_BIAS: cuBLASLt has no algorithm here\n");
+    }
+    if (dgelu) {
+        compare("DGELU_BGRAD dpre = (dy W) GELU'(pre)", d_dpre, true, fdpre, (size_t)N * IC);
+        compare("DGELU_BGRAD db = sum_n dpre", d_db_pre, false, fdb_pre, (size_t)IC);
+    } else {
+        printf("SKIP DGELU_BGRAD: cuBLASLt has no algorithm here\n");
+    }
+    if (bgrad) {
+        compare("BGRADB dW += dy^T x", d_dw, false, fdw, (size_t)OC * IC);
+        compare("BGRADB db = sum_n dy", d_db, false, fdb, (size_t)OC);
+    } else {
+        printf("SKIP BGRADB: cuBLASLt has no algorithm here\n");
+    }
+    void *device[] = {d_x, d_w, d_b, d_dy, d_pre_in, d_dw, d_y, d_pre, d_dpre, d_db_pre, d_db};
+    for (void *p : device) CUDA_CHECK(cudaFree(p));
+    void *host[] = {x, w, b, dy, pre_in, dw0, fpre, fy, fdx, fdpre, fdb_pre, fdb, fdw, ref, got};
+    for (void *p : host) free(p);
+    return ok;
+}
+
 // C (M, N) = op(A) op(B) per batch, row-major, fp32 output
 static int check_batched(const MatmulContext *ctx, int batch, int M, int N, int K, bool ta, bool tb,
                          DevRng *rng) {
@@ -177,6 +255,9 @@ int main(void) {
     ok &= check_linear(&ctx, 40, 64, 96, &rng);
     ok &= check_linear(&ctx, 72, 96, 384, &rng);
     ok &= check_linear(&ctx, 24, 256, 64, &rng);
+    // GELU aux widths (OC forward, IC backward) multiples of 8, as cuBLASLt wants
+    ok &= check_fused(&ctx, 40, 64, 96, &rng);
+    ok &= check_fused(&ctx, 24, 96, 40, &rng);
     // several chunks with a partial last one; a width of 16-byte packs and one that is not
     ok &= check_bias_grad(3 * COLUMN_SUM_ROWS_PER_CHUNK + 17, 96, &rng);
     ok &= check_bias_grad(2 * COLUMN_SUM_ROWS_PER_CHUNK + 5, 37, &rng);

@@ -66,6 +66,7 @@ typedef struct {
     floatX *dresidual, *branch, *dln, *datty; // (B, T, C); branch: c_proj output / P dy
     floatX *dqkv;                             // (B, T, 3C)
     floatX *dfch, *dfch_gelu;                 // (B, T, 4C)
+    float *dbias; // one layer's bias gradients from the epilogues (transformer_block.cuh)
     float *reduce;                            // norm and bias-gradient partials
     float *row_shift;                         // (B, T)
     float *wte_partials;                      // the wte gradient's pieces (encoder.cuh)
@@ -567,7 +568,8 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
         m->acts.logits, m->acts.losses, m->scratch.dresidual, m->scratch.branch, m->scratch.dln,
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
-        m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials, m->scratch.sumsq,
+        m->scratch.dbias, m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials,
+        m->scratch.sumsq,
         m->batch_dev, m->drop_scales};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));

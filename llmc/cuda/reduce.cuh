@@ -69,6 +69,41 @@ static inline void column_sum_accumulate(float *out, float *scratch, const float
     CUDA_CHECK_LAUNCH();
 }
 
+// Up to FLOAT_SEGMENTS pairs dst[i] (n[i] floats) += src[i]: a layer's bias
+// gradients made by cuBLASLt's BGRAD epilogues (which overwrite) added to the
+// accumulated gradients in one launch.
+#define FLOAT_SEGMENTS 4
+typedef struct {
+    float *dst[FLOAT_SEGMENTS];
+    const float *src[FLOAT_SEGMENTS];
+    int n[FLOAT_SEGMENTS];
+    int count;
+} FloatSegments;
+
+static inline void float_segments_push(FloatSegments *s, float *dst, const float *src, int n) {
+    if (s->count == FLOAT_SEGMENTS) {
+        fprintf(stderr, "error: float_segments_push: more than %d segments\n", FLOAT_SEGMENTS);
+        exit(EXIT_FAILURE);
+    }
+    s->dst[s->count] = dst;
+    s->src[s->count] = src;
+    s->n[s->count++] = n;
+}
+
+__global__ void float_segments_accumulate_kernel(FloatSegments s) {
+    const int seg = blockIdx.y, i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (seg < s.count && i < s.n[seg]) s.dst[seg][i] += s.src[seg][i];
+}
+
+static inline void float_segments_accumulate(const FloatSegments *s, cudaStream_t stream) {
+    if (s->count == 0) return;
+    int longest = 0;
+    for (int i = 0; i < s->count; i++) longest = s->n[i] > longest ? s->n[i] : longest;
+    dim3 grid(ceil_div(longest, 256), s->count);
+    float_segments_accumulate_kernel<<<grid, 256, 0, stream>>>(*s);
+    CUDA_CHECK_LAUNCH();
+}
+
 #define SUMSQ_BLOCKS 512
 #define SUMSQ_THREADS 256
 

@@ -18,10 +18,23 @@
 // and on its gradient in the backward.
 // Activation recompute (llm.c's -r; m->recompute, fixed at allocation):
 //   0: every layer's activations are kept;
-//   1: fch_gelu is one layer's buffer, recomputed from fch in the backward;
+//   1: fch_gelu is one layer's buffer, recomputed from fch in the backward
+//      (by the GELU kernel; where the forward's GELU is the GEMM's epilogue,
+//      -fe 1, the recomputed values may differ from the forward's in the
+//      last bit of a bf16: the epilogue rounds GELU(fp32 pre-activation),
+//      the kernel GELU(bf16 fch), as llm.c's -r 1 with its GELU fusion);
 //   2: also ln1 and ln2, recomputed from their stored inputs (the kept
 //      residuals) by the forward's own kernel: the same bits, so the
-//      gradients are bit-identical across levels. mean and rstd stay per layer.
+//      gradients are bit-identical to -r 1's (and at -fe 0 to -r 0's). mean
+//      and rstd stay per layer.
+// Epilogue fusion (-fe, m->mm.fuse_epilogues, default 1; matmul_cublaslt.cuh):
+//   forward:  fch_gelu = GELU(fch), fch = ln2 Wfc + bfc: one GEMM (GELU_AUX_BIAS);
+//   backward: dfch = (dy Wfcproj) GELU'(fch) with dbfc: one GEMM (DGELU_BGRAD);
+//             the dW GEMMs of qkv, attproj and fcproj give their dbias (BGRADB);
+//   the four bias gradients (written, not accumulated, by cuBLASLt) then added
+//   to the gradients by one launch a layer (scratch.dbias). -fe 0: separate
+//   GELU kernels and column sums (reduce.cuh). A fused GEMM cuBLASLt has no
+//   algorithm for falls back to the separate kernels.
 #ifndef FOLDNORM_TRANSFORMER_BLOCK_CUH
 #define FOLDNORM_TRANSFORMER_BLOCK_CUH
 
@@ -90,6 +103,13 @@ static inline void transformer_blocks_report_acts(const char *model, int recompu
            recompute, bytes, (double)bytes / (1024.0 * 1024.0), B, T);
 }
 
+// One layer's bias gradients as the BGRAD epilogues write them: fcprojb (C),
+// fcb (H), attprojb (C), qkvb (3C), each at a 16-byte aligned offset.
+static inline size_t dbias_round(size_t n) { return (n + 3) / 4 * 4; }
+static inline size_t transformer_blocks_dbias_floats(size_t C, size_t H) {
+    return 2 * dbias_round(C) + dbias_round(H) + dbias_round(3 * C);
+}
+
 // the backward's scratch for one layer of BT rows (s: the model's scratch struct)
 template <typename Scratch>
 static inline void transformer_blocks_alloc_scratch(Scratch *s, size_t BT, size_t C, size_t H) {
@@ -100,6 +120,7 @@ static inline void transformer_blocks_alloc_scratch(Scratch *s, size_t BT, size_
     s->dqkv = cuda_alloc<floatX>(BT * 3 * C);
     s->dfch = cuda_alloc<floatX>(BT * H);
     s->dfch_gelu = cuda_alloc<floatX>(BT * H);
+    s->dbias = cuda_alloc<float>(transformer_blocks_dbias_floats(C, H));
 }
 
 // From acts.encoded (B, T, C) through the L blocks to acts.lnf, the final
@@ -140,9 +161,13 @@ static inline void transformer_blocks_forward(M *m, int B, int T, int H, Mask ma
         residual_norm_forward(layer, a.residual2 + lbtc, a.ln2 + lln, a.ln2_mean + lbt,
                               a.ln2_rstd + lbt, residual, branch, p.ln2w + lc, p.ln2b + lc, BT, C,
                               st);
-        matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lln, p.fcw + l * lch, p.fcb + (size_t)l * H,
-                            BT, C, H);
-        gelu_forward_cuda(a.fch_gelu + lgelu, a.fch + lbth, (size_t)BT * H, st);
+        if (!(mm->fuse_epilogues &&
+              matmul_forward_gelu_cuda(mm, a.fch_gelu + lgelu, a.fch + lbth, a.ln2 + lln,
+                                       p.fcw + l * lch, p.fcb + (size_t)l * H, BT, C, H))) {
+            matmul_forward_cuda(mm, a.fch + lbth, a.ln2 + lln, p.fcw + l * lch,
+                                p.fcb + (size_t)l * H, BT, C, H);
+            gelu_forward_cuda(a.fch_gelu + lgelu, a.fch + lbth, (size_t)BT * H, st);
+        }
         matmul_forward_cuda(mm, branch, a.fch_gelu + lgelu, fcprojw + l * lch, fcprojb + lc, BT, H,
                             C);
         mask(branch, branch, l, 1);
@@ -159,21 +184,29 @@ static inline void transformer_blocks_forward(M *m, int B, int T, int H, Mask ma
     }
 }
 
-// The backward of a c_proj y = x W^T + b (x: N rows of width IC, y: width C)
-// whose output is added to the stream: dy = dstream, or in cbwc P dy (its
-// rows centred, written to branch). db and dW accumulate (reduce: the column
-// sums' partials); dx is written.
-static inline void stream_writer_backward(const MatmulContext *mm, floatX *dx, float *dw,
-                                          float *db, const floatX *x, const floatX *w,
-                                          const floatX *dstream, floatX *branch, float *reduce,
-                                          int centred, int N, int IC, int C) {
-    const floatX *dy = dstream;
-    if (centred) {
-        centre_rows_cuda(branch, dstream, N, C, mm->stream);
-        dy = branch;
+// The output gradient of a c_proj whose output is added to the stream:
+// dstream, or in cbwc P dy (its rows centred, written to branch).
+static inline const floatX *stream_writer_dy(const MatmulContext *mm, const floatX *dstream,
+                                             floatX *branch, int centred, int N, int C) {
+    if (!centred) return dstream;
+    centre_rows_cuda(branch, dstream, N, C, mm->stream);
+    return branch;
+}
+
+// dW (OC, IC) += dy^T x and db (OC) += the column sums of dy (N, OC): with
+// -fe 1 one GEMM whose BGRADB epilogue writes the sums to db_scratch, which
+// joins `pending` (added to db by float_segments_accumulate); else (or where
+// cuBLASLt has no algorithm) the GEMM and column sums (reduce: their partials).
+static inline void weight_bias_backward(const MatmulContext *mm, float *dw, float *db,
+                                        float *db_scratch, FloatSegments *pending, float *reduce,
+                                        const floatX *dy, const floatX *x, int N, int IC, int OC) {
+    if (mm->fuse_epilogues &&
+        matmul_backward_weight_bgrad_cuda(mm, dw, db_scratch, dy, x, N, IC, OC)) {
+        float_segments_push(pending, db, db_scratch, OC);
+        return;
     }
-    column_sum_accumulate(db, reduce, dy, N, C, mm->stream);
-    matmul_backward_cuda(mm, dx, dw, dy, x, w, N, IC, C);
+    column_sum_accumulate(db, reduce, dy, N, OC, mm->stream);
+    matmul_backward_weight_cuda(mm, dw, dy, x, N, IC, OC);
 }
 
 // From scratch.dln = dloss/dlnf (B, T, C) back through the final norm and the
@@ -219,12 +252,24 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
         }
         // MLP branch: its gradient through the forward's mask (then centred in
         // place in cbwc: one warp per row, so that is safe)
+        FloatSegments pending;
+        pending.count = 0;
+        const size_t C4 = dbias_round((size_t)C), H4 = dbias_round((size_t)H);
+        float *db_fcproj = s.dbias, *db_fc = s.dbias + C4, *db_attproj = s.dbias + C4 + H4;
+        float *db_qkv = s.dbias + 2 * C4 + H4;
         const floatX *dstream = mask(s.branch, s.dresidual, l, 1) ? s.branch : s.dresidual;
-        stream_writer_backward(mm, s.dfch_gelu, g.fcprojw + l * lch, g.fcprojb + lc,
-                               a.fch_gelu + lgelu, p.fcprojw + l * lch, dstream, s.branch,
-                               s.reduce, centred, BT, H, C);
-        gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
-        column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
+        const floatX *dy = stream_writer_dy(mm, dstream, s.branch, centred, BT, C);
+        weight_bias_backward(mm, g.fcprojw + l * lch, g.fcprojb + lc, db_fcproj, &pending,
+                             s.reduce, dy, a.fch_gelu + lgelu, BT, H, C);
+        if (mm->fuse_epilogues && matmul_backward_dgelu_cuda(mm, s.dfch, db_fc, dy,
+                                                             p.fcprojw + l * lch, a.fch + lbth,
+                                                             BT, H, C)) {
+            float_segments_push(&pending, g.fcb + (size_t)l * H, db_fc, H);
+        } else {
+            matmul_backward_input_cuda(mm, s.dfch_gelu, dy, p.fcprojw + l * lch, BT, H, C);
+            gelu_backward_cuda(s.dfch, a.fch + lbth, s.dfch_gelu, (size_t)BT * H, st);
+            column_sum_accumulate(g.fcb + (size_t)l * H, s.reduce, s.dfch, BT, H, st);
+        }
         matmul_backward_cuda(mm, s.dln, g.fcw + l * lch, s.dfch, a.ln2 + lln, p.fcw + l * lch,
                              BT, C, H);
         norm_backward(layer, s.dresidual, g.ln2w + lc, g.ln2b + lc, s.reduce, s.dln,
@@ -232,20 +277,22 @@ static inline void transformer_blocks_backward(M *m, int B, int T, int H,
                       m->num_sms, st);
         // attention branch
         dstream = mask(s.branch, s.dresidual, l, 0) ? s.branch : s.dresidual;
-        stream_writer_backward(mm, s.datty, g.attprojw + l * lcc, g.attprojb + lc, a.atty + lbtc,
-                               p.attprojw + l * lcc, dstream, s.branch, s.reduce, centred, BT,
-                               C, C);
+        dy = stream_writer_dy(mm, dstream, s.branch, centred, BT, C);
+        weight_bias_backward(mm, g.attprojw + l * lcc, g.attprojb + lc, db_attproj, &pending,
+                             s.reduce, dy, a.atty + lbtc, BT, C, C);
+        matmul_backward_input_cuda(mm, s.datty, dy, p.attprojw + l * lcc, BT, C, C);
         attention_layers_backward(&m->attention, mm, l, s.dqkv, s.datty, a.atty + lbtc,
                                   a.qkv + 3 * lbtc, B, T, C, NH);
-        column_sum_accumulate(g.qkvb + 3 * lc, s.reduce, s.dqkv, BT, 3 * C, st);
         if (m->recompute >= 2) { // ln1 again, from the stream x of layer l
             residual_norm_forward(layer, NULL, a.ln1, a.ln1_mean + lbt, a.ln1_rstd + lbt, residual,
                                   NULL, p.ln1w + lc, p.ln1b + lc, BT, C, st);
         }
-        matmul_backward_cuda(mm, s.dln, g.qkvw + 3 * l * lcc, s.dqkv, a.ln1 + lln,
-                             p.qkvw + 3 * l * lcc, BT, C, 3 * C);
+        weight_bias_backward(mm, g.qkvw + 3 * l * lcc, g.qkvb + 3 * lc, db_qkv, &pending, s.reduce,
+                             s.dqkv, a.ln1 + lln, BT, C, 3 * C);
+        matmul_backward_input_cuda(mm, s.dln, s.dqkv, p.qkvw + 3 * l * lcc, BT, C, 3 * C);
         norm_backward(layer, s.dresidual, g.ln1w + lc, g.ln1b + lc, s.reduce, s.dln, residual,
                       p.ln1w + lc, a.ln1_mean + lbt, a.ln1_rstd + lbt, BT, C, m->num_sms, st);
+        float_segments_accumulate(&pending, st); // the epilogues' bias gradients, one launch
         if (layer_done != NULL) layer_done(ctx, l);
     }
 }

@@ -76,6 +76,7 @@ typedef struct {
     floatX *dresidual, *branch, *dln, *datty; // (B, T, C)
     floatX *dqkv;                             // (B, T, 3C)
     floatX *dfch, *dfch_gelu;                 // (B, T, H)
+    float *dbias; // one layer's bias gradients from the epilogues (transformer_block.cuh)
     floatX *dlnf_cls;                         // (B, C)
     floatX *dpatch;                           // (B Np, C)
     float *reduce;                            // norm and bias-gradient partials
@@ -425,7 +426,7 @@ static inline void vitcuda_free(ViTCuda *m) {
         m->acts.fch_gelu, m->acts.residual3, m->acts.lnf, m->acts.lnf_mean, m->acts.lnf_rstd,
         m->acts.lnf_cls, m->acts.logits, m->acts.dlogits, m->acts.losses, m->scratch.dresidual,
         m->scratch.branch, m->scratch.dln, m->scratch.datty, m->scratch.dqkv, m->scratch.dfch,
-        m->scratch.dfch_gelu, m->scratch.dlnf_cls, m->scratch.dpatch,
+        m->scratch.dfch_gelu, m->scratch.dbias, m->scratch.dlnf_cls, m->scratch.dpatch,
         m->scratch.reduce, m->scratch.sumsq, m->labels, m->drop_scales, m->mix.labels2, m->mix.lam};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));

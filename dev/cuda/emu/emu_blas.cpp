@@ -56,6 +56,12 @@ struct emu_lt_pref {
 
 namespace {
 
+// the heuristic's candidates: their id in algo word 2, from a base no zeroed
+// algorithm has
+const int EMU_LT_CANDIDATES = 4;
+const int EMU_LT_ALGO_ID_WORD = 2;
+const uint64_t EMU_LT_ALGO_ID_BASE = 0xa160;
+
 const char *type_name(cudaDataType_t t) {
     switch (t) {
     case CUDA_R_32F: return "fp32";
@@ -552,13 +558,18 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     *returned = 0;
     if (s != CUBLAS_STATUS_SUCCESS) return s;
     if (requested < 1) return CUBLAS_STATUS_INVALID_VALUE;
-    // one algorithm, free to assume the promised alignments (which kernels
-    // exist on a device is not emulated)
-    memset(&results[0], 0, sizeof(results[0]));
-    memcpy(results[0].algo.data, p->align, sizeof(p->align)); // what the algorithm may assume
-    results[0].state = CUBLAS_STATUS_SUCCESS;
-    results[0].wavesCount = 1.0f;
-    *returned = 1;
+    // EMU_LT_CANDIDATES algorithms (so -ga's choice has several to time), each
+    // free to assume the promised alignments, told apart by an id; all compute
+    // the same reference GEMM (which kernels exist on a device is not emulated)
+    const int count = requested < EMU_LT_CANDIDATES ? requested : EMU_LT_CANDIDATES;
+    for (int i = 0; i < count; i++) {
+        memset(&results[i], 0, sizeof(results[i]));
+        memcpy(results[i].algo.data, p->align, sizeof(p->align)); // words 0, 1
+        results[i].algo.data[EMU_LT_ALGO_ID_WORD] = EMU_LT_ALGO_ID_BASE + (uint64_t)i;
+        results[i].state = CUBLAS_STATUS_SUCCESS;
+        results[i].wavesCount = 1.0f;
+    }
+    *returned = count;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -578,6 +589,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
     // an algorithm chosen for promised alignments (256 bytes unless the
     // preference said less) must not see less aligned pointers; a NULL algo
     // lets cuBLASLt choose for the pointers at hand
+    if (algo != nullptr) {
+        const uint64_t id = algo->data[EMU_LT_ALGO_ID_WORD];
+        if (id < EMU_LT_ALGO_ID_BASE || id >= EMU_LT_ALGO_ID_BASE + EMU_LT_CANDIDATES) {
+            return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                          "matmul: algorithm id %llx was never returned by the heuristic",
+                          (unsigned long long)id);
+        }
+    }
     const void *ptrs[4] = {A, B, C, D};
     const char *names[4] = {"A", "B", "C", "D"};
     unsigned promised[4];
@@ -618,9 +637,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
         return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul: a bias pointer without a bias epilogue");
     }
     if (epilogue_has_aux(d->epilogue)) {
-        if (d->aux == nullptr || d->aux_ld < m) {
-            return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul: GELU aux pointer %p ld %lld (m %lld)",
-                          d->aux, d->aux_ld, m);
+        // cuBLASLt's rules: ld >= rows of D and a multiple of 8, the pointer 16-byte aligned
+        if (d->aux == nullptr) {
+            return refuse(CUBLAS_STATUS_INVALID_VALUE, "matmul: GELU aux pointer NULL");
+        }
+        if (d->aux_ld < m || d->aux_ld % 8 != 0) {
+            return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                          "matmul: GELU aux ld %lld: cuBLASLt needs >= m = %lld and a "
+                          "multiple of 8", d->aux_ld, m);
+        }
+        if (emu::pointer_alignment(d->aux) < 16) {
+            return refuse(CUBLAS_STATUS_INVALID_VALUE,
+                          "matmul: GELU aux pointer %p is %u-byte aligned, cuBLASLt needs 16",
+                          d->aux, emu::pointer_alignment(d->aux));
         }
         ep.aux = d->aux;
         ep.aux_type = d->aux_type_set ? d->aux_type : dl->type;

@@ -11,6 +11,9 @@
 // stream-order` must pass (a created stream's work runs when stream 0 waits
 // for it, not before), `selftest stream-race` abort (the race detector's
 // stream race: queued work touching what stream 0 wrote, no wait between).
+// `selftest lt-epilogue`, `lt-aux-ld`, `lt-aux-align` must stop with the
+// cuBLASLt shim's refusal (an epilogue it does not implement; a GELU aux
+// matrix against cuBLASLt's leading-dimension and alignment rules).
 // Built only under emulation.
 #include <stdio.h>
 #include <string.h>
@@ -198,6 +201,39 @@ int main(int argc, char **argv) {
         const float one = 1.0f, zero = 0.0f;
         CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x + 1, l, x, l, &zero, x + 32, l, x + 32, l,
                                     &h.algo, NULL, 0, 0));
+    }
+    // lt-epilogue: an epilogue the shim does not implement (RELU_AUX, 130) is
+    // refused; lt-aux-ld: GELU_AUX_BIAS with an aux leading dimension of 12
+    // (cuBLASLt wants a multiple of 8); lt-aux-align: its aux 4 bytes off 16
+    if (strcmp(c, "lt-epilogue") == 0 || strcmp(c, "lt-aux-ld") == 0 ||
+        strcmp(c, "lt-aux-align") == 0) {
+        cublasLtHandle_t lt;
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t l;
+        cublasLtMatmulPreference_t pref;
+        cublasLtMatmulHeuristicResult_t h;
+        int found = 0;
+        CUBLAS_CHECK(cublasLtCreate(&lt));
+        CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4));
+        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+        const int unknown = strcmp(c, "lt-epilogue") == 0;
+        cublasLtEpilogue_t e = unknown ? (cublasLtEpilogue_t)130 : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+        CUBLAS_CHECK(
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
+        const float *bias = x + 48;
+        float *aux = strcmp(c, "lt-aux-align") == 0 ? x + 17 : x + 16;
+        const int64_t aux_ld = strcmp(c, "lt-aux-ld") == 0 ? 12 : 8;
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                    sizeof(bias)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                    &aux, sizeof(aux)));
+        CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                                                    &aux_ld, sizeof(aux_ld)));
+        CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, l, l, l, l, pref, 1, &h, &found));
+        const float one = 1.0f, zero = 0.0f;
+        CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x, l, x, l, &zero, x, l, x, l, &h.algo, NULL,
+                                    0, 0));
     }
     if (strcmp(c, "ldmatrix-align") == 0) ldmatrix_bad_address_kernel<<<1, 32, 256>>>((__nv_bfloat16 *)x, 0);
     if (strcmp(c, "ldmatrix-global") == 0) ldmatrix_bad_address_kernel<<<1, 32, 256>>>((__nv_bfloat16 *)x, 1);

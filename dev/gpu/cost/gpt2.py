@@ -7,9 +7,10 @@ import re
 from dataclasses import dataclass
 
 import attention
+import block
 from calls import Call, SMS
 from kernels import (F32, XB, adamw, cbwc_centre_bias, cbwc_project, ceil_div, centre_rows, clip,
-                     column_sum, crossentropy, gelu_backward, gelu_forward, loss_mean, loss_reset,
+                     crossentropy, loss_mean, loss_reset,
                      matmul_backward, matmul_forward, memset, norm_backward, norm_forward,
                      params_to_x, step_loss_finish, sum_of_squares)
 
@@ -121,8 +122,7 @@ def forward(s, B, T, mode, kind, targets=True, dlogits=True):
         calls += attention.layer(kind, B, T, C, NH, True, True)
         calls += matmul_forward("matmul attn proj", BT, C, C)
         calls.append(norm_forward(BT, C, layer, True, "residual + ln2 fwd"))
-        calls += matmul_forward("matmul fc", BT, C, 4 * C)
-        calls.append(gelu_forward(BT * 4 * C))
+        calls += block.fc_gelu_forward(BT, C, 4 * C)
         calls += matmul_forward("matmul fc proj", BT, 4 * C, C)
         calls.append(norm_forward(BT, C, layer, True, "residual + ln1/lnf fwd"))
     calls += matmul_forward("matmul lm head", BT, C, s.Vp, bias=False)
@@ -143,20 +143,15 @@ def backward(s, B, T, mode, kind, buckets, sms=SMS):
     for l in range(L):
         if centred:
             calls.append(centre_rows(BT, C, "cbwc centre dy (mlp)"))
-        calls += column_sum(BT, C, "bias grad fc proj")
-        calls += matmul_backward("matmul fc proj", BT, 4 * C, C)
-        calls.append(gelu_backward(BT * 4 * C))
-        calls += column_sum(BT, 4 * C, "bias grad fc")
-        calls += matmul_backward("matmul fc", BT, C, 4 * C)
+        calls += block.mlp_backward(BT, C, 4 * C)
         calls += norm_backward(BT, C, layer, "ln2 bwd", sms)
         if centred:
             calls.append(centre_rows(BT, C, "cbwc centre dy (attn)"))
-        calls += column_sum(BT, C, "bias grad attn proj")
-        calls += matmul_backward("matmul attn proj", BT, C, C)
+        calls += block.writer_backward("matmul attn proj", BT, C, C)
         calls += attention.layer(kind, B, T, C, NH, True, False)
-        calls += column_sum(BT, 3 * C, "bias grad qkv")
-        calls += matmul_backward("matmul qkv", BT, C, 3 * C)
+        calls += block.writer_backward("matmul qkv", BT, C, 3 * C)
         calls += norm_backward(BT, C, layer, "ln1 bwd", sms)
+        calls += block.bias_grads_add(C, 4 * C)
     calls += encoder_backward(B, T, C, centred, buckets)
     return calls
 

@@ -22,17 +22,41 @@ def ceil_div(a, b):
 
 # ---------------------------------------------------------------- cuBLASLt / cuBLAS
 def gemm(what, m, n, k, d_bytes=XB, beta=False, bias=False, batch=1,
-         name="cublasLtMatmul"):
+         name="cublasLtMatmul", aux_out=False, aux_in=False, bgrad=0):
     """D (m, n) = A (m, k) B (k, n) [+ beta C] [+ bias (m)]: the emulated library
-    reads each operand once and writes D once (emu_blas.cpp: count_gemm)"""
-    r = XB * (m * k + k * n) + (d_bytes * m * n if beta else 0) + (XB * m if bias else 0)
-    w = d_bytes * m * n
+    reads each operand once and writes D once (emu_blas.cpp: count_gemm); the
+    GELU epilogues write (aux_out) or read (aux_in) the floatX pre-activation
+    (m, n), a BGRAD epilogue writes bgrad fp32 sums"""
+    r = XB * (m * k + k * n) + (d_bytes * m * n if beta else 0) + (XB * m if bias else 0) + \
+        (XB * m * n if aux_in else 0)
+    w = d_bytes * m * n + (XB * m * n if aux_out else 0) + F32 * bgrad
     return Call(name, what, batch * r, batch * w, batch * (r + w), gemm=batch * 2 * m * n * k)
 
 
 def matmul_forward(what, N, IC, OC, bias=True):
     """out (N, OC) = inp (N, IC) W^T + b (matmul_forward_cuda)"""
     return [gemm(what + " fwd", OC, N, IC, bias=bias)]
+
+
+def matmul_forward_gelu(what, N, IC, OC):
+    """out = GELU(pre), pre = inp W^T + b kept: one GEMM (GELU_AUX_BIAS, -fe 1)"""
+    return [gemm(what + " fwd + gelu", OC, N, IC, bias=True, aux_out=True)]
+
+
+def matmul_backward_dgelu(what, N, IC, OC):
+    """dpre = (dout W) GELU'(pre) and its column sums: one GEMM (DGELU_BGRAD, -fe 1)"""
+    return [gemm(what + " bwd dx + dgelu + dbias", IC, N, OC, aux_in=True, bgrad=IC)]
+
+
+def matmul_backward_weight_bgrad(what, N, IC, OC):
+    """dW += dout^T inp (fp32, beta 1) and the column sums of dout (BGRADB, -fe 1)"""
+    return [gemm(what + " bwd dW + dbias", IC, OC, N, d_bytes=F32, beta=True, bgrad=OC)]
+
+
+def segments_accumulate(n, what="bias grads += epilogues' (a layer)"):
+    """float_segments_accumulate_kernel: n fp32 values dst += src"""
+    return Call("float_segments_accumulate_kernel", what, 2 * F32 * n, F32 * n, 3 * F32 * n,
+                fma=n, **NO_SHARED)
 
 
 def matmul_backward(what, N, IC, OC):

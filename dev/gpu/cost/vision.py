@@ -7,6 +7,7 @@ holds to the emulator. Swin's attention is the tensor-core window kernel
 from dataclasses import dataclass, field
 
 import attention
+import block
 from calls import Call, SMS
 from kernels import (F32, XB, adamw, cbwc_centre_bias, cbwc_project, centre_rows, ceil_div,
                      classifier_loss, clip, column_sum, gelu_backward, gelu_forward, gemm,
@@ -80,8 +81,7 @@ def vit_forward(s, B, mode, kind, labels=True):
         calls += attention.layer(kind, B, T, C, NH, False, True)
         calls += matmul_forward("matmul attn proj", BT, C, C)
         calls.append(norm_forward(BT, C, layer, True, "residual + ln2 fwd"))
-        calls += matmul_forward("matmul fc", BT, C, H)
-        calls.append(gelu_forward(BT * H))
+        calls += block.fc_gelu_forward(BT, C, H)
         calls += matmul_forward("matmul fc proj", BT, H, C)
         calls.append(norm_forward(BT, C, layer, True, "residual + ln1/lnf fwd"))
     calls.append(Call("vit_cls_rows_kernel", "cls rows", XB * B * C, XB * B * C, 2 * XB * B * C))
@@ -103,20 +103,15 @@ def vit_backward(s, B, mode, kind, sms=SMS):
     for _ in range(L):
         if centred:
             calls.append(centre_rows(BT, C, "cbwc centre dy (mlp)"))
-        calls += column_sum(BT, C, "bias grad fc proj")
-        calls += matmul_backward("matmul fc proj", BT, H, C)
-        calls.append(gelu_backward(BT * H))
-        calls += column_sum(BT, H, "bias grad fc")
-        calls += matmul_backward("matmul fc", BT, C, H)
+        calls += block.mlp_backward(BT, C, H)
         calls += norm_backward(BT, C, layer, "ln2 bwd", sms)
         if centred:
             calls.append(centre_rows(BT, C, "cbwc centre dy (attn)"))
-        calls += column_sum(BT, C, "bias grad attn proj")
-        calls += matmul_backward("matmul attn proj", BT, C, C)
+        calls += block.writer_backward("matmul attn proj", BT, C, C)
         calls += attention.layer(kind, B, T, C, NH, False, False)
-        calls += column_sum(BT, 3 * C, "bias grad qkv")
-        calls += matmul_backward("matmul qkv", BT, C, 3 * C)
+        calls += block.writer_backward("matmul qkv", BT, C, 3 * C)
         calls += norm_backward(BT, C, layer, "ln1 bwd", sms)
+        calls += block.bias_grads_add(C, H)
     if centred:
         calls.append(centre_rows(BT, C, "cbwc centre dy (tokens)"))
     # vit_tokens_backward_kernel: a thread a (t, c) sums over b, adds into dpos (and dcls)
