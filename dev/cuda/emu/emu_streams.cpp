@@ -110,6 +110,7 @@ void stream_destroyed(cudaStream_t s) {
 
 void stream_op_now(cudaStream_t s, const char *what) {
     if (s == nullptr) {
+        capture_check_legacy(what); // not while a blocking stream captures (emu_graph.cpp)
         run_blocking_streams(); // legacy: after every blocking stream's work queued so far
         ++legacy_ops;
         race::legacy_op_begins(legacy_ops, what);
