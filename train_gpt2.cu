@@ -299,7 +299,7 @@ static void gpu_forward_backward(void *ctx, int step) {
                                   (uint64_t)t->mg->world + (uint64_t)t->mg->rank;
         gpt2cuda_arm_dropout(model, draw);
         if (t->graph != NULL && step > t->first_step && counted > 0) {
-            gpt2_step_graph_micro_step(t->graph, model, batch, scale, copied);
+            gpt2_step_graph_micro_step(t->graph, batch, scale, copied);
             grad_sync_detach(t->sync);
             continue;
         }
@@ -496,11 +496,11 @@ int main(int argc, char **argv) {
                100.0 * tps * flops_per_token / peak_flops);
     }
     if (use_graphs) {
-        if (lead && graph.launches > 0) {
-            printf("CUDA graphs: %d captured (%zu nodes each), %d launched\n", graph.captures,
-                   graph.nodes, graph.launches);
+        if (lead && graph.graph.launches > 0) {
+            printf("CUDA graphs: %d captured (%zu nodes each), %d launched\n",
+                   graph.graph.captures, graph.graph.nodes, graph.graph.launches);
         }
-        gpt2_step_graph_free(&graph, &model);
+        gpt2_step_graph_free(&graph);
     }
     gpt2_feed_free(&feed); // joins the thread before the loader goes
     gpt2_train_setup_free(&run);
