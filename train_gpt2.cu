@@ -100,8 +100,8 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
         {"-cg", CLI_INT, &gpu->cuda_graphs, 0, 1,
          "CUDA graphs: 1 = each micro-step's forward and backward captured once\n"
-         "(after the first step) and launched as one graph, one rank only;\n"
-         "0 = every kernel launched on its own (default 1)", NULL, 0, 0},
+         "(after the first step) and launched as one graph (one rank, not SFT\n"
+         "data; else eager); 0 = every kernel launched on its own (default 1)", NULL, 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -401,9 +401,11 @@ int main(int argc, char **argv) {
     }
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     gpt2cuda_set_drop_path(&model, args.drop_path, args.seed);
-    // CUDA graphs need one rank (the reduction's second stream is not captured)
+    // CUDA graphs need one rank (the reduction's second stream is not captured);
+    // SFT batches count a different number of targets each, a scale the graph
+    // takes by value: each would be captured anew
     Gpt2StepGraph graph;
-    const int use_graphs = gpu.cuda_graphs && mg.world == 1;
+    const int use_graphs = gpu.cuda_graphs && mg.world == 1 && !run.train.is_sft;
     if (use_graphs) gpt2_step_graph_init(&graph, &model);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
@@ -438,7 +440,9 @@ int main(int argc, char **argv) {
         printf("CUDA graphs: %s\n",
                use_graphs ? "on (-cg 1): each micro-step's forward and backward as one graph after "
                             "the first step; the wte gradient, the update and eval eager"
-               : gpu.cuda_graphs ? "off: several ranks (-cg 1 needs one)" : "off (-cg 0)");
+               : !gpu.cuda_graphs ? "off (-cg 0)"
+               : mg.world > 1     ? "off: several ranks (-cg 1 needs one)"
+                                  : "off: SFT batches (their counted targets, a captured scale, change every batch)");
     }
     // MFU: 6 N flops per token for the matmuls with weights, 12 L C T for attention
     // (forward + backward, causal mask not discounted), against the dense peak
