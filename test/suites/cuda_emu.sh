@@ -102,6 +102,8 @@ selftest graph-malloc "cudaMalloc during stream capture: cudaErrorStreamCaptureU
 selftest graph-sync "cudaStreamSynchronize during stream capture: cudaErrorStreamCaptureUnsupported"
 selftest graph-memcpy "cudaMemcpy (synchronous) during stream capture: cudaErrorStreamCaptureUnsupported"
 selftest graph-legacy "on the legacy stream while a blocking stream captures a graph (cudaErrorStreamCaptureImplicit)"
+selftest graph-attribute "cudaFuncSetAttribute (the project sets attributes once, at init) during stream capture"
+selftest graph-pageable "cudaMemcpyAsync during stream capture: cudaErrorStreamCaptureUnsupported (pageable host memory"
 selftest gemm-ld "leading dimension 4 < rows 8"
 selftest gemm-range "gemm B: 288 bytes"
 selftest lt-align "chosen for 256-byte alignment"

@@ -107,6 +107,12 @@ cudaError_t capture_refuses(const char *call, cudaStream_t s, bool unsafe) {
     return cudaSuccess;
 }
 
+cudaError_t capture_invalidate(cudaStream_t s, cudaError_t code, const char *call, const char *why) {
+    auto it = captures.find(s);
+    if (it == captures.end()) device_abort("capture_invalidate(%s): stream %p is not capturing", call, (void *)s);
+    return refuse(it->second, code, call, why);
+}
+
 void capture_check_legacy(const char *what) {
     if (capture_refuses(what, nullptr, false) != cudaSuccess) {
         device_abort("%s on the legacy stream while a blocking stream captures a graph "

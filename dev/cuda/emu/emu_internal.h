@@ -54,6 +54,8 @@ void pinned_wait(cudaStream_t stream, bool every_stream, unsigned long long upto
 // nullptr, is legacy-stream work (refused while a blocking stream captures).
 cudaError_t capture_refuses(const char *call, cudaStream_t s, bool unsafe);
 bool stream_capturing_any(); // a capture is under way on this thread
+// refuses `call` on the capturing stream s with `code`, saying why; invalidates the capture
+cudaError_t capture_invalidate(cudaStream_t s, cudaError_t code, const char *call, const char *why);
 // the same for work that cannot return a code (a kernel, a library call on stream 0): aborts
 void capture_check_legacy(const char *what);
 // a library call's work on `stream`: recorded when it captures, else run now

@@ -239,7 +239,8 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     if (emu::stream_capturing(stream)) { // recorded: the graph's launch queues the copy
         const bool host_src = !emu::is_device(src), host_dst = !emu::is_device(dst);
         if ((host_src && !emu::is_pinned(src, bytes)) || (host_dst && !emu::is_pinned(dst, bytes))) {
-            return emu::capture_refuses("cudaMemcpyAsync with pageable host memory", stream, false);
+            return emu::capture_invalidate(stream, cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync",
+                                           "pageable host memory: a captured copy needs page-locked or device memory");
         }
         emu::capture_record(stream, "cudaMemcpyAsync", [=](cudaStream_t s) {
             CUDA_EMU_ISSUE(cudaMemcpyAsync(dst, src, bytes, kind, s), "cudaMemcpyAsync");

@@ -175,9 +175,12 @@ static void graph_sequence(float *y, float *copy, const float *x, const float *a
 // and a host scalar changed after the capture does not reach them (the
 // launch's arguments are copies); graph-stale: the eager run with the
 // changed scalar differs from a replay (the equality can fail: exit 1).
-// graph-malloc, graph-sync, graph-memcpy, graph-legacy: a call a capture
-// forbids (cudaMalloc, cudaStreamSynchronize of the capturing stream, a
-// synchronous cudaMemcpy, a kernel on stream 0) fails with CUDA's code.
+// graph-malloc, graph-sync, graph-memcpy, graph-legacy, graph-pageable: a
+// call a capture forbids (cudaMalloc, cudaStreamSynchronize of the capturing
+// stream, a synchronous cudaMemcpy, a kernel on stream 0, a copy from
+// pageable memory) fails with CUDA's code; graph-attribute: a
+// cudaFuncSetAttribute during a capture is refused (the project sets
+// attributes once, at init: llmc/cuda/norm.cuh, smem_optin.cuh).
 static int graph_case(const char *c, float *x) {
     float h[64], eager[64], replay[64];
     for (int i = 0; i < 64; i++) h[i] = 0.25f * (float)i - 3.0f;
@@ -205,6 +208,12 @@ static int graph_case(const char *c, float *x) {
     if (strcmp(c, "graph-sync") == 0) CUDA_CHECK(cudaStreamSynchronize(s));
     if (strcmp(c, "graph-memcpy") == 0) CUDA_CHECK(cudaMemcpy(h, y, sizeof(h), cudaMemcpyDeviceToHost));
     if (strcmp(c, "graph-legacy") == 0) scale_add_kernel<<<2, 32>>>(y, x, 1.0f, 64);
+    if (strcmp(c, "graph-attribute") == 0) { // the project's rule: attributes at init only
+        CUDA_CHECK(cudaFuncSetAttribute(scale_add_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10));
+    }
+    if (strcmp(c, "graph-pageable") == 0) {
+        CUDA_CHECK(cudaMemcpyAsync(y, h, sizeof(h), cudaMemcpyHostToDevice, s));
+    }
     graph_sequence(y, copy, x, as, 3, s);
     as[1] = 100.0f; // after the capture: the graph keeps -1.75
     CUDA_CHECK(cudaStreamEndCapture(s, &graph));
