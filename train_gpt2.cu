@@ -13,7 +13,9 @@
 // main reads top-down: parse; set up (llmc/gpt2/gpt2_train_setup.c, shared
 // with train_gpt2.c); the hooks table (this file: the GPU model's calls);
 // the loop (llmc/gpt2/gpt2_train_loop.c). The step, on every GPU:
-//   1. forward and backward over grad_accum micro-batches, fed by a host thread;
+//   1. forward and backward over grad_accum micro-batches, fed by a host thread
+//      (-cg 1, one rank: each micro-step's forward and backward as one CUDA
+//      graph, llmc/cuda/gpt2_step_graph.cuh; the run's first step eager);
 //   2. each layer's gradients reduced over the ranks as its backward ends (ZeRO-1 or all-reduce);
 //   3. the mean loss, the global norm and the clip scale on the GPU; a bad one skips the update;
 //   4. AdamW on the device, then the step's one wait for the GPU;
@@ -27,6 +29,7 @@
 #include "cuda/gpt2_cuda.cuh"
 #include "cuda/gpt2_feed.cuh"
 #include "cuda/gpt2_mc_eval.cuh"
+#include "cuda/gpt2_step_graph.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
 #include "cuda/multi_gpu_ranks.cuh"
@@ -60,6 +63,7 @@ typedef struct {
     int recompute;              // -r: 0, 1 or 2 (llmc/cuda/transformer_block.cuh)
     int fuse_epilogues;         // -fe: 0 or 1 (llmc/cuda/matmul_plan.cuh)
     int tune_algos;             // -ga: 0 or 1 (llmc/cuda/matmul_algo_choice.cuh)
+    int cuda_graphs;            // -cg: 1 = micro-steps as CUDA graphs where they can be
 } GpuArgs;
 
 // The GPT-2 trainers' shared flags (llmc/gpt2/gpt2_train_args.c) with the GPU
@@ -70,7 +74,8 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     a.seq_len = 1024;
     memset(gpu, 0, sizeof(*gpu));
     gpu->fuse_epilogues = 1;
-    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 8];
+    gpu->cuda_graphs = 1;
+    CliFlag flags[GPT2_TRAIN_MAX_FLAGS + 9];
     int all = gpt2_train_flags(&a, GPT2_FLAGS_CORE | GPT2_FLAGS_EXTRAS | GPT2_FLAGS_DROPOUT | GPT2_FLAGS_MC,
                                flags),
         n = 0;
@@ -98,6 +103,10 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
         FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
         GEMM_ALGO_CLI_FLAG(&gpu->tune_algos),
+        {"-cg", CLI_INT, &gpu->cuda_graphs, 0, 1,
+         "CUDA graphs: 1 = each micro-step's forward and backward captured once\n"
+         "(after the first step) and launched as one graph (one rank, not SFT\n"
+         "data; else eager); 0 = every kernel launched on its own (default 1)", NULL, 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -228,6 +237,7 @@ typedef struct {
     const McEvalSet *mc; // -mc: scored with every val loss (NULL: none)
     int T;
     Gpt2Feed *feed; // the training micro-batches, prepared on a host thread (it owns the loader)
+    Gpt2StepGraph *graph; // -cg 1: the micro-steps' graph (NULL: eager)
     Rng *rng;       // sampling (the checkpoints' RNG)
     const StepOutliers *outliers; // the loop's windows (the checkpoints')
     int grad_accum, total_tokens, max_steps, first_step, lead;
@@ -293,6 +303,11 @@ static void gpu_forward_backward(void *ctx, int step) {
         const uint64_t draw = ((uint64_t)step * (uint64_t)grad_accum + (uint64_t)micro) *
                                   (uint64_t)t->mg->world + (uint64_t)t->mg->rank;
         gpt2cuda_arm_dropout(model, draw);
+        if (t->graph != NULL && step > t->first_step && counted > 0) {
+            gpt2_step_graph_micro_step(t->graph, batch, scale, copied);
+            grad_sync_detach(t->sync);
+            continue;
+        }
         gpt2cuda_forward_batch(model, batch, scale, copied);
         if (counted > 0) {
             gpt2cuda_backward(model, scale);
@@ -396,6 +411,12 @@ int main(int argc, char **argv) {
     matmul_algo_choice_setup(&model.mm, gpu.tune_algos, args.output_dir, resumed_from >= 0);
     gpt2cuda_set_resid_dropout(&model, args.resid_dropout, args.seed);
     gpt2cuda_set_drop_path(&model, args.drop_path, args.seed);
+    // CUDA graphs need one rank (the reduction's second stream is not captured);
+    // SFT batches count a different number of targets each, a scale the graph
+    // takes by value: each would be captured anew
+    Gpt2StepGraph graph;
+    const int use_graphs = gpu.cuda_graphs && mg.world == 1 && !run.train.is_sft;
+    if (use_graphs) gpt2_step_graph_init(&graph, &model);
     GradSync sync;
     grad_sync_init(&sync, &mg, &model, args.zero_stage); // ZeRO-1: shards the moments
     if (host.m_memory != NULL) {
@@ -426,6 +447,12 @@ int main(int argc, char **argv) {
         if (resumed_from >= 0) {
             printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
         }
+        printf("CUDA graphs: %s\n",
+               use_graphs ? "on (-cg 1): each micro-step's forward and backward as one graph after "
+                            "the first step; the wte gradient, the update and eval eager"
+               : !gpu.cuda_graphs ? "off (-cg 0)"
+               : mg.world > 1     ? "off: several ranks (-cg 1 needs one)"
+                                  : "off: SFT batches (their counted targets, a captured scale, change every batch)");
     }
     // MFU: 6 N flops per token for the matmuls with weights, 12 L C T for attention
     // (forward + backward, causal mask not discounted), against the dense peak
@@ -447,6 +474,7 @@ int main(int argc, char **argv) {
     trainer.mg = &mg;
     trainer.args = &args;
     trainer.feed = &feed;
+    trainer.graph = use_graphs ? &graph : NULL;
     trainer.val = have_val ? &run.val : NULL;
     trainer.mc = have_mc ? &mc : NULL;
     trainer.T = T;
@@ -480,6 +508,13 @@ int main(int argc, char **argv) {
                norm_mode_name(model.mode), FLOATX_NAME, B, T, mg.world, tps,
                1e3 * timed_seconds * total_tokens / timed_tokens,
                100.0 * tps * flops_per_token / peak_flops);
+    }
+    if (use_graphs) {
+        if (lead && graph.graph.launches > 0) {
+            printf("CUDA graphs: %d captured (%zu nodes each), %d launched\n",
+                   graph.graph.captures, graph.graph.nodes, graph.graph.launches);
+        }
+        gpt2_step_graph_free(&graph);
     }
     gpt2_feed_free(&feed); // joins the thread before the loader goes
     gpt2_train_setup_free(&run);

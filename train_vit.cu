@@ -21,7 +21,9 @@
 // loop (llmc/vision/vision_train_loop.c). The step, on every GPU:
 //   1. its slice of a global batch of -b x ranks images, augmented ahead on host threads
 //      (train_vit's flips, crops, -reprob erasing, -mixup / -cutmix of the slice);
-//   2. forward, label-smoothed cross-entropy (mixed targets) and backward on the GPU;
+//   2. forward, label-smoothed cross-entropy (mixed targets) and backward on the GPU
+//      (-cg 1, ViT on one rank: as one CUDA graph, llmc/cuda/vit_step_graph.cuh;
+//      the run's first step eager);
 //   3. the gradients averaged over the ranks (all-reduce or ZeRO-1), the global norm, clipped to -c;
 //   4. AdamW on the device at the warmup + cosine learning rate; -ema: the EMA of the weights
 //      (llmc/cuda/vision_ema.cuh, each rank its slices under ZeRO-1);
@@ -34,6 +36,7 @@
 
 #include "cuda/multi_gpu.cuh"
 #include "cuda/multi_gpu_ranks.cuh"
+#include "cuda/vit_step_graph.cuh"
 #include "cuda/vision_ema.cuh"
 #include "cuda/vision_grad_sync.cuh"
 
@@ -67,6 +70,7 @@ typedef struct {
     const char *attention_name; // -at: NULL = the build's default for the model's family
     int recompute;              // -r: 0, 1 or 2, ViT only (llmc/cuda/transformer_block.cuh)
     int fuse_epilogues;         // -fe: 0 or 1, ViT's blocks (llmc/cuda/matmul_plan.cuh)
+    int cuda_graphs;            // -cg: 1 = ViT steps as CUDA graphs where they can be
 } GpuArgs;
 
 // Batches queued ahead of the GPU: k+1 and k+2 are built while step k runs.
@@ -76,8 +80,11 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
     VitTrainArgs a = vit_train_args_defaults();
     memset(gpu, 0, sizeof(*gpu));
     gpu->fuse_epilogues = 1;
-    gpu->data_workers = 8; // ~550 Swin-Tiny crops/s each (docs/performance.md): 8 feed ~4k images/s
-    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 7];
+    // ~0.78 ms an image each under Swin-T's recipe (bench_augment, docs/performance.md):
+    // 8 workers cover ~10,000 images/s
+    gpu->data_workers = 8;
+    gpu->cuda_graphs = 1;
+    CliFlag flags[VIT_TRAIN_MAX_FLAGS + 8];
     int n = vit_train_flags(&a, flags);
     const CliFlag gpu_flags[] = {
         {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
@@ -101,6 +108,10 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "tc|cublas|flash|window|cudnn", 0, 0},
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
         FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
+        {"-cg", CLI_INT, &gpu->cuda_graphs, 0, 1,
+         "CUDA graphs: 1 = each step's forward and backward captured once (after\n"
+         "the first step) and launched as one graph, ViT on one rank only (Swin\n"
+         "runs eager); 0 = every kernel launched on its own (default 1)", NULL, 0, 0},
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -214,6 +225,8 @@ typedef struct {
     float *drop_scales;   // -dp: the global batch's drop-path scales (world * B, L, 2), or NULL
     VisionEmaCuda *ema;   // -ema: the EMA of the weights on the device, or NULL
     WeightEma *host_ema;  // its host copy for the checkpoints (the set-up's)
+    VitStepGraph *graph;  // -cg 1: the steps' graph (NULL: eager)
+    int steps_run;        // by this process: its first step runs eager
 } GpuTrainer;
 
 static void gpu_epoch_begins(void *ctx, int epoch, int first_batch, int end_batch) {
@@ -244,9 +257,14 @@ static float gpu_forward_backward(void *ctx, int epoch, int batch) {
             t->model, t->drop_scales + (size_t)t->rank * B * blocks * DROP_PATH_BRANCHES, B);
     }
     // queued: the loss is averaged over the ranks and read with the norm (gpu_step_loss)
-    classifier_cuda_forward_queued(t->model, images, labels, t->args->smoothing, B);
-    classifier_cuda_zero_grad(t->model);
-    classifier_cuda_backward(t->model, 1.0f / (float)B);
+    if (t->graph != NULL && t->steps_run > 0) {
+        vit_step_graph_step(t->graph, images, labels, t->args->smoothing, B, 1.0f / (float)B);
+    } else {
+        classifier_cuda_forward_queued(t->model, images, labels, t->args->smoothing, B);
+        classifier_cuda_zero_grad(t->model);
+        classifier_cuda_backward(t->model, 1.0f / (float)B);
+    }
+    t->steps_run++;
     classifier_cuda_set_drop_path(t->model, NULL, B); // the test pass keeps every branch
     classifier_cuda_set_mix_targets(t->model, MixTargets{NULL, NULL}, B); // and its labels
     return NAN;
@@ -357,6 +375,10 @@ int main(int argc, char **argv) {
         transformer_blocks_report_acts("vitcuda", gpu.recompute, model.vit.block_act_bytes, B,
                                        vit_num_tokens(&model.vit.config));
     }
+    // CUDA graphs: ViT on one rank (the reduction is not captured; Swin runs eager)
+    VitStepGraph graph;
+    const int use_graphs = gpu.cuda_graphs && mg.world == 1 && model.family == FAMILY_VIT;
+    if (use_graphs) vit_step_graph_init(&graph, &model.vit);
     VisionGradSync sync;
     vision_grad_sync_init(&sync, &mg, &model, args.zero_stage);
     VisionEmaCuda ema; // -ema: from the set-up's (a copy of the weights, or the checkpoint's)
@@ -375,6 +397,12 @@ int main(int argc, char **argv) {
                args.train_data, train->count, test->count, B, mg.world,
                sync.sharded ? "ZeRO-1" : "all-reduce", total_steps, batches_per_epoch);
         if (resumed_from >= 0) printf("resumed from %s at step %d\n", args.output_dir, resumed_from);
+        printf("CUDA graphs: %s\n",
+               use_graphs ? "on (-cg 1): each step's forward and backward as one graph after the "
+                            "first step; the update and the test passes eager"
+               : !gpu.cuda_graphs ? "off (-cg 0)"
+               : mg.world > 1     ? "off: several ranks (-cg 1 needs one)"
+                                  : "off: Swin steps run eager");
         fflush(stdout);
     }
 
@@ -394,6 +422,7 @@ int main(int argc, char **argv) {
     trainer.host = &host;
     trainer.ema = run.ema.values != NULL ? &ema : NULL;
     trainer.host_ema = &run.ema;
+    trainer.graph = use_graphs ? &graph : NULL;
     trainer.images = (float *)malloc_check(mul_size_check(B, image_floats * sizeof(float), "batch"),
                                            "batch");
     trainer.labels = (int *)malloc_check((size_t)B * sizeof(int), "labels");
@@ -437,6 +466,13 @@ int main(int argc, char **argv) {
                vision_family_name(host.family), norm_mode_name(classifier_cuda_mode(&model)),
                FLOATX_NAME, r.test_accuracy, r.test_loss, r.images_per_s, r.median_images_per_s,
                r.test_top5, r.test_ema_accuracy, r.test_ema_top5, r.test_ema_loss);
+    }
+    if (use_graphs) {
+        if (lead && graph.graph.launches > 0) {
+            printf("CUDA graphs: %d captured (%zu nodes each), %d launched\n",
+                   graph.graph.captures, graph.graph.nodes, graph.graph.launches);
+        }
+        vit_step_graph_free(&graph);
     }
     batch_prefetch_free(prefetch); // joins the workers (a stop may leave batches queued)
     free(trainer.images);

@@ -31,8 +31,8 @@ __host__ __device__ inline uint64_t dropout_mix64(uint64_t z) {
 // is exact, also under --use_fast_math, where '/' may be approximate).
 // in * scale is one fp32 multiply, as on the CPU, so the fp32 build's output
 // equals dropout_apply's; in bf16 the product is rounded to bf16 once.
-__global__ void dropout_kernel(floatX *out, const floatX *in, size_t n, float p, float scale,
-                               uint64_t key) {
+__device__ inline void dropout_grid(floatX *out, const floatX *in, size_t n, float p, float scale,
+                                    uint64_t key) {
     const size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const uint64_t h = dropout_mix64(key + DROPOUT_GOLDEN_GAMMA * (uint64_t)(i + 1));
@@ -40,17 +40,43 @@ __global__ void dropout_kernel(floatX *out, const floatX *in, size_t n, float p,
         out[i] = from_float<floatX>(u >= p ? to_float(in[i]) * scale : 0.0f);
     }
 }
+__global__ void dropout_kernel(floatX *out, const floatX *in, size_t n, float p, float scale,
+                               uint64_t key) {
+    dropout_grid(out, in, n, p, scale, key);
+}
+// the key read from device memory: a launch captured in a CUDA graph draws
+// the masks of whatever draw the host wrote there before the graph's launch
+__global__ void dropout_device_key_kernel(floatX *out, const floatX *in, size_t n, float p,
+                                          float scale, const uint64_t *key) {
+    dropout_grid(out, in, n, p, scale, *key);
+}
+
+// the mask key of stream `stream` under `seed` (the kernels hash it with each index)
+static inline uint64_t dropout_key(uint64_t seed, uint64_t stream) {
+    return dropout_mix64(seed + DROPOUT_GOLDEN_GAMMA * (stream + 1));
+}
+
+static inline int dropout_grid_blocks(size_t n) {
+    const size_t blocks = (n + 255) / 256;
+    return blocks < 8192 ? (int)blocks : 8192; // grid-stride beyond
+}
 
 // out = dropout(in) with mask stream `stream` (out may be in); 0 <= p < 1
 static inline void dropout_cuda(floatX *out, const floatX *in, size_t n, float p, uint64_t seed,
                                 uint64_t stream, cudaStream_t st) {
     if (n == 0) return;
     const float scale = 1.0f / (1.0f - p); // dropout_apply's scale, bit for bit
-    const uint64_t key = dropout_mix64(seed + DROPOUT_GOLDEN_GAMMA * (stream + 1));
-    const int threads = 256;
-    const size_t blocks = (n + threads - 1) / threads;
-    const int grid = blocks < 8192 ? (int)blocks : 8192; // grid-stride beyond
-    dropout_kernel<<<grid, threads, 0, st>>>(out, in, n, p, scale, key);
+    dropout_kernel<<<dropout_grid_blocks(n), 256, 0, st>>>(out, in, n, p, scale,
+                                                           dropout_key(seed, stream));
+    CUDA_CHECK_LAUNCH();
+}
+
+// dropout_cuda with the key (dropout_key) in device memory at key_dev
+static inline void dropout_device_key_cuda(floatX *out, const floatX *in, size_t n, float p,
+                                           const uint64_t *key_dev, cudaStream_t st) {
+    if (n == 0) return;
+    const float scale = 1.0f / (1.0f - p);
+    dropout_device_key_kernel<<<dropout_grid_blocks(n), 256, 0, st>>>(out, in, n, p, scale, key_dev);
     CUDA_CHECK_LAUNCH();
 }
 

@@ -143,15 +143,18 @@ typedef struct {
     uint64_t drop_path_seed;
     float *drop_scales, *drop_scales_host;
     int drop_active;
+    // the dropout mask keys of the last train forward's draw, (L, 2): device, host
+    uint64_t *dropout_keys, *dropout_keys_host;
 } GPT2Cuda;
 
 // x = dropout(y) for residual branch `branch` (0 attention, 1 MLP) of layer l
-// in the last forward's draw: the CPU model's mask (dropout_branch_stream)
+// in the last forward's draw: the CPU model's mask (dropout_branch_stream),
+// its key read from device memory (dropout_keys), so a captured CUDA graph
+// draws each forward's masks (llmc/cuda/gpt2_step_graph.cuh)
 static inline void gpt2cuda_branch_dropout(const GPT2Cuda *m, floatX *x, const floatX *y, int l,
                                            int branch) {
-    dropout_cuda(x, y, (size_t)m->B * m->T * m->config.channels, m->resid_dropout,
-                 m->dropout_seed, dropout_branch_stream(m->dropout_draw, m->config.num_layers, l, branch),
-                 m->mm.stream);
+    dropout_device_key_cuda(x, y, (size_t)m->B * m->T * m->config.channels, m->resid_dropout,
+                            m->dropout_keys + DROP_PATH_BRANCHES * l + branch, m->mm.stream);
 }
 
 // transformer_block.cuh's branch mask: the residual dropout of a train forward
@@ -243,6 +246,9 @@ static inline void gpt2cuda_init(GPT2Cuda *m, const GPT2 *host, int max_B, int m
     const size_t drop_floats = (size_t)max_B * c->num_layers * DROP_PATH_BRANCHES;
     m->drop_scales = cuda_alloc<float>(drop_floats);
     m->drop_scales_host = (float *)malloc_check(drop_floats * sizeof(float), "drop-path scales");
+    const size_t keys = (size_t)c->num_layers * DROP_PATH_BRANCHES;
+    m->dropout_keys = cuda_alloc<uint64_t>(keys);
+    m->dropout_keys_host = (uint64_t *)malloc_check(keys * sizeof(uint64_t), "dropout keys");
     m->max_B = max_B;
     m->max_T = max_T;
 }
@@ -276,19 +282,20 @@ static inline void gpt2cuda_cbwc_refresh(GPT2Cuda *m) {
 // waiting for the GPU: the mean loss over the counted targets stays on the
 // device (gpt2cuda_mean_loss reads it, gpt2cuda_loss_sum the sum since the
 // last reset).
-static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
-                                          float dlogits_scale, cudaEvent_t copied) {
+// Split for CUDA graphs (llmc/cuda/gpt2_step_graph.cuh): gpt2cuda_stage_batch
+// (the host's part: checks, this forward's dropout keys or drop-path scales,
+// the batch's copies), gpt2cuda_forward_launches (device work only, nothing
+// that waits or allocates: capturable), gpt2cuda_forward_done (the host's
+// flags after it).
+static inline void gpt2cuda_stage_batch(GPT2Cuda *m, const TokenBatch *batch, cudaEvent_t copied) {
     const int B = batch->B, T = batch->T;
     if (B > m->max_B || T > m->max_T || B <= 0 || T <= 0) {
         fatal("gpt2cuda_forward: B=%d T=%d outside the allocated %d x %d", B, T, m->max_B,
               m->max_T);
     }
     const GPT2Config *cfg = &m->config;
-    const int C = cfg->channels;
-    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
     const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
-    const MatmulContext *mm = &m->mm;
     m->B = B;
     m->T = T;
     m->dropout_active = m->dropout_next && m->resid_dropout > 0.0f; // only a train forward
@@ -301,6 +308,19 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
         drop_path_draw(m->drop_scales_host, B, cfg->num_layers, m->drop_path, &rng);
         // pageable: the call returns once the host buffer has been read
         CUDA_CHECK(cudaMemcpyAsync(m->drop_scales, m->drop_scales_host, n * sizeof(float),
+                                   cudaMemcpyHostToDevice, st));
+    }
+    if (m->dropout_active) { // this draw's mask keys, which the dropout kernels read
+        const int L = cfg->num_layers;
+        for (int l = 0; l < L; l++) {
+            for (int b = 0; b < DROP_PATH_BRANCHES; b++) {
+                m->dropout_keys_host[DROP_PATH_BRANCHES * l + b] =
+                    dropout_key(m->dropout_seed, dropout_branch_stream(m->dropout_draw, L, l, b));
+            }
+        }
+        // pageable: the call returns once the host buffer has been read
+        CUDA_CHECK(cudaMemcpyAsync(m->dropout_keys, m->dropout_keys_host,
+                                   (size_t)L * DROP_PATH_BRANCHES * sizeof(uint64_t),
                                    cudaMemcpyHostToDevice, st));
     }
     if (batch->storage_ints > m->batch_dev_ints) {
@@ -327,6 +347,17 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
         w->partials = m->scratch.wte_partials;
     }
     if (centred && m->centred_stale) gpt2cuda_cbwc_refresh(m);
+}
+
+// the staged forward's device work (counted: the targets counted on the host)
+static inline void gpt2cuda_forward_launches(GPT2Cuda *m, int has_targets, int counted,
+                                             float dlogits_scale) {
+    const GPT2Config *cfg = &m->config;
+    const int B = m->B, T = m->T, C = cfg->channels;
+    const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size, BT = B * T;
+    const int centred = norm_policy(m->mode)->cbwc;
+    const cudaStream_t st = m->mm.stream;
+    const MatmulContext *mm = &m->mm;
     ParamsOf<floatX> p = m->params_x;
     ActivationsCuda a = m->acts;
 
@@ -334,17 +365,26 @@ static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
     transformer_blocks_forward(m, B, T, 4 * C, GPT2BranchDropout{m});
     // tied head reads the proxy wte in every mode (docs/math.md section 4)
     matmul_forward_cuda(mm, a.logits, a.lnf, p.wte, NULL, BT, C, Vp);
-    m->logits_are_grads = 0;
-    m->backward_ready = 0;
-    if (!batch->has_targets) return;
-    const int counted = batch->counted; // counted on the host
-    m->loss_tokens = counted;
-    const int write_grad = dlogits_scale > 0.0f;
-    crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, dlogits_scale, write_grad, st);
-    m->logits_are_grads = write_grad;
+    if (!has_targets) return;
+    crossentropy_cuda(a.losses, a.logits, m->targets, BT, V, Vp, dlogits_scale,
+                      dlogits_scale > 0.0f, st);
     step_loss_add(m->scalars, a.losses, BT, counted, st);
-    m->backward_ready = 1;
+}
+
+static inline void gpt2cuda_forward_done(GPT2Cuda *m, int has_targets, int counted,
+                                         float dlogits_scale) {
+    m->logits_are_grads = has_targets && dlogits_scale > 0.0f;
+    m->backward_ready = has_targets;
+    if (!has_targets) return;
+    m->loss_tokens = counted;
     m->loss_ready = 1;
+}
+
+static inline void gpt2cuda_forward_batch(GPT2Cuda *m, const TokenBatch *batch,
+                                          float dlogits_scale, cudaEvent_t copied) {
+    gpt2cuda_stage_batch(m, batch, copied);
+    gpt2cuda_forward_launches(m, batch->has_targets, batch->counted, dlogits_scale);
+    gpt2cuda_forward_done(m, batch->has_targets, batch->counted, dlogits_scale);
 }
 
 // Forward over host tokens (B, T) and targets (NULL: no loss), as
@@ -417,16 +457,14 @@ static inline void gpt2cuda_zero_grad(GPT2Cuda *m) {
     gpt2cuda_loss_reset(m);
 }
 
-// Accumulates the parameter gradients of loss_scale * sum of per-token
-// losses (ignored when the forward already wrote dlogits with its scale).
-static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
-    if (!m->backward_ready) fatal("gpt2cuda_backward: needs a forward pass with targets first");
-    if (m->inference) fatal("gpt2cuda_backward: the model was set up for inference only");
+// The backward's device work down to the embeddings (capturable: its grids
+// are fixed by B, T and the model), and the embeddings' gradient, whose wte
+// part launches a grid per batch (the token buckets the host built).
+static inline void gpt2cuda_backward_launches(GPT2Cuda *m, float loss_scale) {
     const GPT2Config *cfg = &m->config;
     const int B = m->B, T = m->T, BT = B * T;
     const int C = cfg->channels;
     const int V = cfg->vocab_size, Vp = cfg->padded_vocab_size;
-    const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
     ParamsOf<floatX> p = m->params_x;
@@ -440,11 +478,30 @@ static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
     matmul_backward_cuda(mm, s.dln, g.wte, a.logits, a.lnf, p.wte, BT, C, Vp);
     transformer_blocks_backward(m, B, T, 4 * C, m->grads_ready, m->grads_ready_ctx,
                                 GPT2BranchDropout{m});
-    encoder_backward_cuda(g.wte, g.wpe, s.row_shift, s.dresidual, &m->wte_rows, B, T, C, centred,
-                          st);
+}
+
+static inline void gpt2cuda_backward_embeddings(GPT2Cuda *m) {
+    const int C = m->config.channels;
+    const int centred = norm_policy(m->mode)->cbwc;
+    ScratchCuda s = m->scratch;
+    encoder_backward_cuda(m->grads.wte, m->grads.wpe, s.row_shift, s.dresidual, &m->wte_rows, m->B,
+                          m->T, C, centred, m->mm.stream);
     if (m->grads_ready != NULL) m->grads_ready(m->grads_ready_ctx, -1);
+}
+
+static inline void gpt2cuda_backward_done(GPT2Cuda *m) {
     m->backward_ready = 0; // the logits now hold their gradient
     m->logits_are_grads = 0;
+}
+
+// Accumulates the parameter gradients of loss_scale * sum of per-token
+// losses (ignored when the forward already wrote dlogits with its scale).
+static inline void gpt2cuda_backward(GPT2Cuda *m, float loss_scale) {
+    if (!m->backward_ready) fatal("gpt2cuda_backward: needs a forward pass with targets first");
+    if (m->inference) fatal("gpt2cuda_backward: the model was set up for inference only");
+    gpt2cuda_backward_launches(m, loss_scale);
+    gpt2cuda_backward_embeddings(m);
+    gpt2cuda_backward_done(m);
 }
 
 // queues scalars->sumsq = the sum of squares of this rank's reduced gradients
@@ -570,11 +627,12 @@ static inline void gpt2cuda_free(GPT2Cuda *m) {
         m->scratch.datty, m->scratch.dqkv, m->scratch.dfch, m->scratch.dfch_gelu,
         m->scratch.dbias, m->scratch.reduce, m->scratch.row_shift, m->scratch.wte_partials,
         m->scratch.sumsq,
-        m->batch_dev, m->drop_scales};
+        m->batch_dev, m->drop_scales, m->dropout_keys};
     for (size_t i = 0; i < sizeof(buffers) / sizeof(buffers[0]); i++) {
         if (buffers[i] != NULL) CUDA_CHECK(cudaFree(buffers[i]));
     }
     free(m->drop_scales_host);
+    free(m->dropout_keys_host);
     cuda_params_x_free(m->params_x_memory, m->params_memory);
     if (m->grads_shard != m->grads_memory) CUDA_CHECK(cudaFree(m->grads_shard));
     attention_layers_free(&m->attention);

@@ -242,39 +242,59 @@ static inline void vitcuda_cbwc_refresh(ViTCuda *m) {
 // Forward of B host images (B, Cin, S, S); labels (B) may be NULL (no loss):
 // queued, nothing waits for the GPU; the mean loss stays on the device
 // (scalars->loss), the logits in acts.logits. vitcuda_forward waits for them.
-static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const int *labels,
-                                          float smoothing, int B) {
+// Split for CUDA graphs (llmc/cuda/vit_step_graph.cuh): vitcuda_stage (the
+// host's part: the images' and labels' copies, cbwc's projection when
+// stale), vitcuda_forward_launches (device work only: capturable),
+// vitcuda_forward_done (the host's flags).
+static inline void vitcuda_stage(ViTCuda *m, const float *images, const int *labels, int B) {
     if (B > m->max_B || B <= 0) fatal("vitcuda_forward: B=%d outside 1..%d", B, m->max_B);
     const ViTConfig *c = &m->config;
-    const int C = c->channels, H = C * c->mlp_ratio;
+    const int S = c->image_size, Cin = c->image_channels;
+    const cudaStream_t st = m->mm.stream;
+    m->B = B;
+    if (norm_policy(m->mode)->cbwc && m->centred_stale) vitcuda_cbwc_refresh(m);
+    CUDA_CHECK(cudaMemcpyAsync(m->acts.images, images, (size_t)B * Cin * S * S * sizeof(float),
+                               cudaMemcpyHostToDevice, st));
+    if (labels == NULL) return;
+    CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int), cudaMemcpyHostToDevice,
+                               st));
+}
+
+static inline void vitcuda_forward_launches(ViTCuda *m, int has_labels, float smoothing) {
+    const ViTConfig *c = &m->config;
+    const int B = m->B, C = c->channels, H = C * c->mlp_ratio;
     const int T = vit_num_tokens(c), K = c->num_classes;
     const int S = c->image_size, Cin = c->image_channels;
     const int centred = norm_policy(m->mode)->cbwc;
     const cudaStream_t st = m->mm.stream;
     const MatmulContext *mm = &m->mm;
-    m->B = B;
-    if (centred && m->centred_stale) vitcuda_cbwc_refresh(m);
     ViTParamsOf<floatX> p = m->params_x;
     ViTActivationsCuda a = m->acts;
     const floatX *patchw = centred ? m->centred_patchw : p.patchw;
     const floatX *patchb = centred ? m->centred_patchb : p.patchb;
 
-    CUDA_CHECK(cudaMemcpyAsync(a.images, images, (size_t)B * Cin * S * S * sizeof(float),
-                               cudaMemcpyHostToDevice, st));
     patch_embed_forward_cuda(mm, a.patch_out, a.patches, a.images, patchw, patchb, B, Cin, S,
                              c->patch_size, C);
     vit_tokens_forward_cuda(a.encoded, a.patch_out, p.cls, p.pos, B, T, C, centred, st);
     transformer_blocks_forward(m, B, T, H, ViTDropPath{m});
     vit_cls_rows_cuda(a.lnf_cls, a.lnf, B, T, C, st);
     matmul_forward_cuda(mm, a.logits, a.lnf_cls, p.headw, p.headb, B, C, K);
-    m->backward_ready = labels != NULL;
-    if (labels == NULL) return;
-    CUDA_CHECK(cudaMemcpyAsync(m->labels, labels, (size_t)B * sizeof(int), cudaMemcpyHostToDevice,
-                               st));
+    if (!has_labels) return;
     classifier_loss_cuda(a.losses, NULL, a.logits, m->labels, &m->mix, smoothing, 0.0f, B, K, st);
     step_loss_reset(m->scalars, st); // loss_sum: this forward's mean loss alone
     step_loss_add(m->scalars, a.losses, B, B, st);
-    m->smoothing = smoothing;
+}
+
+static inline void vitcuda_forward_done(ViTCuda *m, int has_labels, float smoothing) {
+    m->backward_ready = has_labels;
+    if (has_labels) m->smoothing = smoothing;
+}
+
+static inline void vitcuda_forward_queued(ViTCuda *m, const float *images, const int *labels,
+                                          float smoothing, int B) {
+    vitcuda_stage(m, images, labels, B);
+    vitcuda_forward_launches(m, labels != NULL, smoothing);
+    vitcuda_forward_done(m, labels != NULL, smoothing);
 }
 
 // vitcuda_forward_queued, then the logits (and the mean loss) on the host:
@@ -314,9 +334,8 @@ static inline void vitcuda_set_mix_targets(ViTCuda *m, MixTargets mix, int B) {
     classifier_mix_upload(&m->mix, mix, B, m->mm.stream);
 }
 
-// Accumulates the gradients of loss_scale * sum of per-image losses.
-static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
-    if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
+// The backward's device work (capturable: its grids are fixed by B and the model).
+static inline void vitcuda_backward_launches(ViTCuda *m, float loss_scale) {
     const ViTConfig *c = &m->config;
     const int B = m->B, T = vit_num_tokens(c), BT = B * T, Np = T - 1;
     const int C = c->channels, H = C * c->mlp_ratio;
@@ -343,6 +362,12 @@ static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
     }
     vit_tokens_backward_cuda(g.cls, g.pos, s.dpatch, dstream, B, T, C, st);
     patch_embed_backward_cuda(mm, g.patchw, g.patchb, s.reduce, s.dpatch, a.patches, B * Np, PD, C);
+}
+
+// Accumulates the gradients of loss_scale * sum of per-image losses.
+static inline void vitcuda_backward(ViTCuda *m, float loss_scale) {
+    if (!m->backward_ready) fatal("vitcuda_backward: needs a forward pass with labels first");
+    vitcuda_backward_launches(m, loss_scale);
     m->backward_ready = 0;
 }
 

@@ -29,7 +29,9 @@
 #      as races: the race detector's report); and first (0) the emulator's own
 #      checks must fire (emu_selftest; emu_cudnn_selftest: the cuDNN shim's refusals), the race detector's among them (in the
 #      plain build; SAN=1 has none), and
-#      its tensor-core layouts (mma, ldmatrix) must pass, and fail when broken
+#      its tensor-core layouts (mma, ldmatrix) must pass, and fail when broken;
+#      CUDA graphs: a replay equals the eager run bit for bit (a stale captured
+#      scalar makes them differ), and a call a capture forbids fails with CUDA's code
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -89,6 +91,19 @@ selftest pinned-reuse "was rewritten while a cudaMemcpyAsync from it could still
 "$E/emu_selftest" pinned-ok > "$work/pinned.log" 2>&1 &&
     ok "emulator: page-locked copies held to their waits (the host's side NaN until then)" ||
     bad "emulator selftest pinned-ok: $(cat "$work/pinned.log")"
+"$E/emu_selftest" graph-ok > "$work/graph.log" 2>&1 &&
+    ok "emulator: a captured CUDA graph replays the eager run bit for bit, arguments by value" ||
+    bad "emulator selftest graph-ok: $(cat "$work/graph.log")"
+# the negative control: the eager run with the host scalar changed after the capture differs
+if "$E/emu_selftest" graph-stale > "$work/graph_stale.log" 2>&1; then
+    bad "emulator selftest graph-stale: a stale captured scalar went unseen: $(cat "$work/graph_stale.log")"
+else ok "emulator: a stale captured scalar makes replay and eager differ (the equality can fail)"; fi
+selftest graph-malloc "cudaMalloc during stream capture: cudaErrorStreamCaptureUnsupported"
+selftest graph-sync "cudaStreamSynchronize during stream capture: cudaErrorStreamCaptureUnsupported"
+selftest graph-memcpy "cudaMemcpy (synchronous) during stream capture: cudaErrorStreamCaptureUnsupported"
+selftest graph-legacy "on the legacy stream while a blocking stream captures a graph (cudaErrorStreamCaptureImplicit)"
+selftest graph-attribute "cudaFuncSetAttribute (the project sets attributes once, at init) during stream capture"
+selftest graph-pageable "cudaMemcpyAsync during stream capture: cudaErrorStreamCaptureUnsupported (pageable host memory"
 selftest gemm-ld "leading dimension 4 < rows 8"
 selftest gemm-range "gemm B: 288 bytes"
 selftest lt-align "chosen for 256-byte alignment"

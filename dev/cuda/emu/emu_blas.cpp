@@ -365,7 +365,9 @@ cublasStatus_t cublasGemmStridedBatchedEx(
     check_range(c, "gemm C", true);
     const bool tf32 = a_type == CUDA_R_32F && (compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                                                h->math == CUBLAS_TF32_TENSOR_OP_MATH);
-    gemm("cublasGemmStridedBatchedEx", a, tA, b, tB, c, c, m, n, k, al, be, tf32, Epilogue());
+    emu::stream_run(h->stream, "cublasGemmStridedBatchedEx", [=] { // recorded when capturing
+        gemm("cublasGemmStridedBatchedEx", a, tA, b, tB, c, c, m, n, k, al, be, tf32, Epilogue());
+    });
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -659,6 +661,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t d, const 
         check_range(x, "cublasLtMatmul GELU aux", true);
     }
     const bool tf32 = a.type == CUDA_R_32F && d->compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-    gemm("cublasLtMatmul", a, tA, b, tB, c, dm, m, n, k, alf, bet, tf32, ep);
+    // recorded when the stream captures a graph (emu_graph.cpp): the descriptors are read now
+    emu::stream_run(stream, "cublasLtMatmul", [=] {
+        gemm("cublasLtMatmul", a, tA, b, tB, c, dm, m, n, k, alf, bet, tf32, ep);
+    });
     return CUBLAS_STATUS_SUCCESS;
 }

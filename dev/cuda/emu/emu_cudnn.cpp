@@ -921,6 +921,20 @@ cudnnStatus_t cudnnBackendExecute(cudnnHandle_t handle, cudnnBackendDescriptor_t
     if (p->handle != handle) {
         return refuse(CUDNN_STATUS_BAD_PARAM, "cudnnBackendExecute: the handle is not the plan's");
     }
+    if (emu::stream_capturing(handle->stream)) { // recorded with the plan and pack of now (emu_graph.cpp)
+        const std::shared_ptr<Graph> g = p->engine.graph;
+        const std::vector<int64_t> uids = array<int64_t>(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS);
+        const std::vector<void *> ptrs = array<void *>(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
+        void *ws = scalar<void *>(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, nullptr);
+        const int64_t ws_bytes = p->workspace_bytes;
+        const bool nondeterministic = !p->engine.deterministic;
+        emu::stream_run(handle->stream, "cudnnBackendExecute", [=] {
+            if (execute_graph(*g, uids, ptrs, ws, ws_bytes, nondeterministic) != CUDNN_STATUS_SUCCESS) {
+                emu::device_abort("cudaGraphLaunch: a captured cudnnBackendExecute was refused");
+            }
+        });
+        return CUDNN_STATUS_SUCCESS;
+    }
     return execute_graph(*p->engine.graph, array<int64_t>(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS),
                          array<void *>(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS),
                          scalar<void *>(vp, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, nullptr),

@@ -267,6 +267,12 @@ void check_config(const char *name, const void *kernel, const LaunchConfig &c) {
 
 } // namespace
 
+void check_launch(const char *name, const void *kernel, const LaunchConfig &cfg) {
+    if (sched.current >= 0) device_abort("launch of %s from device code", name);
+    check_config(name, kernel, cfg);
+    check_stream(cfg.stream, name);
+}
+
 void run_grid(const char *name, const char *instance, const void *kernel, const LaunchConfig &cfg,
               void (*body)(void *), void *ctx) {
     if (sched.current >= 0) device_abort("launch of %s from device code", name);

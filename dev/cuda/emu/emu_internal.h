@@ -44,6 +44,23 @@ void pinned_copy_ran(unsigned long long seq);
 unsigned long long pinned_copies_queued();
 void pinned_wait(cudaStream_t stream, bool every_stream, unsigned long long upto, const char *by);
 
+// emu_graph.cpp: the capture rules. An API call that a capture on this
+// thread forbids (CUDA's codes: cudaErrorStreamCaptureUnsupported for an
+// unsafe call or a sync of the capturing stream, cudaErrorStreamCaptureImplicit
+// for legacy-stream work while a blocking stream captures) says so naming
+// the call, invalidates the capture and returns the code (else cudaSuccess).
+// unsafe: cudaMalloc and the like (allowed in cudaStreamCaptureModeRelaxed);
+// else the call waits for stream `s` (refused when s captures) or, s ==
+// nullptr, is legacy-stream work (refused while a blocking stream captures).
+cudaError_t capture_refuses(const char *call, cudaStream_t s, bool unsafe);
+bool stream_capturing_any(); // a capture is under way on this thread
+// refuses `call` on the capturing stream s with `code`, saying why; invalidates the capture
+cudaError_t capture_invalidate(cudaStream_t s, cudaError_t code, const char *call, const char *why);
+// the same for work that cannot return a code (a kernel, a library call on stream 0): aborts
+void capture_check_legacy(const char *what);
+// a library call's work on `stream`: recorded when it captures, else run now
+void stream_run(cudaStream_t stream, const char *what, std::function<void()> op);
+
 // emu_streams.cpp: stream order. A point in a stream's work (an event's record):
 // stream 0: pos is the stream-0 operation; else the first `pos` entries of the
 // stream's queue; bound: the last stream-0 operation ordered before it

@@ -81,13 +81,6 @@ void run_grid(const char *name, const char *instance, const void *kernel, const 
 const char *kernel_instance_name(const char *pretty_function);
 template <auto K> inline const char *kernel_name() { return kernel_instance_name(__PRETTY_FUNCTION__); }
 
-// kernel<<<cfg>>>(args) becomes
-// launch("kernel", kernel_name<&kernel>(), &kernel, config(cfg), [&] { kernel(args); })
-template <typename F>
-inline void launch(const char *name, const char *instance, const void *kernel,
-                   const LaunchConfig &cfg, F &&body) {
-    run_grid(name, instance, kernel, cfg, [](void *f) { (*static_cast<F *>(f))(); }, &body);
-}
 
 // x with its bits in a 64-bit slot, and back
 template <typename T> inline uint64_t to_slot(T v) {
@@ -115,6 +108,13 @@ inline T shuffle(unsigned mask, T v, Src src, const char *what) {
 }
 
 } // namespace emu
+
+// kernel<<<cfg>>>(args) becomes
+// launch("kernel", kernel_name<&kernel>(), &kernel, config(cfg), bind_kernel(&kernel)(args)):
+// the arguments are evaluated once, at the launch, and converted to the
+// kernel's parameter types as a call would, so a launch captured into a CUDA
+// graph keeps them by value, as the device does
+#include "emu_launch.h"
 
 // shuffles within segments of `width` lanes, as the device
 template <typename T> inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {

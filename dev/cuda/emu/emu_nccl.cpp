@@ -270,6 +270,12 @@ ncclResult_t collective(Call call, ncclComm_t c, cudaStream_t stream) {
         if (call.kind != BROADCAST || r == call.root) emu::check_device_range(call.send, send_n * es, kind_name(call.kind));
         emu::check_device_range(call.recv, recv_n * es, kind_name(call.kind));
     }
+    if (emu::stream_capturing(stream)) { // recorded: the graph's launch queues it (emu_graph.cpp)
+        emu::capture_record(stream, kind_name(call.kind), [=](cudaStream_t s) {
+            emu::stream_submit(s, kind_name(call.kind), [=] { run_collective(call, c); });
+        });
+        return ncclSuccess;
+    }
     emu::stream_submit(stream, kind_name(call.kind), [=] { run_collective(call, c); });
     return ncclSuccess;
 }

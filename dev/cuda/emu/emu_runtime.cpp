@@ -132,8 +132,22 @@ unsigned pointer_alignment(const void *p) {
 
 using emu::device_abort;
 
+// a recorded operation issued again at a graph's launch: it cannot fail but by a bug here
+#define CUDA_EMU_ISSUE(call, what)                                                         \
+    do {                                                                                   \
+        if ((call) != cudaSuccess) device_abort("cudaGraphLaunch: the recorded %s failed", what); \
+    } while (0)
+
+// refused during a capture on this thread (emu_graph.cpp), naming the call
+#define EMU_CAPTURE_REFUSES(call, s, unsafe)                                     \
+    do {                                                                         \
+        const cudaError_t refused_ = emu::capture_refuses(call, s, unsafe);      \
+        if (refused_ != cudaSuccess) return refused_;                            \
+    } while (0)
+
 cudaError_t cudaMalloc(void **p, size_t bytes) {
     if (p == nullptr) return cudaErrorInvalidValue;
+    EMU_CAPTURE_REFUSES("cudaMalloc", nullptr, true);
     // 256-byte aligned as cudaMalloc; the race detector's arena where it is built,
     // else the heap with the exact size, so ASan sees overruns
     void *m = emu::arena_alloc(bytes > 0 ? bytes : 1);
@@ -147,6 +161,7 @@ cudaError_t cudaMalloc(void **p, size_t bytes) {
 
 cudaError_t cudaFree(void *p) {
     if (p == nullptr) return cudaSuccess;
+    EMU_CAPTURE_REFUSES("cudaFree", nullptr, true);
     emu::streams_synchronize_all(); // it waits for the device
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFree");
     size_t bytes;
@@ -164,6 +179,7 @@ cudaError_t cudaFree(void *p) {
 }
 
 cudaError_t cudaMallocHost(void **p, size_t bytes) {
+    EMU_CAPTURE_REFUSES("cudaMallocHost", nullptr, true);
     *p = malloc(bytes > 0 ? bytes : 1);
     if (*p == nullptr) return cudaErrorMemoryAllocation;
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
@@ -173,6 +189,7 @@ cudaError_t cudaMallocHost(void **p, size_t bytes) {
 
 cudaError_t cudaFreeHost(void *p) {
     if (p == nullptr) return cudaSuccess;
+    EMU_CAPTURE_REFUSES("cudaFreeHost", nullptr, true);
     emu::streams_synchronize_all(); // it waits for the device
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaFreeHost");
     {
@@ -203,6 +220,8 @@ static void copy_check(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
 // on the legacy stream: after everything queued before it
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind) {
     if (bytes == 0) return cudaSuccess;
+    EMU_CAPTURE_REFUSES("cudaMemcpy (synchronous)", nullptr, true);
+    EMU_CAPTURE_REFUSES("cudaMemcpy (synchronous)", nullptr, false);
     copy_check(dst, src, bytes, kind);
     emu::stream_op_now(nullptr, "cudaMemcpy");
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "a synchronous cudaMemcpy");
@@ -217,6 +236,18 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     emu::check_stream(stream, "cudaMemcpyAsync");
     if (bytes == 0) return cudaSuccess;
     copy_check(dst, src, bytes, kind);
+    if (emu::stream_capturing(stream)) { // recorded: the graph's launch queues the copy
+        const bool host_src = !emu::is_device(src), host_dst = !emu::is_device(dst);
+        if ((host_src && !emu::is_pinned(src, bytes)) || (host_dst && !emu::is_pinned(dst, bytes))) {
+            return emu::capture_invalidate(stream, cudaErrorStreamCaptureUnsupported, "cudaMemcpyAsync",
+                                           "pageable host memory: a captured copy needs page-locked or device memory");
+        }
+        emu::capture_record(stream, "cudaMemcpyAsync", [=](cudaStream_t s) {
+            CUDA_EMU_ISSUE(cudaMemcpyAsync(dst, src, bytes, kind, s), "cudaMemcpyAsync");
+        });
+        return cudaSuccess;
+    }
+    if (stream == nullptr) EMU_CAPTURE_REFUSES("cudaMemcpyAsync", nullptr, false);
     if (stream != nullptr) { // queued: the copy happens when the stream runs it
         unsigned long long landing = 0; // a copy into page-locked memory: its number
         if (!emu::is_device(src) && emu::is_pinned(src, bytes)) {
@@ -249,6 +280,13 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t strea
     emu::check_stream(stream, "cudaMemsetAsync");
     if (bytes == 0) return cudaSuccess;
     emu::check_device_range(p, bytes, "cudaMemset");
+    if (emu::stream_capturing(stream)) {
+        emu::capture_record(stream, "cudaMemsetAsync", [=](cudaStream_t s) {
+            CUDA_EMU_ISSUE(cudaMemsetAsync(p, value, bytes, s), "cudaMemsetAsync");
+        });
+        return cudaSuccess;
+    }
+    if (stream == nullptr) EMU_CAPTURE_REFUSES("cudaMemset", nullptr, false);
     emu::stream_submit(stream, "cudaMemsetAsync", [=] {
         if (emu::stream_op_queued()) emu::race::stream_order_check(p, bytes, "cudaMemsetAsync");
         memset(p, value, bytes);
@@ -318,6 +356,8 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+    EMU_CAPTURE_REFUSES("cudaDeviceSynchronize", nullptr, true);
+    EMU_CAPTURE_REFUSES("cudaDeviceSynchronize", nullptr, false);
     emu::streams_synchronize_all();
     emu::pinned_wait(nullptr, true, ULLONG_MAX, "cudaDeviceSynchronize");
     return cudaSuccess;
@@ -335,6 +375,11 @@ const char *cudaGetErrorString(cudaError_t err) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
     default: return "unknown error";
     }
 }
@@ -347,6 +392,11 @@ const char *cudaGetErrorName(cudaError_t err) {
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
     default: return "cudaErrorUnknown";
     }
 }
@@ -365,6 +415,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     emu::check_stream(s, "cudaStreamDestroy");
+    EMU_CAPTURE_REFUSES("cudaStreamDestroy", s, false);
     emu::stream_destroyed(s);
     {
         std::lock_guard<std::mutex> lock(emu::memory_mutex);
@@ -376,6 +427,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
     emu::check_stream(s, "cudaStreamSynchronize");
+    EMU_CAPTURE_REFUSES("cudaStreamSynchronize", s, false);
     emu::stream_synchronize(s);
     emu::pinned_wait(s, s == nullptr, ULLONG_MAX, "cudaStreamSynchronize");
     return cudaSuccess;
@@ -390,6 +442,12 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags) {
     (void)flags;
     emu::check_stream(s, "cudaStreamWaitEvent");
     check_event(e, "cudaStreamWaitEvent");
+    if (emu::stream_capturing(s)) {
+        fprintf(stderr, "emulated CUDA: cudaStreamWaitEvent into a capturing stream: captures over "
+                "several streams are not emulated\n");
+        return cudaErrorStreamCaptureIsolation;
+    }
+    if (s == nullptr) EMU_CAPTURE_REFUSES("cudaStreamWaitEvent", nullptr, false);
     if (e->recorded) emu::stream_wait(s, e->at); // a never-recorded event: nothing to wait for
     return cudaSuccess;
 }
@@ -416,6 +474,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     check_event(e, "cudaEventRecord");
     emu::check_stream(s, "cudaEventRecord");
+    if (emu::stream_capturing(s)) {
+        fprintf(stderr, "emulated CUDA: cudaEventRecord on a capturing stream: captures over "
+                "several streams are not emulated\n");
+        return cudaErrorStreamCaptureUnsupported;
+    }
+    if (s == nullptr) EMU_CAPTURE_REFUSES("cudaEventRecord", nullptr, false);
     e->at = emu::stream_mark(s);
     e->seconds = emu::now_seconds();
     e->recorded = 1;
@@ -426,6 +490,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 // an event on the legacy stream 0 comes after the work queued on every stream
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
     check_event(e, "cudaEventSynchronize");
+    if (e->recorded && e->at.stream != nullptr) {
+        EMU_CAPTURE_REFUSES("cudaEventSynchronize", e->at.stream, false);
+    }
     if (e->recorded) {
         emu::stream_host_waits(e->at);
         emu::pinned_wait(e->at.stream, e->at.stream == nullptr, e->mark, "cudaEventSynchronize");
@@ -442,6 +509,10 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop)
 }
 
 cudaError_t emu_func_set_attribute(const void *kernel, cudaFuncAttribute attr, int value) {
+    if (emu::stream_capturing_any()) {
+        return emu::capture_refuses("cudaFuncSetAttribute (the project sets attributes once, at "
+                                    "init)", nullptr, true);
+    }
     if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
     if (value < 0 || value > (227 << 10)) return cudaErrorInvalidValue; // as the device: too much is refused
     std::lock_guard<std::mutex> lock(emu::memory_mutex);
@@ -451,6 +522,10 @@ cudaError_t emu_func_set_attribute(const void *kernel, cudaFuncAttribute attr, i
 
 // blocks per SM: Hopper's 2048 threads, 228 KB shared (1 KB reserved per block), 32 blocks
 cudaError_t emu_occupancy(int *blocks, const void *kernel, int threads, size_t shared_bytes) {
+    if (emu::stream_capturing_any()) {
+        return emu::capture_refuses("cudaOccupancyMaxActiveBlocksPerMultiprocessor (the project "
+                                    "asks once, at init)", nullptr, true);
+    }
     if (threads <= 0 || threads > 1024) return cudaErrorInvalidValue;
     if (shared_bytes > emu::func_max_dynamic_shared(kernel, 48 << 10)) { // as the device: no fit
         *blocks = 0;

@@ -13,7 +13,8 @@
 // wait for a queued producer reads what the producer had not written yet.
 // Queued: cudaMemcpyAsync, cudaMemsetAsync and the NCCL collectives. Kernels,
 // cuBLAS and cuDNN calls on a created stream run at the call, after the
-// stream's queue (a kernel's arguments are bound by reference).
+// stream's queue. A stream that captures a CUDA graph runs nothing: its work
+// is recorded and issued again, in order, by cudaGraphLaunch (emu_graph.cpp).
 // The other direction (a created stream's work that misses the wait for
 // stream-0 work) cannot show in the numbers, since stream-0 work is done
 // when the host queues anything: the race detector (emu_race.cpp) stamps
@@ -110,6 +111,7 @@ void stream_destroyed(cudaStream_t s) {
 
 void stream_op_now(cudaStream_t s, const char *what) {
     if (s == nullptr) {
+        capture_check_legacy(what); // not while a blocking stream captures (emu_graph.cpp)
         run_blocking_streams(); // legacy: after every blocking stream's work queued so far
         ++legacy_ops;
         race::legacy_op_begins(legacy_ops, what);

@@ -3,7 +3,8 @@
 source, rewriting only what C++ cannot compile or what needs the emulator:
   kernel<<<grid, block[, smem[, stream]]>>>(args)
       -> emu::launch("kernel", emu::kernel_name<&kernel>(), (const void *)&kernel,
-                     emu::config(grid, block, ...), [&] { kernel(args); })
+                     emu::config(grid, block, ...), emu::bind_kernel(&kernel)(args))
+     (the arguments evaluated once, at the launch, and kept by value: emu_launch.h)
      (kernel_name: the instance with its template arguments, for race coverage)
   extern __shared__ T name[];   -> T *name = (T *)emu::dynamic_shared("name");
   __shared__ [__align__(n)] T name[dims]
@@ -59,7 +60,7 @@ def rewrite_launches(text):
         args_end = match_parens(text, args_start)
         out.append(text[pos:name_start])
         out.append(f'emu::launch("{name}", emu::kernel_name<&{name}>(), (const void *)&{name}, '
-                   f'emu::config({config}), [&] {{ {name}{text[args_start:args_end]}; }})')
+                   f'emu::config({config}), emu::bind_kernel(&{name}){text[args_start:args_end]})')
         pos = args_end
 
 

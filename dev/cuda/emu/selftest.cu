@@ -14,6 +14,9 @@
 // `selftest lt-epilogue`, `lt-aux-ld`, `lt-aux-align` must stop with the
 // cuBLASLt shim's refusal (an epilogue it does not implement; a GELU aux
 // matrix against cuBLASLt's leading-dimension and alignment rules).
+// `selftest graph-ok` must pass and `graph-stale` fail (CUDA graphs: replay
+// equals eager, arguments by value), graph-malloc, graph-sync, graph-memcpy
+// and graph-legacy abort with the capture error naming the call.
 // Built only under emulation.
 #include <stdio.h>
 #include <string.h>
@@ -151,6 +154,102 @@ __global__ void mma_split_kernel(float *out, int split) {
     if ((int)threadIdx.x % 32 < split) mma_bf16_m16n8k16(c, a, b, c);
     else c.r[0] = warp_sum(1.0f);
     out[threadIdx.x] = c.r[0];
+}
+
+// y = y * a + x over n values: the graph cases' kernel
+__global__ void scale_add_kernel(float *y, const float *x, float a, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = y[i] * a + x[i];
+}
+
+// y = 0, then y = y a + x for each a, then a copy of y to `copy` (64 values), on s
+static void graph_sequence(float *y, float *copy, const float *x, const float *as, int count,
+                           cudaStream_t s) {
+    CUDA_CHECK(cudaMemsetAsync(y, 0, 64 * sizeof(float), s));
+    for (int i = 0; i < count; i++) {
+        scale_add_kernel<<<2, 32, 0, s>>>(y, x, as[i], 64);
+        CUDA_CHECK_LAUNCH();
+    }
+    CUDA_CHECK(cudaMemcpyAsync(copy, y, 64 * sizeof(float), cudaMemcpyDeviceToDevice, s));
+}
+
+// CUDA graphs (dev/cuda/emu/emu_graph.cpp). graph-ok: a captured sequence
+// runs nothing at the capture, its replays equal the eager run bit for bit,
+// and a host scalar changed after the capture does not reach them (the
+// launch's arguments are copies); graph-stale: the eager run with the
+// changed scalar differs from a replay (the equality can fail: exit 1).
+// graph-malloc, graph-sync, graph-memcpy, graph-legacy, graph-pageable: a
+// call a capture forbids (cudaMalloc, cudaStreamSynchronize of the capturing
+// stream, a synchronous cudaMemcpy, a kernel on stream 0, a copy from
+// pageable memory) fails with CUDA's code; graph-attribute: a
+// cudaFuncSetAttribute during a capture is refused (the project sets
+// attributes once, at init: llmc/cuda/norm.cuh, smem_optin.cuh).
+static int graph_case(const char *c, float *x) {
+    float h[64], eager[64], replay[64];
+    for (int i = 0; i < 64; i++) h[i] = 0.25f * (float)i - 3.0f;
+    CUDA_CHECK(cudaMemcpy(x, h, sizeof(h), cudaMemcpyHostToDevice));
+    float *y, *copy;
+    CUDA_CHECK(cudaMalloc(&y, 64 * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&copy, 64 * sizeof(float)));
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreate(&s));
+    float as[3] = {0.5f, -1.75f, 3.0f};
+    graph_sequence(y, copy, x, as, 3, s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaMemcpy(eager, copy, sizeof(eager), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemset(copy, 0xff, 64 * sizeof(float))); // NaN until a replay writes it
+
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    cudaStreamCaptureStatus status;
+    CUDA_CHECK(cudaStreamIsCapturing(s, &status));
+    if (strcmp(c, "graph-malloc") == 0) {
+        float *more;
+        CUDA_CHECK(cudaMalloc(&more, 64));
+    }
+    if (strcmp(c, "graph-sync") == 0) CUDA_CHECK(cudaStreamSynchronize(s));
+    if (strcmp(c, "graph-memcpy") == 0) CUDA_CHECK(cudaMemcpy(h, y, sizeof(h), cudaMemcpyDeviceToHost));
+    if (strcmp(c, "graph-legacy") == 0) scale_add_kernel<<<2, 32>>>(y, x, 1.0f, 64);
+    if (strcmp(c, "graph-attribute") == 0) { // the project's rule: attributes at init only
+        CUDA_CHECK(cudaFuncSetAttribute(scale_add_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10));
+    }
+    if (strcmp(c, "graph-pageable") == 0) {
+        CUDA_CHECK(cudaMemcpyAsync(y, h, sizeof(h), cudaMemcpyHostToDevice, s));
+    }
+    graph_sequence(y, copy, x, as, 3, s);
+    as[1] = 100.0f; // after the capture: the graph keeps -1.75
+    CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    size_t nodes = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph, NULL, &nodes));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph)); // the exec stands alone
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaMemcpy(replay, copy, sizeof(replay), cudaMemcpyDeviceToHost));
+    const int ran_at_capture = !isnan(replay[9]);
+    int same = 1;
+    for (int round = 0; round < 2; round++) { // twice: a graph replays as often as launched
+        CUDA_CHECK(cudaMemset(copy, 0xff, 64 * sizeof(float)));
+        CUDA_CHECK(cudaGraphLaunch(exec, s));
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        CUDA_CHECK(cudaMemcpy(replay, copy, sizeof(replay), cudaMemcpyDeviceToHost));
+        same = same && memcmp(replay, eager, sizeof(eager)) == 0;
+    }
+    if (strcmp(c, "graph-stale") == 0) { // eager with the changed scalar: must differ
+        graph_sequence(y, copy, x, as, 3, s);
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        CUDA_CHECK(cudaMemcpy(eager, copy, sizeof(eager), cudaMemcpyDeviceToHost));
+        same = memcmp(replay, eager, sizeof(eager)) == 0;
+    }
+    printf("graph: %zu nodes, status while capturing %d (expected 1), %s at the capture, replays "
+           "%s the eager run (y[9] %g, eager %g)\n", nodes, (int)status,
+           ran_at_capture ? "RAN" : "nothing ran", same ? "equal" : "DIFFER FROM", replay[9], eager[9]);
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaStreamDestroy(s));
+    CUDA_CHECK(cudaFree(copy));
+    CUDA_CHECK(cudaFree(y));
+    CUDA_CHECK(cudaFree(x));
+    return same && !ran_at_capture && nodes == 5 && status == cudaStreamCaptureStatusActive ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -306,6 +405,7 @@ int main(int argc, char **argv) {
         CUDA_CHECK(cudaFree(x));
         return late && h[3] == 0.0f ? 0 : 1;
     }
+    if (strncmp(c, "graph-", 6) == 0) return graph_case(c, x);
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;
         for (int i = 0; i < 64; i++) h[i] = (float)i;
