@@ -9,9 +9,12 @@
 //   dK = scale dS^T Q, dV = P^T dO (one kernel owns the key rows and
 //   recomputes S^T = K Q^T and dP^T = V dO^T, so no transpose is needed),
 // every gradient written once by one lane, summed in a fixed order: no
-// atomics. Blocks of 4 warps own 64 rows (a warp 16); the other operand
-// streams through shared memory in tiles (forward: 64 keys; backward: 64, or
-// 32 at head size 128, for registers). The head size is padded with zero
+// atomics. Blocks have 4 warps. Forward: a block owns 128 query rows (a
+// warp 32, as two 16-row strips that share every K and V fragment) and the
+// keys stream through a double-buffered shared tile (64 keys, 32 at head
+// size 128), loaded with cp.async while the previous tile is used.
+// Backward: a block owns 64 rows (a warp 16); the other operand streams
+// through shared memory in tiles (64, or 32 at head size 128, for registers). The head size is padded with zero
 // features to D = 16, 32, 64 or 128 (so hs 8 or 48 run too); hs <= 128.
 // P and dS are rounded to bf16 as the A operands of their products.
 #ifndef FOLDNORM_FLASH_ATTENTION_TC_CUH
@@ -20,63 +23,98 @@
 #include "attention_tc_warp.cuh"
 #include "flash_attention.cuh" // flash_attention_row_dot_kernel (D = dy . y)
 
-#define TC_ROWS 64     // query rows (forward, dq) or key rows (dk, dv) of a block: 4 warps x 16
-#define TC_FWD_KEYS 64 // keys of a shared tile in the forward
+#define TC_ROWS 64      // query rows (dq) or key rows (dk, dv) of a backward block: 4 warps x 16
+#define TC_FWD_ROWS 128 // query rows of a forward block: 4 warps x 32
+
+// keys of a shared tile in the forward (32 at head size 128: registers)
+__host__ __device__ constexpr int tc_forward_keys(int D) { return D > 64 ? 32 : 64; }
 
 // keys (dq) or queries (dk, dv) of a shared tile in the backward
 __host__ __device__ constexpr int tc_backward_tile(int D) { return D > 64 ? 32 : 64; }
 
 __device__ inline int tc_chunks16(int n) { return (n + 15) / 16; }
 
-// grid (ceil(T / 64), B NH); out (B, T, C), lse (B, NH, T)
+// grid (ceil(T / 128), B NH); out (B, T, C), lse (B, NH, T). A warp owns 32
+// query rows (two strips sharing each K and V fragment); the K/V tiles are
+// double-buffered: tile j + 1 loads with cp.async while tile j is used, one
+// __syncthreads a tile. Q stays in registers for D <= 64 (from shared memory
+// at each tile for D = 128, where the registers go to O).
 template <int D, bool CAUSAL>
 __global__ void __launch_bounds__(TC_THREADS)
     flash_attention_tc_forward_kernel(floatX *out, float *lse, const floatX *qkv, int T, int NH,
                                       int hs, float scale) {
-    constexpr int LD = D + 8, BK = TC_FWD_KEYS; // rows padded by 16 bytes: ldmatrix without bank conflicts
+    // rows padded by 16 bytes: ldmatrix without bank conflicts
+    constexpr int LD = D + 8, BK = tc_forward_keys(D);
+    constexpr bool Q_IN_REGISTERS = D <= 64;
     extern __shared__ __align__(16) __nv_bfloat16 tc_smem[];
-    __nv_bfloat16 *q_s = tc_smem, *k_s = q_s + TC_ROWS * LD, *v_s = k_s + BK * LD;
-    const int warp = threadIdx.x / 32, lane = mma_lane_id();
+    // Q (128 rows), then two buffers of a K tile and a V tile (BK rows each)
+    __nv_bfloat16 *q_s = tc_smem, *kv_s = q_s + TC_FWD_ROWS * LD;
+    const int warp = threadIdx.x / 32;
     const int bh = blockIdx.y, b = bh / NH, h = bh % NH, C = NH * hs;
     const size_t stride = 3 * (size_t)C;
     const floatX *base = qkv + (size_t)b * T * stride + (size_t)h * hs;
-    const int q0 = blockIdx.x * TC_ROWS, r0 = q0 + 16 * warp; // the block's, the warp's first query
-    tc_load_rows<D>(q_s, LD, TC_ROWS, min(TC_ROWS, T - q0), hs,
-                    [&](int r) { return base + (size_t)(q0 + r) * stride; });
-    __syncthreads();
-    MmaFragA qa[D / 16];
-    tc_load_strip<D>(qa, q_s + 16 * warp * LD, LD);
-    TcRowState<D> st;
-    tc_row_state_init(st);
-    const int k_end = CAUSAL ? min(q0 + TC_ROWS, T) : T; // the keys any row of the block sees
-    for (int k0 = 0; k0 < k_end; k0 += BK) {
-        const int keys = min(BK, T - k0);
-        __syncthreads(); // the previous tile is consumed
-        tc_load_rows<D>(k_s, LD, BK, keys, hs,
-                        [&](int r) { return base + (size_t)(k0 + r) * stride + C; });
-        tc_load_rows<D>(v_s, LD, BK, keys, hs,
-                        [&](int r) { return base + (size_t)(k0 + r) * stride + 2 * C; });
-        __syncthreads();
-        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform: no row of the strip sees a key
-        // causal: keys past the strip's last row are all masked, their 16-key chunks skipped
-        const int seen = CAUSAL ? min(keys, r0 + 16 - k0) : keys;
-        tc_online_step<D, BK / 8>(st, qa, k_s, v_s, LD, tc_chunks16(seen),
-                                  [&](float s, int row, int key) {
-                                      const int tq = r0 + row, tk = k0 + key;
-                                      return tk < T && (!CAUSAL || tk <= tq) ? s * scale : -INFINITY;
-                                  });
+    const int q0 = blockIdx.x * TC_FWD_ROWS, r0 = q0 + 32 * warp; // the block's, the warp's first query
+    const int k_end = CAUSAL ? min(q0 + TC_FWD_ROWS, T) : T; // the keys any row of the block sees
+    const int tiles = (k_end + BK - 1) / BK;
+    auto load_tile = [&](int j) { // K and V of keys j BK .. into buffer j % 2
+        const int k0 = j * BK, keys = min(BK, T - k0);
+        __nv_bfloat16 *k_s = kv_s + (j % 2) * 2 * BK * LD;
+        tc_load_rows_async<D>(k_s, LD, BK, keys, hs,
+                              [&](int r) { return base + (size_t)(k0 + r) * stride + C; });
+        tc_load_rows_async<D>(k_s + BK * LD, LD, BK, keys, hs,
+                              [&](int r) { return base + (size_t)(k0 + r) * stride + 2 * C; });
+    };
+    tc_load_rows_async<D>(q_s, LD, TC_FWD_ROWS, min(TC_FWD_ROWS, T - q0), hs,
+                          [&](int r) { return base + (size_t)(q0 + r) * stride; });
+    load_tile(0);
+    cp_async_commit_group();
+    const __nv_bfloat16 *q_strip = q_s + 32 * warp * LD;
+    MmaFragA qa[2][Q_IN_REGISTERS ? D / 16 : 1];
+    auto q_frag = [&](int m, int kc) {
+        if constexpr (Q_IN_REGISTERS) return qa[m][kc];
+        else return mma_load_a(q_strip + 16 * m * LD + kc * 16, LD);
+    };
+    TcRowState<D> st[2];
+    tc_row_state_init(st[0]);
+    tc_row_state_init(st[1]);
+    for (int j = 0; j < tiles; j++) {
+        cp_async_wait_group<0>(); // this thread's copies of tile j (and, first, of Q) landed
+        __syncthreads(); // everyone's landed, and tile j - 1 is consumed: its buffer is free
+        if (j + 1 < tiles) {
+            load_tile(j + 1);
+            cp_async_commit_group();
+        }
+        if constexpr (Q_IN_REGISTERS) {
+            if (j == 0) {
+                TC_UNROLL for (int m = 0; m < 2; m++) tc_load_strip<D>(qa[m], q_strip + 16 * m * LD, LD);
+            }
+        }
+        const int k0 = j * BK, keys = min(BK, T - k0);
+        if (r0 >= T || (CAUSAL && k0 > r0 + 31)) continue; // warp-uniform: no row of the warp sees a key
+        // causal: keys past the warp's last row are all masked, their 16-key chunks skipped
+        const int seen = CAUSAL ? min(keys, r0 + 32 - k0) : keys;
+        const __nv_bfloat16 *k_s = kv_s + (j % 2) * 2 * BK * LD;
+        tc_pair_online_step<D, BK / 8>(st, q_frag, k_s, k_s + BK * LD, LD, tc_chunks16(seen),
+                                       [&](float s, int row, int key) {
+                                           const int tq = r0 + row, tk = k0 + key;
+                                           return tk < T && (!CAUSAL || tk <= tq) ? s * scale : -INFINITY;
+                                       });
     }
-    float l[2], inv[2];
-    for (int i = 0; i < 2; i++) {
-        l[i] = tc_quad_sum(st.l[i]);
-        inv[i] = 1.0f / l[i];
-    }
-    tc_store_strip<D>(st.o, inv, T - r0, hs, [&](int r) {
-        return out + ((size_t)b * T + r0 + r) * C + (size_t)h * hs;
-    });
-    for (int i = 0; i < 2; i++) {
-        const int tq = r0 + lane / 4 + 8 * i;
-        if (lane % 4 == 0 && tq < T) lse[(size_t)bh * T + tq] = st.m[i] + logf(l[i]);
+    const int lane = mma_lane_id();
+    TC_UNROLL for (int m = 0; m < 2; m++) {
+        const int rm = r0 + 16 * m;
+        float l[2], inv[2];
+        for (int i = 0; i < 2; i++) {
+            l[i] = tc_quad_sum(st[m].l[i]);
+            inv[i] = 1.0f / l[i];
+        }
+        tc_store_strip<D>(st[m].o, inv, T - rm, hs, [&](int r) {
+            return out + ((size_t)b * T + rm + r) * C + (size_t)h * hs;
+        });
+        for (int i = 0; i < 2; i++) {
+            const int tq = rm + lane / 4 + 8 * i;
+            if (lane % 4 == 0 && tq < T) lse[(size_t)bh * T + tq] = st[m].m[i] + logf(l[i]);
+        }
     }
 }
 
@@ -211,7 +249,7 @@ __global__ void __launch_bounds__(TC_THREADS)
 
 // dynamic shared memory of each kernel for the padded head size D
 static inline size_t tc_forward_smem_bytes(int D) {
-    return sizeof(__nv_bfloat16) * (size_t)(TC_ROWS + 2 * TC_FWD_KEYS) * (D + 8);
+    return sizeof(__nv_bfloat16) * (size_t)(TC_FWD_ROWS + 4 * tc_forward_keys(D)) * (D + 8);
 }
 static inline size_t tc_backward_smem_bytes(int D) {
     const size_t tile = tc_backward_tile(D);
@@ -235,7 +273,7 @@ static inline void flash_attention_tc_forward_d(floatX *out, float *lse, const f
     const int hs = C / NH;
     const size_t smem = tc_forward_smem_bytes(D);
     smem_optin(flash_attention_tc_forward_kernel<D, CAUSAL>, smem, "tensor-core attention");
-    dim3 grid(ceil_div(T, TC_ROWS), B * NH);
+    dim3 grid(ceil_div(T, TC_FWD_ROWS), B * NH);
     flash_attention_tc_forward_kernel<D, CAUSAL><<<grid, TC_THREADS, smem, stream>>>(
         out, lse, qkv, T, NH, hs, 1.0f / sqrtf((float)hs));
     CUDA_CHECK_LAUNCH();

@@ -8,8 +8,11 @@
 #   index: flash attention's tile loads read q, k, v, dy one feature off (d -> (d + 1) % hs)
 #   tc-causal: the tensor-core forward's causal mask lets each query see the next key
 #   tc-index:  the tensor-core products read the B operand's 8-column tiles swapped in pairs
-#   tc-barrier: the tensor-core forward's __syncthreads between loading a key/value
-#              tile and its use removed (checked by dev/cuda/attention_variants bf16)
+#   tc-barrier: the tensor-core forward's one __syncthreads a key/value tile (after
+#              the tile's cp.async wait, before the next tile's loads) removed
+#              (checked by dev/cuda/attention_variants bf16)
+#   tc-wait:   the tensor-core forward's cp.async.wait_group before that barrier
+#              removed: the tile is read before its copies land
 #   wait-grads: grad_sync.cuh's reduction stream no longer waits for the
 #              backward's gradients (its cudaStreamWaitEvent on grads_done)
 #   wait-comm:  the compute stream no longer waits for the reductions (the
@@ -111,7 +114,9 @@ open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no 
         fails=$((fails + 1))
     fi
 }
-dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads();\n        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform', '        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform')" \
+dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads(); // everyone\'s landed, and tile j - 1 is consumed', '        // everyone\'s landed, and tile j - 1 is consumed')" \
+    attention_variants "dynamic shared memory 'tc_smem'"
+dev_mutant tc-wait cuda/flash_attention_tc.cuh "s.replace('        cp_async_wait_group<0>(); // this thread\'s copies of tile j', '        // this thread\'s copies of tile j')" \
     attention_variants "dynamic shared memory 'tc_smem'"
 # stream_mutant NAME EXPR RACE: grad_sync.cuh mutated, the trainer over 2 ranks
 # (RACE 1: it must abort with a stream race; 0: fail or differ from the unmutated run)
