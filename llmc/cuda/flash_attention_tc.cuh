@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(TC_THREADS)
     load_tile(0);
     cp_async_commit_group();
     const __nv_bfloat16 *q_strip = q_s + 32 * warp * LD;
-    MmaFragA qa[2][Q_IN_REGISTERS ? D / 16 : 1];
+    MmaFragA qa[2][Q_IN_REGISTERS ? D / 16 : 1] = {}; // set at the first tile
     auto q_frag = [&](int m, int kc) {
         if constexpr (Q_IN_REGISTERS) return qa[m][kc];
         else return mma_load_a(q_strip + 16 * m * LD + kc * 16, LD);
