@@ -199,17 +199,17 @@ __device__ inline void tc_online_step(TcRowState<D> &st, const MmaFragA (&qa)[D 
 template <int D, int N8, typename AFrag>
 __device__ inline void tc_pair_scores(MmaFragC (&s)[2][N8], AFrag a, const __nv_bfloat16 *b_tile,
                                       int ld, int n16) {
-    TC_UNROLL for (int np = 0; np < N8 / 2; np++) {
-        TC_UNROLL for (int m = 0; m < 2; m++) s[m][2 * np] = s[m][2 * np + 1] = MmaFragC{};
-        if (np >= n16) continue;
-        TC_UNROLL for (int kc = 0; kc < D / 16; kc++) {
+    TC_UNROLL for (int nt = 0; nt < N8; nt++) s[0][nt] = s[1][nt] = MmaFragC{};
+    TC_UNROLL for (int kc = 0; kc < D / 16; kc++) { // (A fetched once a tile where a() loads it)
+        const MmaFragA a0 = a(0, kc), a1 = a(1, kc);
+        TC_UNROLL for (int np = 0; np < N8 / 2; np++) {
+            if (np >= n16) continue;
             MmaFragB b0, b1;
             mma_load_b_nk_pair(b0, b1, b_tile + np * 16 * ld + kc * 16, ld);
-            TC_UNROLL for (int m = 0; m < 2; m++) {
-                const MmaFragA am = a(m, kc);
-                mma_bf16_m16n8k16(s[m][2 * np], am, b0, s[m][2 * np]);
-                mma_bf16_m16n8k16(s[m][2 * np + 1], am, b1, s[m][2 * np + 1]);
-            }
+            mma_bf16_m16n8k16(s[0][2 * np], a0, b0, s[0][2 * np]);
+            mma_bf16_m16n8k16(s[0][2 * np + 1], a0, b1, s[0][2 * np + 1]);
+            mma_bf16_m16n8k16(s[1][2 * np], a1, b0, s[1][2 * np]);
+            mma_bf16_m16n8k16(s[1][2 * np + 1], a1, b1, s[1][2 * np + 1]);
         }
     }
 }

@@ -30,7 +30,9 @@ typedef struct {
 
 // The formulas, per (b, h), from the kernels' loops (d = 64, bf16 tensors: 2
 // bytes an element; lse, D, scores: fp32). Pairs (query, key) the tc kernels
-// compute: forward and dq in 16-key chunks up to the diagonal,
+// compute: forward in 16-key chunks up to the diagonal of a warp's 32 rows,
+//   P0 = T^2/2 + 16T (the warp of rows 32 k .. 32 k + 31 sees 32 (k + 1) keys),
+// dq in 16-key chunks up to the diagonal,
 //   P1 = T^2/2 + 8T  (block i of 64 rows: i full tiles of 64 x 64, and on the
 //                     diagonal its warps w = 0..3 see w + 1 chunks of 16 x 16),
 // dk/dv in whole 64-query tiles from the block's first key,
@@ -47,8 +49,12 @@ static Counts expected(AttentionKind kind, bool forward, u64 T) {
         // blocks: block i streams i + 1 of them (forward, dq) or nb - i (dk/dv)
         const u64 tiles = 128 * d * nb * (nb + 1);
         if (forward) {
-            c.tc_flops = 4 * d * P1;
-            c.bytes_read = 2 * Td + tiles;  // q once, k and v tiles
+            // blocks of 128 query rows: the one from q0 streams its keys up to
+            // min(q0 + 128, T) in 64-key tiles of k and v (256 d bytes a tile)
+            u64 forward_tiles = 0;
+            for (u64 q0 = 0; q0 < T; q0 += 128) forward_tiles += (q0 + 128 < T ? q0 + 128 : T) / 64;
+            c.tc_flops = 4 * d * (T * T / 2 + 16 * T);
+            c.bytes_read = 2 * Td + 256 * d * forward_tiles; // q once, k and v tiles
             c.bytes_written = 2 * Td + 4 * T; // out, lse
         } else {
             c.tc_flops = 6 * d * P1 + 8 * d * P2;

@@ -44,13 +44,17 @@ def _pairs(T, causal):
 
 
 # shared memory of the tensor-core kernels (mma.cuh): an A strip of 16 rows x
-# 16 features is one ldmatrix.x4 (4 matrices of 128 B), every mma's B fragment
-# one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk, the P V-like
-# products through mma_load_b_kn); tiles are written by tc_load_rows, a whole
-# tile of rows (zero past the valid ones) whatever is valid
+# 16 features is one ldmatrix.x4 (4 matrices of 128 B); in the backward every
+# mma's B fragment is one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk,
+# the P V-like products through mma_load_b_kn); tiles are written by
+# tc_load_rows (tc_load_rows_async in the forward: cp.async, counted as the
+# same bytes), a whole tile of rows (zero past the valid ones) whatever is valid
 LDMATRIX_MATRIX = 128
 B_FRAGMENT = 2 * LDMATRIX_MATRIX
 A_STRIP = 4 * LDMATRIX_MATRIX
+# the forward's warps own 32 rows (two strips): one ldmatrix.x4 (512 B) loads
+# two B fragments, each feeding both strips' mma: 4 mma a load, 128 B an mma
+B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 4
 
 
 def _seen_pairs(first_row, rows, T, q0, queries, causal):
@@ -70,8 +74,8 @@ def tc(B, T, C, NH, causal, forward):
 
 @functools.lru_cache(maxsize=None)
 def _tc_calls(B, T, C, NH, causal, forward):
-    """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
-    64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
+    """the tensor-core kernels: forward below; backward blocks of 64 rows (4
+    warps of 16), tiles of 64 (32 at D = 128); a warp skips tiles past its rows (causal) and
     16-key chunks past its last row; one mma covers 16 x 8 x 16. Shared memory:
     every warp's A strips (forward q; dq q and dy, once; dk/dv k and v, again
     for each query tile it works on), a B fragment each mma, the tiles written
@@ -86,25 +90,33 @@ def _tc_calls(B, T, C, NH, causal, forward):
     strip = (D // 16) * A_STRIP
     pairs = _pairs(T, causal)
     if forward:
-        r = w = mma = 0
-        for bx in range(nb):
-            q0 = 64 * bx
-            rows = min(64, T - q0)
+        # blocks of 128 query rows (4 warps of 32, two strips each), key tiles
+        # of 64 (32 at D = 128), double-buffered; Q's strips read once a warp
+        # (D <= 64: kept in registers) or once a tile the warp works on (D = 128)
+        BKf = 64 if D <= 64 else 32
+        r = w = mma = sw = sr_q = 0
+        for bx in range(ceil_div(T, 128)):
+            q0 = 128 * bx
+            rows = min(128, T - q0)
             r += rows * row_b
-            k_end = min(q0 + 64, T) if causal else T
-            for k0 in range(0, k_end, 64):
-                keys = min(64, T - k0)
+            k_end = min(q0 + 128, T) if causal else T
+            sw += 128 * tile_row + ceil_div(k_end, BKf) * 2 * BKf * tile_row
+            for k0 in range(0, k_end, BKf):
+                keys = min(BKf, T - k0)
                 r += 2 * keys * row_b
                 for warp in range(4):
-                    r0 = q0 + 16 * warp
-                    if r0 >= T or (causal and k0 > r0 + 15):
+                    r0 = q0 + 32 * warp
+                    if r0 >= T or (causal and k0 > r0 + 31):
                         continue
-                    seen = min(keys, r0 + 16 - k0) if causal else keys
-                    mma += ceil_div(seen, 16) * D // 4  # S (2 k16 n-tiles x D/16) + P V (k16 x D/8)
+                    seen = min(keys, r0 + 32 - k0) if causal else keys
+                    # S (D/16 x 2 n-tiles x 2 strips) + P V (D/8 x 2 strips) a 16-key chunk
+                    mma += ceil_div(seen, 16) * D // 2
+                    if D > 64:
+                        sr_q += 2 * strip
+            if D <= 64:
+                sr_q += 4 * 2 * strip
             w += rows * (row_b + F32)
-        tiles = sum(ceil_div(min(64 * bx + 64, T) if causal else T, 64) for bx in range(nb))
-        sw = nb * 64 * tile_row + tiles * 2 * 64 * tile_row
-        sr = nb * 4 * strip + B_FRAGMENT * mma
+        sr = sr_q + B_PAIR_PER_MMA * mma
         return [Call("flash_attention_tc_forward_kernel<D, CAUSAL>", "attention fwd", bh * r, bh * w,
                      _flash_style_unique(B, T, C, NH, "fwd"), mma=bh * mma, fma=bh * 8 * pairs,
                      sfu=bh * pairs, shared_read=bh * sr, shared_written=bh * sw)]
