@@ -62,7 +62,7 @@ mutant tc_chunk_mma_halved attention.py "ceil_div(seen, 16) * D // 2" "ceil_div(
     "flash_attention_tc_forward_kernel<"
 mutant gemm_bias_dropped kernels.py "(XB * m if bias else 0)" "0" "cublasLtMatmul"
 mutant ldmatrix_b_fragment_halved attention.py "B_FRAGMENT = 2 * LDMATRIX_MATRIX" \
-    "B_FRAGMENT = LDMATRIX_MATRIX" "flash_attention_tc_backward_dkdv_kernel<"
+    "B_FRAGMENT = LDMATRIX_MATRIX" "flash_attention_tc_backward_kernel<"
 mutant ldmatrix_b_pair_halved attention.py "B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 4" \
     "B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 8" "flash_attention_tc_forward_kernel<"
 
