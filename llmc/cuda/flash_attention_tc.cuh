@@ -127,6 +127,7 @@ __global__ void __launch_bounds__(TC_THREADS)
 #define TC_BWD_THREADS (32 * TC_BWD_WARPS)
 #define TC_BWD_KEYS (16 * TC_BWD_WARPS) // keys of a backward block
 #define TC_BWD_QUERIES 32               // queries of a backward tile
+#define TC_DQ_FEATURES 16               // features of a warp's dQ products in the backward
 
 __host__ __device__ inline int tc_key_blocks(int T) { return (T + TC_BWD_KEYS - 1) / TC_BWD_KEYS; }
 // the first query whose dQ key block kb adds to (causal: its first key)
@@ -210,12 +211,15 @@ __global__ void __launch_bounds__(TC_BWD_THREADS, D <= 64 ? 2 : 1)
             tc_scores<D, BQ / 8>(s, ka, q_s, LD, 2 * q16);
             tc_scores<D, BQ / 8>(dp, va, dy_s, LD, 2 * q16);
             TC_UNROLL for (int nt = 0; nt < BQ / 8; nt++) {
+                // the lane's two queries of the n-tile (its columns 2 (lane % 4) + 0, 1)
+                const int qc = nt * 8 + mma_c_col(lane, 0);
+                const float lse_q[2] = {lse_s[qc], lse_s[qc + 1]}, D_q[2] = {D_s[qc], D_s[qc + 1]};
                 TC_UNROLL for (int e = 0; e < 4; e++) {
-                    const int tk = kr0 + mma_c_row(lane, e), q = nt * 8 + mma_c_col(lane, e);
+                    const int tk = kr0 + mma_c_row(lane, e), q = qc + e % 2;
                     const bool seen = q < queries && tk < T && (!CAUSAL || q0 + q >= tk);
-                    const float p = seen ? expf(s[nt].r[e] * scale - lse_s[q]) : 0.0f;
-                    s[nt].r[e] = p;                           // P^T
-                    dp[nt].r[e] = p * (dp[nt].r[e] - D_s[q]); // dS^T
+                    const float p = seen ? expf(s[nt].r[e] * scale - lse_q[e % 2]) : 0.0f;
+                    s[nt].r[e] = p;                               // P^T
+                    dp[nt].r[e] = p * (dp[nt].r[e] - D_q[e % 2]); // dS^T
                 }
                 mma_store_c(ds_s + 16 * warp * LDS + nt * 8, LDS, dp[nt]); // bf16, as the A operands
             }
@@ -223,20 +227,24 @@ __global__ void __launch_bounds__(TC_BWD_THREADS, D <= 64 ? 2 : 1)
             tc_accumulate<D, BQ / 8>(dk, dp, q_s, LD, q16);  // dK += dS^T Q
         }
         __syncthreads(); // dS^T of every warp is in shared memory
-        // dQ part of the tile, dS (BQ x keys) K (keys x D): a warp a 16-query strip by 16 features
-        for (int u = warp; u < (BQ / 16) * (D / 16); u += TC_BWD_WARPS) {
-            const int qs = 16 * (u % (BQ / 16)), f0 = 16 * (u / (BQ / 16));
+        // dQ part of the tile, dS (BQ x keys) K (keys x D): a warp a 16-query
+        // strip by TC_DQ_FEATURES features (each dS fragment feeds that many / 8 mma)
+        constexpr int DQF = D < TC_DQ_FEATURES ? D : TC_DQ_FEATURES;
+        for (int u = warp; u < (BQ / 16) * (D / DQF); u += TC_BWD_WARPS) {
+            const int qs = 16 * (u % (BQ / 16)), f0 = DQF * (u / (BQ / 16));
             // the keys the strip's queries see (causal: up to its last query)
             const int seen = CAUSAL ? min(keys, max(0, q0 + qs + 16 - k_first)) : keys;
-            MmaFragC acc[2] = {};
+            MmaFragC acc[DQF / 8] = {};
             for (int kc = 0; kc < tc_chunks16(seen); kc++) {
-                MmaFragB b0, b1;
-                mma_load_b_kn_pair(b0, b1, k_s + kc * 16 * LD + f0, LD);
                 const MmaFragA a = mma_load_a_trans(ds_s + kc * 16 * LDS + qs, LDS);
-                mma_bf16_m16n8k16(acc[0], a, b0, acc[0]);
-                mma_bf16_m16n8k16(acc[1], a, b1, acc[1]);
+                TC_UNROLL for (int np = 0; np < DQF / 16; np++) {
+                    MmaFragB b0, b1;
+                    mma_load_b_kn_pair(b0, b1, k_s + kc * 16 * LD + f0 + 16 * np, LD);
+                    mma_bf16_m16n8k16(acc[2 * np], a, b0, acc[2 * np]);
+                    mma_bf16_m16n8k16(acc[2 * np + 1], a, b1, acc[2 * np + 1]);
+                }
             }
-            TC_UNROLL for (int n = 0; n < 2; n++) {
+            TC_UNROLL for (int n = 0; n < DQF / 8; n++) {
                 TC_UNROLL for (int e = 0; e < 4; e++) {
                     const int q = q0 + qs + mma_c_row(lane, e), d = f0 + 8 * n + mma_c_col(lane, e);
                     if (q < T && d < hs) part[(size_t)(q - q_first) * hs + d] = acc[n].r[e];

@@ -57,16 +57,6 @@ A_STRIP = 4 * LDMATRIX_MATRIX
 B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 4
 
 
-def _seen_pairs(first_row, rows, T, q0, queries, causal):
-    """(key row, query) pairs of a dk/dv warp strip and a query tile that the
-    mask keeps: the lse_s reads (made only for those)"""
-    n = 0
-    for tk in range(first_row, min(first_row + rows, T)):
-        lo = max(0, tk - q0) if causal else 0
-        n += max(0, queries - lo)
-    return n
-
-
 def tc(B, T, C, NH, causal, forward):
     """the tensor-core kernels' calls (_tc_calls, walked once a shape)"""
     return [copy.copy(c) for c in _tc_calls(B, T, C, NH, causal, forward)]
@@ -148,16 +138,17 @@ def _tc_calls(B, T, C, NH, causal, forward):
                 if kr0 >= T or (causal and q0 + BQ - 1 < kr0):
                     continue
                 m += q16 * D // 2  # S^T, dP^T, P^T dO, dS^T Q: q16 x D/8 each
-                # k, v strips; the x2 B fragments; D_s for each of a lane's BQ / 2
-                # score elements, lse_s where the mask keeps the pair; dS^T stored
-                sr += 2 * strip + B_FRAGMENT * q16 * D // 2 + 32 * (BQ // 2) * F32 + \
-                    F32 * _seen_pairs(kr0, 16, T, q0, queries, causal)
+                # k, v strips; the x2 B fragments; lse_s and D_s of a lane's two
+                # queries of each n-tile; dS^T stored
+                sr += 2 * strip + B_FRAGMENT * q16 * D // 2 + 32 * (BQ // 8) * 4 * F32
                 sw += (BQ // 8) * 32 * 4 * XB
-            for u in range((BQ // 16) * (D // 16)):
+            DQF = min(D, 16)  # TC_DQ_FEATURES
+            for u in range((BQ // 16) * (D // DQF)):
                 qs = 16 * (u % (BQ // 16))
                 seen = min(keys, q0 + qs + 16 - first) if causal else keys
-                m += 2 * ceil_div(seen, 16)
-                sr += 2 * 4 * LDMATRIX_MATRIX * ceil_div(seen, 16)
+                # a 16-key chunk: one x4.trans dS^T fragment, DQF / 16 x4 B pairs, DQF / 8 mma
+                m += (DQF // 8) * ceil_div(seen, 16)
+                sr += 4 * LDMATRIX_MATRIX * (1 + DQF // 16) * ceil_div(seen, 16)
     # the reduce: each query's rows over the key blocks that add to it
     adds = sum(t // BKEYS + 1 if causal else nkb for t in range(T))
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
