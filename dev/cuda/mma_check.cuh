@@ -372,8 +372,9 @@ static int mma_check_helpers(DevRng *rng) {
     // above, so the same products bit for bit (S2 = S, O2 = O)
     int differ = 0;
     for (int i = 0; i < W * 256; i++) differ += memcmp(&S2[i], &S[i], 4) != 0 || memcmp(&O2[i], &O[i], 4) != 0;
-    printf("check mma_load_b_nk_pair, mma_load_b_kn_pair (two B fragments an ldmatrix.x4): %d of "
-           "%d elements of S and O differ from the x2 loads' %s\n", differ, W * 256, differ ? "FAIL" : "ok");
+    // (named so that EMU_MMA_MUTATION=no-trans, which breaks both loads alike, expects it to pass)
+    printf("check x4 B fragment pairs (mma.cuh's nk_pair, kn_pair): %d of %d elements of S and O "
+           "differ from the x2 loads' %s\n", differ, W * 256, differ ? "FAIL" : "ok");
     void *dev[] = {dQ, dK, dV, dSb, dS, dO, dOt, dS2, dO2};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
     return ok_s + ok_o + ok_t + (differ == 0);
