@@ -45,7 +45,7 @@ EMU_COPIES := $(patsubst %,$(EMU_SRC)/%,$(EMU_CUDA_SRCS))
 EMU_LIB := $(EMU_BUILD)/libemu.a
 EMU_RUNTIME_OBJS := $(patsubst %,$(EMU_BUILD)/runtime/%.o,emu_fibers emu_runtime emu_blas emu_nccl emu_mma \
                       emu_race emu_tsan emu_arena emu_traffic emu_cudnn emu_cudnn_graph emu_pinned emu_graph \
-                      emu_streams)
+                      emu_streams emu_async)
 EMU_KERNELS := $(notdir $(basename $(wildcard dev/cuda/*.cu)))
 EMU_PROGRAMS := $(patsubst %,$(EMU_BUILD)/%,test_gpt2cu test_gpt2fp32cu train_gpt2cu train_gpt2fp32cu \
                   test_vitcu test_vitfp32cu train_vitcu train_vitfp32cu \

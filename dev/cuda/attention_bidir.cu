@@ -60,6 +60,7 @@ int main(int argc, char **argv) {
     ok &= check(&mm, 2, 33, 96, 3, &rng);  // hs 32, the last tile has one key
     ok &= check(&mm, 1, 97, 128, 2, &rng); // hs 64: two 64-row tiles, the second of 33
     ok &= check(&mm, 1, 70, 256, 2, &rng); // hs 128: above 48 KiB of shared memory, three tiles
+    ok &= check(&mm, 1, 150, 64, 2, &rng); // hs 32: two 128-row forward blocks, two 128-key backward blocks
     if (!dev_check_only()) timing(&mm, 32, 197, 768, 12);
     matmul_context_destroy(&mm);
     printf("%s\n", ok ? "OK" : "FAILED");

@@ -95,10 +95,12 @@ __global__ void mma_check_ldmatrix_kernel(uint32_t *out, const __nv_bfloat16 *bu
 // S = Q K^T (16 queries x 16 keys over 32 features: two k-steps, two n-tiles)
 // through mma_load_a, mma_load_b_nk and mma_store_c (fp32 and bf16), then
 // O = bf16(S) V (16 x 16 features) through mma_a_from_c and mma_load_b_kn, and
-// Ot = bf16(S)^T V through mma_load_a_trans of S stored in shared memory
+// Ot = bf16(S)^T V through mma_load_a_trans of S stored in shared memory;
+// S2 and O2: S and O again with both B fragments of a k-step (S) or of the
+// 16 features (O) from one ldmatrix.x4 (mma_load_b_nk_pair, mma_load_b_kn_pair)
 __global__ void mma_check_helpers_kernel(float *S, __nv_bfloat16 *Sb, float *O, float *Ot,
-                                         const __nv_bfloat16 *Q, const __nv_bfloat16 *K,
-                                         const __nv_bfloat16 *V) {
+                                         float *S2, float *O2, const __nv_bfloat16 *Q,
+                                         const __nv_bfloat16 *K, const __nv_bfloat16 *V) {
     __shared__ __align__(16) __nv_bfloat16 q_tile[MMA_CHECK_WARPS][16 * MMA_CHECK_LDQK];
     __shared__ __align__(16) __nv_bfloat16 k_tile[MMA_CHECK_WARPS][16 * MMA_CHECK_LDQK];
     __shared__ __align__(16) __nv_bfloat16 v_tile[MMA_CHECK_WARPS][16 * MMA_CHECK_LDV];
@@ -125,6 +127,22 @@ __global__ void mma_check_helpers_kernel(float *S, __nv_bfloat16 *Sb, float *O, 
         MmaFragC o = {};
         mma_bf16_m16n8k16(o, p, mma_load_b_kn(v_tile[w] + nt * 8, MMA_CHECK_LDV), o);
         mma_store_c(O + w * 256 + nt * 8, 16, o);
+    }
+    MmaFragC s2[2] = {}, o2[2] = {};
+    for (int ks = 0; ks < 2; ks++) {
+        const MmaFragA a = mma_load_a(q_tile[w] + ks * 16, MMA_CHECK_LDQK);
+        MmaFragB b0, b1;
+        mma_load_b_nk_pair(b0, b1, k_tile[w] + ks * 16, MMA_CHECK_LDQK);
+        mma_bf16_m16n8k16(s2[0], a, b0, s2[0]);
+        mma_bf16_m16n8k16(s2[1], a, b1, s2[1]);
+    }
+    MmaFragB v0, v1;
+    mma_load_b_kn_pair(v0, v1, v_tile[w], MMA_CHECK_LDV);
+    mma_bf16_m16n8k16(o2[0], p, v0, o2[0]);
+    mma_bf16_m16n8k16(o2[1], p, v1, o2[1]);
+    for (int nt = 0; nt < 2; nt++) {
+        mma_store_c(S2 + w * 256 + nt * 8, 16, s2[nt]);
+        mma_store_c(O2 + w * 256 + nt * 8, 16, o2[nt]);
     }
     // Ot = bf16(S)^T V: S stored as bf16 [query][key] (q_tile is free: the S products
     // above are done), read back transposed as the A of the keys
@@ -269,27 +287,31 @@ template <int COUNT, bool TRANS> static int mma_check_ldmatrix(DevRng *rng) {
     return right == total;
 }
 
-// three checks: S (with its bf16 store), O, Ot; returns how many passed
+// four checks: S (with its bf16 store), O, Ot, the pair loads; returns how many passed
 static int mma_check_helpers(DevRng *rng) {
     const int W = MMA_CHECK_WARPS;
     __nv_bfloat16 Q[W * 512], K[W * 512], V[W * 256], Sb[W * 256];
-    float S[W * 256], O[W * 256], Ot[W * 256];
+    float S[W * 256], O[W * 256], Ot[W * 256], S2[W * 256], O2[W * 256];
     for (int i = 0; i < W * 512; i++) Q[i] = mma_check_random_bf16(rng);
     for (int i = 0; i < W * 512; i++) K[i] = mma_check_random_bf16(rng);
     for (int i = 0; i < W * 256; i++) V[i] = mma_check_random_bf16(rng);
     __nv_bfloat16 *dQ = to_device(Q, W * 512), *dK = to_device(K, W * 512), *dV = to_device(V, W * 256);
     __nv_bfloat16 *dSb;
-    float *dS, *dO, *dOt;
+    float *dS, *dO, *dOt, *dS2, *dO2;
+    CUDA_CHECK(cudaMalloc(&dS2, W * 256 * sizeof(float)));
+    CUDA_CHECK(cudaMalloc(&dO2, W * 256 * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&dSb, W * 256 * sizeof(__nv_bfloat16)));
     CUDA_CHECK(cudaMalloc(&dS, W * 256 * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&dO, W * 256 * sizeof(float)));
     CUDA_CHECK(cudaMalloc(&dOt, W * 256 * sizeof(float)));
-    mma_check_helpers_kernel<<<1, 32 * W>>>(dS, dSb, dO, dOt, dQ, dK, dV);
+    mma_check_helpers_kernel<<<1, 32 * W>>>(dS, dSb, dO, dOt, dS2, dO2, dQ, dK, dV);
     CUDA_CHECK_LAUNCH();
     mma_check_download(S, dS, W * 256);
     mma_check_download(Sb, dSb, W * 256);
     mma_check_download(O, dO, W * 256);
     mma_check_download(Ot, dOt, W * 256);
+    mma_check_download(S2, dS2, W * 256);
+    mma_check_download(O2, dO2, W * 256);
     double ref[W * 256], abs_sum[W * 256];
     for (int w = 0; w < W; w++) {
         for (int m = 0; m < 16; m++) {
@@ -346,14 +368,21 @@ static int mma_check_helpers(DevRng *rng) {
     }
     const int ok_t = mma_check_close("mma_load_a_trans (Ot = bf16(S)^T V)", Ot, ref, abs_sum,
                                      W * 256, 16);
-    void *dev[] = {dQ, dK, dV, dSb, dS, dO, dOt};
+    // the pair loads hand the mma the same fragments as the x2 loads checked
+    // above, so the same products bit for bit (S2 = S, O2 = O)
+    int differ = 0;
+    for (int i = 0; i < W * 256; i++) differ += memcmp(&S2[i], &S[i], 4) != 0 || memcmp(&O2[i], &O[i], 4) != 0;
+    // (named so that EMU_MMA_MUTATION=no-trans, which breaks both loads alike, expects it to pass)
+    printf("check x4 B fragment pairs (mma.cuh's nk_pair, kn_pair): %d of %d elements of S and O "
+           "differ from the x2 loads' %s\n", differ, W * 256, differ ? "FAIL" : "ok");
+    void *dev[] = {dQ, dK, dV, dSb, dS, dO, dOt, dS2, dO2};
     for (void *p : dev) CUDA_CHECK(cudaFree(p));
-    return ok_s + ok_o + ok_t;
+    return ok_s + ok_o + ok_t + (differ == 0);
 }
 
 // every check; prints a summary line and returns how many failed
 static int mma_check_all(DevRng *rng) {
-    const int total = 10;
+    const int total = 11;
     int passed = mma_check_registers(rng);
     passed += mma_check_ldmatrix<1, false>(rng);
     passed += mma_check_ldmatrix<1, true>(rng);

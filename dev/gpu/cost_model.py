@@ -82,8 +82,13 @@ def before_after_section(out=print):
                                                c.unit_seconds()["hbm"]) for c in att)
     out("\nthe roofline takes the slowest unit, as if ldmatrix and mma.sync overlapped perfectly; "
         "with none (each warp's B fragment loaded, then used: shared + mma.sync time) attention "
-        "would take %.2f ms. Neither counts occupancy (dk/dv's registers), barriers or synchronous "
-        "tile loads" % (serial * 1e3))
+        "would take %.2f ms. Neither counts occupancy (at D = 64: the forward's 2 blocks of 4 warps "
+        "an SM at ~220 registers, the backward's 2 of 8 at 128), barriers, or how much of a tile's "
+        "cp.async load hides behind the previous tile's work" % (serial * 1e3))
+    mma_s = sum(c.unit_seconds()["tensor"] for c in att)
+    out("the attention's mma.sync work alone (%.2f TFLOP at %.0f TFLOP/s) takes %.2f ms: the floor "
+        "of mma.sync kernels under this calibration" % (
+            sum(c.mma for c in att) * C.MMA_FLOPS / 1e12, C.MMA_SYNC_FLOPS / 1e12, mma_s * 1e3))
     attn = after["attention fwd"][0] + after["attention bwd"][0]
     out("\nissue 36's targets: step %.2f ms (target <= %.0f): %s; attention fwd + bwd %.2f ms "
         "(target <= %.0f): %s" % (

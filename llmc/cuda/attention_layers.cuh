@@ -28,6 +28,7 @@ typedef struct {
     int slots;           // layers kept: L, or 1 for forward passes only (every layer reuses it)
     float *lse;          // tc, flash, cudnn: (slots, B, NH, T), each slot padded to 4 floats
     float *D;            // tc, flash: (B, NH, T) dy . y of the backward (cudnn: its workspace's)
+    float *dq_partials;  // tc (training): the backward's dQ per key block (tc_dq_partial_floats)
     CudnnAttentionCache *cudnn; // cudnn: the plans of each (B, T) met
     floatX *att;         // cublas: (slots, B, NH, T, T)
     AttentionScratch s;  // cublas: q, k, v, y, dq, dk, dv (B, NH, T, hs), scores, dpreatt
@@ -57,6 +58,9 @@ static inline void attention_layers_init(AttentionLayers *a, AttentionKind kind,
     } else {
         a->lse = cuda_alloc<float>(a->slots * lse_slot_floats(rows));
         a->D = cuda_alloc<float>(rows);
+        if (kind == ATTENTION_TC && !inference) {
+            a->dq_partials = cuda_alloc<float>(tc_dq_partial_floats(B, T, C, NH, causal));
+        }
     }
     if (kind == ATTENTION_CUDNN) {
         a->cudnn = (CudnnAttentionCache *)calloc(1, sizeof(CudnnAttentionCache));
@@ -102,9 +106,9 @@ static inline void attention_layers_backward(const AttentionLayers *a, const Mat
         CudnnAttention *c = cudnn_attention_cached(a->cudnn, B, T, NH, C / NH, a->causal, st);
         cudnn_attention_backward(c, dqkv, dout, out, lse, qkv);
     } else if (a->kind == ATTENTION_TC && a->causal) {
-        flash_attention_tc_backward<true>(dqkv, a->D, dout, out, qkv, lse, B, T, C, NH, st);
+        flash_attention_tc_backward<true>(dqkv, a->D, a->dq_partials, dout, out, qkv, lse, B, T, C, NH, st);
     } else if (a->kind == ATTENTION_TC) {
-        flash_attention_tc_backward<false>(dqkv, a->D, dout, out, qkv, lse, B, T, C, NH, st);
+        flash_attention_tc_backward<false>(dqkv, a->D, a->dq_partials, dout, out, qkv, lse, B, T, C, NH, st);
     } else if (a->causal) {
         flash_attention_backward_any<true>(dqkv, a->D, dout, out, qkv, lse, B, T, C, NH, st);
     } else {
@@ -117,7 +121,7 @@ static inline void attention_layers_free(AttentionLayers *a) {
         cudnn_attention_cache_free(a->cudnn);
         free(a->cudnn);
     }
-    void *p[] = {a->lse, a->D, a->att, a->s.q, a->s.k, a->s.v, a->s.y, a->s.dq, a->s.dk,
+    void *p[] = {a->lse, a->D, a->dq_partials, a->att, a->s.q, a->s.k, a->s.v, a->s.y, a->s.dq, a->s.dk,
                  a->s.dv, a->s.scores, a->s.dpreatt};
     for (void *x : p) {
         if (x != NULL) CUDA_CHECK(cudaFree(x));

@@ -170,6 +170,30 @@ __device__ inline MmaFragB mma_load_b_kn(const __nv_bfloat16 *tile, int ld) {
     return b;
 }
 
+// Two B fragments with one ldmatrix.x4 (half the instructions of two
+// mma_load_b_*, and each feeds the mma of two 16-row A strips in the
+// attention kernels): b0 for n 0-7, b1 for n 8-15.
+// From tile[n * ld + k], n, k < 16 (keys by features): matrices 0-3 are
+// n 0-7 | k 0-7, n 0-7 | k 8-15, n 8-15 | k 0-7, n 8-15 | k 8-15
+__device__ inline void mma_load_b_nk_pair(MmaFragB &b0, MmaFragB &b1, const __nv_bfloat16 *tile,
+                                          int ld) {
+    const int l = mma_lane_id();
+    uint32_t r[4];
+    ldmatrix_x4(r, tile + ((l / 16) * 8 + l % 8) * ld + (l / 8 % 2) * 8);
+    b0 = MmaFragB{{r[0], r[1]}};
+    b1 = MmaFragB{{r[2], r[3]}};
+}
+// From tile[k * ld + n], k, n < 16 (keys by features), transposed by
+// ldmatrix: matrices 0-3 are k 0-7 | n 0-7, k 8-15 | n 0-7, k 0-7 | n 8-15, k 8-15 | n 8-15
+__device__ inline void mma_load_b_kn_pair(MmaFragB &b0, MmaFragB &b1, const __nv_bfloat16 *tile,
+                                          int ld) {
+    const int l = mma_lane_id();
+    uint32_t r[4];
+    ldmatrix_x4_trans(r, tile + ((l / 8 % 2) * 8 + l % 8) * ld + (l / 16) * 8);
+    b0 = MmaFragB{{r[0], r[1]}};
+    b1 = MmaFragB{{r[2], r[3]}};
+}
+
 // C to tile[m * ld + n], m < 16, n < 8, as T (float, or bf16 rounded to nearest even); any memory
 template <typename T> __device__ inline void mma_store_c(T *tile, int ld, const MmaFragC &c) {
     const int l = mma_lane_id();

@@ -10,7 +10,8 @@
 # follows them (the tensor-core and fp32 flash attention kernels: issue 36). Mutants must
 # fail, naming their kernel: the norm backward's per-lane load of rstd counted
 # once a row, the tensor-core forward's mma per 16-key chunk halved, a
-# GEMM's bias read dropped, the ldmatrix.x2 B fragment of an mma halved. Then
+# GEMM's bias read dropped, the ldmatrix.x2 B fragment of an mma halved, the
+# forward's ldmatrix.x4 B fragment pair (shared by a warp's two strips) halved. Then
 # the report: issue 27's targets (d12 bf16 B=16 T=1024, tc: MFU >= 45 % in
 # llm.c's 6 N + 6 L C T convention, cbwc <= 1.02 x ln), issue 36's before and
 # after table (after >= before: the new roofs only add limits; the parts sum
@@ -57,11 +58,13 @@ mutant() {
     fi
 }
 mutant rstd_once_a_row kernels.py "stats = 32 * F32" "stats = F32" "norm_backward_kernel<"
-mutant tc_chunk_mma_halved attention.py "ceil_div(seen, 16) * D // 4" "ceil_div(seen, 16) * D // 8" \
+mutant tc_chunk_mma_halved attention.py "ceil_div(seen, 16) * D // 2" "ceil_div(seen, 16) * D // 4" \
     "flash_attention_tc_forward_kernel<"
 mutant gemm_bias_dropped kernels.py "(XB * m if bias else 0)" "0" "cublasLtMatmul"
 mutant ldmatrix_b_fragment_halved attention.py "B_FRAGMENT = 2 * LDMATRIX_MATRIX" \
-    "B_FRAGMENT = LDMATRIX_MATRIX" "flash_attention_tc_backward_dkdv_kernel<"
+    "B_FRAGMENT = LDMATRIX_MATRIX" "flash_attention_tc_backward_kernel<"
+mutant ldmatrix_b_pair_halved attention.py "B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 4" \
+    "B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 8" "flash_attention_tc_forward_kernel<"
 
 # 3. the report and the issue's targets
 if $PY dev/gpu/cost_model.py report > "$work/report.md" 2>&1; then

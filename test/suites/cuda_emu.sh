@@ -27,7 +27,7 @@
 #      the test (also the tensor-core kernel's causal mask and an operand
 #      index, in bf16; the removed barriers, the tensor-core tile's among them,
 #      as races: the race detector's report); and first (0) the emulator's own
-#      checks must fire (emu_selftest; emu_cudnn_selftest: the cuDNN shim's refusals), the race detector's among them (in the
+#      checks must fire (emu_selftest, cp.async among them; emu_cudnn_selftest: the cuDNN shim's refusals), the race detector's among them (in the
 #      plain build; SAN=1 has none), and
 #      its tensor-core layouts (mma, ldmatrix) must pass, and fail when broken;
 #      CUDA graphs: a replay equals the eager run bit for bit (a stale captured
@@ -116,6 +116,15 @@ selftest ldmatrix-local "is in its local memory"
 selftest ldmatrix-overrun "overruns the dynamic shared memory (200 bytes)"
 selftest mma-partial-warp "mma.sync.m16n8k16 in a partial warp"
 selftest mma-divergent "divergent warp: lane 0 is at mma.m16n8k16 while lane 16"
+# cp.async (dev/cuda/emu/emu_async.cpp): copies land at the wait that covers
+# them (wait_group 2, then 1, then wait_all over three groups, a zero-filled
+# and a .ca copy); with the detector off, the destinations not yet covered
+# still hold their poison at each wait, the uncommitted ones at every wait_group
+"$E/emu_selftest" cp-async-ok > "$work/cp_async.log" 2>&1 &&
+    EMU_RACECHECK=0 "$E/emu_selftest" cp-async-peek >> "$work/cp_async.log" 2>&1 &&
+    ok "emulator: cp.async lands at the wait covering it (wait_group N leaves the newest N groups pending)" ||
+    bad "emulator selftest cp-async-ok / cp-async-peek: $(cat "$work/cp_async.log")"
+selftest cp-async-unwaited "cp.async copies not waited for"
 
 # the cuDNN shim's checks fire (dev/cuda/emu/cudnn_selftest.cu: llmc/cuda/cudnn_attention.cuh's
 # graphs with one thing wrong, or a descriptor built by hand), and the right graphs run
@@ -188,6 +197,8 @@ if "$E/emu_selftest" racecheck | grep -q 'race checking: on'; then
     selftest ldmatrix-race "on dynamic shared memory 'tile'" show
     selftest atomic-read "follows the atomics of several blocks" show
     selftest stream-race "stream race on global memory" show
+    selftest cp-async-early "race (read of a pending cp.async destination) on dynamic shared memory 'cp_buf'" show
+    selftest cp-async-source "race (write of a pending cp.async source) on global memory" show
     export EMU_FIBER_ORDER=reverse
     selftest shared-race "race (write after read) on shared memory 'word'" show
     selftest warp-race "race (read after write) on shared memory 'words'" show

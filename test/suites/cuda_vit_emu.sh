@@ -33,9 +33,9 @@
 #      gradient centring dropped; test_vitcu (bf16, tensor cores by default):
 #      the tensor-core forward masked as if causal; test_swincu: the
 #      tensor-core window kernel's shift mask dropped; the bf16
-#      dev/cuda/attention_bidir check: the tensor-core dk/dv kernel's causal
-#      loop (the test models' 17 tokens fit one 64-row block: the loop shows
-#      only at T > 64)
+#      dev/cuda/attention_bidir check: the tensor-core backward's causal
+#      loop, its query tiles from the key block's first key (the test models'
+#      17 tokens fit one 128-key block: the loop shows only at T > 128)
 # cores: 1
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -363,7 +363,7 @@ open(p, 'w').write(t)" "$dir/llmc/cuda/$file"; then bad "mutant $name: no longer
     if "$dir/check" > "$dir/run.log" 2>&1; then bad "mutant $name: dev/cuda/$prog (bf16) still passes"
     else ok "mutant $name caught by dev/cuda/$prog bf16 ($(grep -m1 -E 'FAIL|error' "$dir/run.log" | sed 's/  */ /g'))"; fi
 }
-dev_mutant tc-causal-dkdv flash_attention_tc.cuh "s.replace('q0 = CAUSAL ? k_first : 0;', 'q0 = k_first;')" attention_bidir
+dev_mutant tc-causal-dkdv flash_attention_tc.cuh "s.replace('return causal ? kb * TC_BWD_KEYS : 0;', 'return kb * TC_BWD_KEYS;')" attention_bidir
 mutant tc-swin-mask swin_window_attention_tc.cuh "s.replace('(region_s[i] == region_s[j] ? 0.0f : SWIN_MASK_VALUE)', '0.0f')" sw_ln_a swin bf16
 
 echo "cuda_vit_emu: $fails failure(s) (emulated: a logic check, not a device run)"

@@ -30,33 +30,53 @@ typedef struct {
 
 // The formulas, per (b, h), from the kernels' loops (d = 64, bf16 tensors: 2
 // bytes an element; lse, D, scores: fp32). Pairs (query, key) the tc kernels
-// compute: forward and dq in 16-key chunks up to the diagonal,
-//   P1 = T^2/2 + 8T  (block i of 64 rows: i full tiles of 64 x 64, and on the
-//                     diagonal its warps w = 0..3 see w + 1 chunks of 16 x 16),
-// dk/dv in whole 64-query tiles from the block's first key,
-//   P2 = T^2/2 + 32T (block i: nb - i tiles of 64 x 64, nb = T/64);
+// compute: forward in 16-key chunks up to the diagonal of a warp's 32 rows,
+//   P0 = T^2/2 + 16T (the warp of rows 32 k .. 32 k + 31 sees 32 (k + 1) keys),
 // an mma covers 16 x 16 pairs x 16 features (or 16 x 16 pairs of P V), so a
-// pair costs 4d FLOPs forward (S, P V), 6d in dq (S, dP, dS K) and 8d in dk/dv
-// (S^T, dP^T, P^T dO, dS^T Q).
+// pair costs 4d FLOPs forward (S, P V); the backward's count is walked below.
 static Counts expected(AttentionKind kind, bool forward, u64 T) {
     const u64 d = HS, Td = T * d;
     Counts c = {0, 0, 0, 0};
     if (kind == ATTENTION_TC) {
-        const u64 nb = T / 64, P1 = T * T / 2 + 8 * T, P2 = T * T / 2 + 32 * T;
-        // one head's key/value (or query/dy) 64-row tiles, both tensors, over all
-        // blocks: block i streams i + 1 of them (forward, dq) or nb - i (dk/dv)
-        const u64 tiles = 128 * d * nb * (nb + 1);
         if (forward) {
-            c.tc_flops = 4 * d * P1;
-            c.bytes_read = 2 * Td + tiles;  // q once, k and v tiles
+            // blocks of 128 query rows: the one from q0 streams its keys up to
+            // min(q0 + 128, T) in 64-key tiles of k and v (256 d bytes a tile)
+            u64 forward_tiles = 0;
+            for (u64 q0 = 0; q0 < T; q0 += 128) forward_tiles += (q0 + 128 < T ? q0 + 128 : T) / 64;
+            c.tc_flops = 4 * d * (T * T / 2 + 16 * T);
+            c.bytes_read = 2 * Td + 256 * d * forward_tiles; // q once, k and v tiles
             c.bytes_written = 2 * Td + 4 * T; // out, lse
         } else {
-            c.tc_flops = 6 * d * P1 + 8 * d * P2;
-            c.bytes_read = 4 * Td                                   // D = dy . y
-                           + 4 * Td + 32 * T + tiles                // dq: q, dy; lse, D (each lane of a
-                                                                    // row's quad: 4 x 8 bytes); k, v
-                           + 4 * Td + tiles + 256 * nb * (nb + 1); // dk/dv: k, v; q, dy; lse, D a tile
-            c.bytes_written = 4 * T + 2 * Td + 4 * Td;              // D; dq; dk, dv
+            // blocks of 128 keys (T a multiple of 64: every block's 16-key
+            // warps hold valid keys) stream 32-query tiles from their first
+            // key: per tile, each warp whose keys a query of the tile sees
+            // makes S^T, dP^T, dV, dK (q16 x d/8 mma each, q16 = 2), and each
+            // of the (32/16) (d/16) dQ units of a 16-query strip by 16 features
+            // 2 mma a 16-key chunk up to the strip's last query
+            const u64 BKEYS = 128, BQ = 32;
+            u64 mma = 0, rows = 0; // rows: the dQ partials, one per (key block, query)
+            for (u64 first = 0; first < T; first += BKEYS) {
+                const u64 keys = first + BKEYS < T ? BKEYS : T - first;
+                rows += T - first;
+                for (u64 q0 = first; q0 < T; q0 += BQ) {
+                    for (u64 w = 0; w < BKEYS / 16; w++) {
+                        if (first + 16 * w < T && q0 + BQ - 1 >= first + 16 * w) mma += 2 * d / 2;
+                    }
+                    for (u64 u = 0; u < (BQ / 16) * (d / 16); u++) {
+                        const u64 seen = q0 + 16 * (u % (BQ / 16)) + 16 - first;
+                        mma += 2 * (((seen < keys ? seen : keys) + 15) / 16);
+                    }
+                }
+            }
+            c.tc_flops = 4096 * mma;
+            c.bytes_read = 4 * Td            // D = dy . y
+                           + 4 * Td          // k, v once
+                           + 4 * d * rows    // q, dy rows of every tile (a row per partial row)
+                           + 8 * rows        // lse, D of those rows
+                           + 4 * d * rows;   // the reduce: every partial row once
+            c.bytes_written = 4 * T + 4 * Td // D; dk, dv
+                              + 4 * d * rows // the partials
+                              + 2 * Td;      // dq
         }
     } else if (kind == ATTENTION_FLASH) {
         // blocks of 16 rows, tiles of 32: n = T/16 blocks; forward and dq stream
@@ -104,6 +124,14 @@ static u64 unique_bytes(AttentionKind kind, bool forward, u64 T) {
                              (2 * T * T + 4 * Td) + 4 * Td
                        : 12 * Td + 4 * Td + (4 * Td + 4 * T * T) + (2 * T * T + 4 * Td) +
                              (3 * T * (T + 1) + 2 * T * T) + 2 * (2 * T * T + 4 * Td) + 12 * Td;
+    }
+    if (kind == ATTENTION_TC && !forward) {
+        // D = dy . y (dy, out in, D out); the backward (q, k, v, dy, lse, D in, dk,
+        // dv and the dQ partials out: a row of d fp32 per (key block of 128, query
+        // from its first key)); the reduce (the partials in, dq out)
+        u64 rows = 0;
+        for (u64 first = 0; first < T; first += 128) rows += T - first;
+        return (4 * Td + 4 * T) + (8 * Td + 8 * T + 4 * Td + 4 * HS * rows) + (4 * HS * rows + 2 * Td);
     }
     // flash-style: forward q, k, v in, out and lse out; backward D = dy . y (dy,
     // out in, D out), dq (q, dy, k, v, lse, D in, dq out), dk/dv (the same in, dk, dv out)

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cuda_runtime.h"
+#include "emu_async.h"
 #include "emu_internal.h"
 #include "emu_race.h"
 
@@ -137,6 +138,7 @@ extern "C" [[noreturn]] void fiber_entry() {
     __sanitizer_finish_switch_fiber(nullptr, &sched.main_stack_bottom, &sched.main_stack_bytes);
 #endif
     sched.body(sched.body_ctx);
+    cp_async_thread_exits(); // no copy may outlive its thread
     sched.fibers[sched.current].state = DONE;
     switch_to_scheduler(true);
     abort(); // never resumed

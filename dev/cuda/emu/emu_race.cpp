@@ -10,7 +10,10 @@
 //     shuffle, a vote) of that warp lies between them;
 //   blocks of a launch (device memory only): a write to what another block
 //     wrote or read, or a read of what another block wrote, is a race;
-//   atomics race with plain accesses only.
+//   atomics race with plain accesses only;
+//   cp.async (emu_async.h): the copy writes its destination and reads its
+//     source at issue and again where its thread's wait lands it; in between,
+//     any access to the destination and any write to the source is a race.
 // A race aborts, naming the kernel, the memory, both threads and both
 // source lines (addr2line on the recorded code addresses). EMU_RACECHECK=0
 // turns it off, =shared checks shared memory only. State is per OS thread
@@ -34,6 +37,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "emu_internal.h"
 #include "emu_race.h"
@@ -90,6 +94,11 @@ struct State {
     Region region[MAX_REGIONS];
     Cell *shared_cells;
     size_t shared_used, shared_capacity;
+    // per shared granule: a cp.async pending there (tid + 1, 0: none) and its
+    // issue's code address; async_pending counts the block's pending copies
+    uint16_t *pending_tid;
+    uint32_t *pending_pc;
+    unsigned long long async_pending;
     unsigned long long read_bytes, written_bytes, mmas;
     unsigned long long shared_read_bytes, shared_written_bytes; // ldmatrix's reads included
     uintptr_t code_bias; // the program's load address: code offsets fit 32 bits
@@ -107,6 +116,16 @@ const unsigned NAMES = 4096;
 __thread const char *legacy_names[NAMES];
 uintptr_t global_lo = 0;
 size_t global_bytes = 0;
+
+// the sources of the running block's pending cp.async copies
+struct AsyncSource {
+    uintptr_t lo;
+    size_t bytes;
+    const void *dst;
+    int tid;
+    uint32_t pc;
+};
+thread_local std::vector<AsyncSource> async_sources;
 
 Mode mode() {
 #ifdef EMU_RACE
@@ -150,9 +169,16 @@ void add_region(uintptr_t lo, size_t bytes, const char *name) {
         size_t cap = st.shared_capacity > 0 ? st.shared_capacity : 4096;
         while (cap < st.shared_used + cells) cap *= 2;
         Cell *c = (Cell *)realloc(st.shared_cells, cap * sizeof(Cell));
-        if (c == nullptr) device_abort("race detector: out of memory for the shared-memory shadow");
+        uint16_t *pt = (uint16_t *)realloc(st.pending_tid, cap * sizeof(uint16_t));
+        uint32_t *pp = (uint32_t *)realloc(st.pending_pc, cap * sizeof(uint32_t));
+        if (c == nullptr || pt == nullptr || pp == nullptr) {
+            device_abort("race detector: out of memory for the shared-memory shadow");
+        }
         memset(c + st.shared_capacity, 0, (cap - st.shared_capacity) * sizeof(Cell));
+        memset(pt + st.shared_capacity, 0, (cap - st.shared_capacity) * sizeof(uint16_t));
         st.shared_cells = c;
+        st.pending_tid = pt;
+        st.pending_pc = pp;
         st.shared_capacity = cap;
     }
     st.region[st.regions++] = Region{lo, bytes, st.shared_used, name};
@@ -400,6 +426,107 @@ void check(Cell *cells, uintptr_t base, uintptr_t a, size_t n, Access kind, cons
 
 } // namespace
 
+namespace {
+
+// an access to [a, a + n) of a shared region's granules from `first`, where a
+// cp.async is pending (the running thread's own included: its wait lands it)
+void pending_check(const Region &r, uintptr_t a, size_t n, Access kind, const void *pc) {
+    const size_t first = (a - r.lo) / GRANULE, last = (a + n - 1 - r.lo) / GRANULE;
+    for (size_t i = first; i <= last; i++) {
+        const uint16_t issuer = st.pending_tid[r.cell + i];
+        if (issuer == 0) continue;
+        const char *mine = kind == READ ? "read" : kind == WRITE ? "write" : "atomic";
+        const uint32_t code = (uint32_t)((uintptr_t)pc - st.code_bias);
+        device_abort("race (%s of a pending cp.async destination) on %s: this thread's %zu-byte "
+                     "%s at %s meets the cp.async of %s at %s, which lands only at that thread's "
+                     "cp.async.wait_group or wait_all covering it (and is seen by others after a "
+                     "__syncthreads that follows)",
+                     mine, memory_name(r.lo + i * GRANULE, &r).c_str(), n, mine,
+                     source_of(code).c_str(), thread_name(issuer - 1).c_str(),
+                     source_of(st.pending_pc[r.cell + i]).c_str());
+    }
+}
+
+// a write to [a, a + n) of device memory while a pending cp.async reads it
+void source_check(uintptr_t a, size_t n, Access kind, const void *pc) {
+    for (const AsyncSource &s : async_sources) {
+        if (a < s.lo + s.bytes && s.lo < a + n) {
+            const uint32_t code = (uint32_t)((uintptr_t)pc - st.code_bias);
+            device_abort("race (%s of a pending cp.async source) on %s: this thread's %zu-byte "
+                         "%s at %s overwrites what the cp.async of %s at %s may still read (until "
+                         "that thread's wait covering it)",
+                         kind == WRITE ? "write" : "atomic", memory_name(a, nullptr).c_str(), n,
+                         kind == WRITE ? "write" : "atomic", source_of(code).c_str(),
+                         thread_name(s.tid).c_str(), source_of(s.pc).c_str());
+        }
+    }
+}
+
+const Region *shared_region(uintptr_t a) {
+    for (int i = 0; i < st.regions; i++) {
+        if (a - st.region[i].lo < st.region[i].bytes) return &st.region[i];
+    }
+    return nullptr;
+}
+
+// an access's rules and records without its traffic (a landing cp.async)
+void record(const void *p, size_t n, Access kind, const void *pc) {
+    const uintptr_t a = (uintptr_t)p;
+    if (n == 0 || !st.check) return;
+    if (a - global_lo < global_bytes) {
+        if (st.check_global) {
+            const size_t within = global_lo + global_bytes - a;
+            check(global_cells, global_lo, a, n < within ? n : within, kind, pc, true, nullptr);
+        }
+        return;
+    }
+    if (const Region *r = shared_region(a)) {
+        const size_t within = r->lo + r->bytes - a;
+        check(st.shared_cells + r->cell, r->lo, a, n < within ? n : within, kind, pc, false, r);
+    }
+}
+
+} // namespace
+
+bool static_shared(const void *p, size_t n) {
+    const Region *r = shared_region((uintptr_t)p);
+    return r != nullptr && (uintptr_t)p + n <= r->lo + r->bytes;
+}
+
+void async_issued(void *dst, const void *src, size_t n, size_t src_n, const void *pc) {
+    access(src, src_n, READ, pc); // the copy may read and write at once
+    access(dst, n, WRITE, pc);
+    if (!st.check) return;
+    const Region *r = shared_region((uintptr_t)dst);
+    if (r == nullptr) return;
+    const uint32_t code = (uint32_t)((uintptr_t)pc - st.code_bias);
+    const size_t first = ((uintptr_t)dst - r->lo) / GRANULE, last = ((uintptr_t)dst + n - 1 - r->lo) / GRANULE;
+    for (size_t i = first; i <= last; i++) {
+        st.pending_tid[r->cell + i] = (uint16_t)(st.tid + 1);
+        st.pending_pc[r->cell + i] = code;
+    }
+    if (src_n > 0) async_sources.push_back(AsyncSource{(uintptr_t)src, src_n, dst, st.tid, code});
+    st.async_pending++;
+}
+
+void async_landed(void *dst, const void *src, size_t n, size_t src_n, const void *pc) {
+    if (!st.check) return;
+    const Region *r = shared_region((uintptr_t)dst);
+    if (r == nullptr) return;
+    const size_t first = ((uintptr_t)dst - r->lo) / GRANULE, last = ((uintptr_t)dst + n - 1 - r->lo) / GRANULE;
+    for (size_t i = first; i <= last; i++) st.pending_tid[r->cell + i] = 0;
+    for (size_t i = 0; i < async_sources.size(); i++) {
+        if (async_sources[i].dst == dst && async_sources[i].tid == st.tid) {
+            async_sources[i] = async_sources.back();
+            async_sources.pop_back();
+            break;
+        }
+    }
+    st.async_pending--;
+    record(src, src_n, READ, pc); // where it lands: its thread's view from here on
+    record(dst, n, WRITE, pc);
+}
+
 void access(const void *p, size_t n, Access kind, const void *pc) {
     const uintptr_t a = (uintptr_t)p;
     if (n == 0) return;
@@ -407,6 +534,7 @@ void access(const void *p, size_t n, Access kind, const void *pc) {
         if (kind != WRITE) st.read_bytes += n;
         if (kind != READ) st.written_bytes += n;
         const size_t within = global_lo + global_bytes - a;
+        if (st.async_pending > 0 && kind != READ && st.check) source_check(a, n, kind, pc);
         if (st.check_global) {
             check(global_cells, global_lo, a, n < within ? n : within, kind, pc, true, nullptr);
             if (kind != READ) {
@@ -425,6 +553,7 @@ void access(const void *p, size_t n, Access kind, const void *pc) {
             if (kind != READ) st.shared_written_bytes += n;
             const size_t within = r.lo + r.bytes - a; // an overrun is ASan's to see (SAN=1)
             if (st.check) {
+                if (st.async_pending > 0) pending_check(r, a, n < within ? n : within, kind, pc);
                 check(st.shared_cells + r.cell, r.lo, a, n < within ? n : within, kind, pc, false, &r);
             }
             return;
@@ -516,6 +645,11 @@ void block_begins(unsigned linear_block) {
     st.block = linear_block % (B_MANY - 1) + 1; // below the flags (2^31 blocks would alias)
     st.sync = next_interval();
     memset(st.epoch, 0, sizeof(st.epoch));
+    if (st.async_pending > 0) { // a block that aborted is the only way here; clear for safety
+        memset(st.pending_tid, 0, st.shared_used * sizeof(uint16_t));
+        st.async_pending = 0;
+    }
+    async_sources.clear();
 }
 
 void fiber_enters(int thread) {

@@ -38,6 +38,13 @@ void dynamic_shared_named(const char *name); // the kernel's name for its extern
 // from emu_mma.cpp: the running warp issued one mma.m16n8k16 (counted with the
 // launch's bytes, emu_traffic.h)
 void mma_issued();
+// from emu_async.cpp: whether [p, p + n) lies in one static __shared__ array
+// of the launch; a cp.async of n bytes (src_n of them read) issued by the
+// running thread at pc, and landed at its wait (the detector holds the
+// destination and the source to the rules of emu_async.h in between)
+bool static_shared(const void *p, size_t n);
+void async_issued(void *dst, const void *src, size_t n, size_t src_n, const void *pc);
+void async_landed(void *dst, const void *src, size_t n, size_t src_n, const void *pc);
 
 // from the arena (emu_arena.cpp): device memory is [lo, lo + bytes)
 void global_memory_reserved(uintptr_t lo, size_t bytes);

@@ -8,8 +8,18 @@
 #   index: flash attention's tile loads read q, k, v, dy one feature off (d -> (d + 1) % hs)
 #   tc-causal: the tensor-core forward's causal mask lets each query see the next key
 #   tc-index:  the tensor-core products read the B operand's 8-column tiles swapped in pairs
-#   tc-barrier: the tensor-core forward's __syncthreads between loading a key/value
-#              tile and its use removed (checked by dev/cuda/attention_variants bf16)
+#   tc-barrier: the tensor-core forward's one __syncthreads a key/value tile (after
+#              the tile's cp.async wait, before the next tile's loads) removed
+#              (checked by dev/cuda/attention_variants bf16)
+#   tc-wait:   the tensor-core forward's cp.async.wait_group before that barrier
+#              removed: the tile is read before its copies land
+#   tc-bwd-wait, tc-bwd-barrier: the tensor-core backward's cp.async.wait_group
+#              of a query tile, and its __syncthreads between writing dS^T and
+#              the dQ products that read it, removed (races, attention_variants)
+#   tc-partial-rows: the dQ reduce reads each key block's row of the next
+#              query; tc-partial-dropped: it leaves out key block 0's row
+#              (both must fail attention_variants' numbers: its T = 130 has
+#              two key blocks)
 #   wait-grads: grad_sync.cuh's reduction stream no longer waits for the
 #              backward's gradients (its cudaStreamWaitEvent on grads_done)
 #   wait-comm:  the compute stream no longer waits for the reductions (the
@@ -111,8 +121,36 @@ open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no 
         fails=$((fails + 1))
     fi
 }
-dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads();\n        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform', '        if (r0 >= T || (CAUSAL && k0 > r0 + 15)) continue; // warp-uniform')" \
+dev_mutant tc-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads(); // everyone\'s landed, and tile j - 1 is consumed', '        // everyone\'s landed, and tile j - 1 is consumed')" \
     attention_variants "dynamic shared memory 'tc_smem'"
+dev_mutant tc-wait cuda/flash_attention_tc.cuh "s.replace('        cp_async_wait_group<0>(); // this thread\'s copies of tile j', '        // this thread\'s copies of tile j')" \
+    attention_variants "dynamic shared memory 'tc_smem'"
+dev_mutant tc-bwd-wait cuda/flash_attention_tc.cuh "s.replace('        cp_async_wait_group<0>(); // this thread\'s copies of tile i', '        // this thread\'s copies of tile i')" \
+    attention_variants "dynamic shared memory 'tc_smem'"
+dev_mutant tc-bwd-barrier cuda/flash_attention_tc.cuh "s.replace('        __syncthreads(); // dS^T of every warp is in shared memory', '        // dS^T of every warp is in shared memory')" \
+    attention_variants "dynamic shared memory 'tc_smem'"
+# dev_number_mutant NAME FILE PYTHON-EXPRESSION PROGRAM: the bf16 dev/cuda check PROGRAM
+# (T = 130: two key blocks of the tensor-core backward) must fail by its numbers
+dev_number_mutant() {
+    local name=$1 file=$2 expr=$3 prog=$4 dir=$work/$1
+    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
+    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
+if t == s: sys.exit('mutation did not apply')
+open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return; }
+    if ! $compile -iquote "$dir/llmc" -x c++ -c "build/emu/src/dev/cuda/$prog.cu" -o "$dir/check.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/check.o" $link -o "$dir/check" >> "$dir/build.log" 2>&1; then
+        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
+    fi
+    if { DEV_CUDA_CHECK_ONLY=1 EMU_RACECHECK=0 "$dir/check"; } > "$dir/run.log" 2>&1; then
+        echo "FAIL $name: dev/cuda/$prog (bf16) still passes with the mutation ($file)"; fails=$((fails + 1))
+    else
+        echo "ok   $name: mutant caught ($(grep -m1 -E 'FAIL|error' "$dir/run.log" | sed 's/  */ /g'))"
+    fi
+}
+dev_number_mutant tc-partial-rows cuda/flash_attention_tc.cuh "s.replace('(tc_partial_row0(kb, T, CAUSAL) + t - tc_partial_first_query', '(tc_partial_row0(kb, T, CAUSAL) + (t + 1) % T - tc_partial_first_query')" \
+    attention_variants
+dev_number_mutant tc-partial-dropped cuda/flash_attention_tc.cuh "s.replace('for (int kb = 0; kb < blocks; kb++) {', 'for (int kb = 1; kb < blocks; kb++) {')" \
+    attention_variants
 # stream_mutant NAME EXPR RACE: grad_sync.cuh mutated, the trainer over 2 ranks
 # (RACE 1: it must abort with a stream race; 0: fail or differ from the unmutated run)
 shards=${4:-} # SHARDS_train_*.bin, SHARDS_val_*.bin

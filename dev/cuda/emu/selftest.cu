@@ -23,6 +23,7 @@
 
 #include "../mma_check.cuh"
 #include "cuda/cuda_common.cuh"
+#include "cuda/cp_async.cuh"
 #include "cuda/mma.cuh"
 
 __global__ void divergent_barrier_kernel(float *x) {
@@ -252,6 +253,68 @@ static int graph_case(const char *c, float *x) {
     return same && !ran_at_capture && nodes == 5 && status == cudaStreamCaptureStatusActive ? 0 : 1;
 }
 
+// cp.async (llmc/cuda/cp_async.cuh, dev/cuda/emu/emu_async.cpp): 64 threads,
+// each copying 16 bytes into each of three groups (buffers 0-2 of 256
+// floats, from src's three 256-float parts), then 8 of 16 bytes (the rest
+// zero-filled, src-size 8) into buffer 3 and (threads 0-7) 4 bytes (.ca) after it, uncommitted.
+// mode CP_OK: the waits in turn, each checking what landed (wait_group 2:
+// group 0; 1: group 1 too; wait_all: all); CP_PEEK (the detector off): also
+// whether the buffers not yet covered still hold their poison (NaN) at each
+// wait; CP_EARLY: reads group 2's destination before its wait; CP_SOURCE:
+// overwrites a pending source; CP_UNWAITED: leaves without waiting for group 2.
+// out[t]: the thread's count of wrong values (0: all as the rules say)
+enum { CP_OK, CP_PEEK, CP_EARLY, CP_SOURCE, CP_UNWAITED };
+__global__ void cp_async_kernel(float *out, float *src, int mode) {
+    extern __shared__ __align__(16) float cp_buf[]; // 4 x 256 + 8 floats
+    const int t = threadIdx.x;
+    int wrong = 0;
+    for (int g = 0; g < 3; g++) {
+        cp_async_cg16(cp_buf + 256 * g + 4 * t, src + 256 * g + 4 * t);
+        cp_async_commit_group();
+    }
+    cp_async_cg16(cp_buf + 768 + 4 * t, src + 4 * t, 8); // floats 2, 3 zero-filled
+    if (t < 8) cp_async_ca<4>(cp_buf + 1024 + t, src + 8 * t);
+    if (mode == CP_EARLY) out[t] = cp_buf[512 + 4 * t];
+    if (mode == CP_SOURCE && t == 5) src[512 + 4 * 5] = -1.0f; // its own copy's, pending
+    // a buffer's element i of this thread's 4: landed (src), or still poison
+    auto landed = [&](int g, int i) { return cp_buf[256 * g + 4 * t + i] == src[256 * g + 4 * t + i]; };
+    auto poison = [&](int g, int i) { return isnan(cp_buf[256 * g + 4 * t + i]); };
+    cp_async_wait_group<2>(); // group 0 has landed; 1 and 2 may not have
+    for (int i = 0; i < 4; i++) wrong += !landed(0, i) + (mode == CP_PEEK && !(poison(1, i) && poison(2, i)));
+    cp_async_wait_group<1>();
+    for (int i = 0; i < 4; i++) wrong += !landed(1, i) + (mode == CP_PEEK && !poison(2, i));
+    if (mode == CP_PEEK) wrong += !isnan(cp_buf[768 + 4 * t]); // uncommitted: no wait_group lands it
+    if (mode == CP_UNWAITED) {
+        out[t] = (float)wrong;
+        return;
+    }
+    cp_async_wait_all();
+    for (int i = 0; i < 4; i++) wrong += !landed(2, i);
+    wrong += cp_buf[768 + 4 * t] != src[4 * t] || cp_buf[768 + 4 * t + 1] != src[4 * t + 1] ||
+             cp_buf[768 + 4 * t + 2] != 0.0f || cp_buf[768 + 4 * t + 3] != 0.0f;
+    __syncthreads(); // another thread's copies, seen after its wait and a barrier
+    const int u = 63 - t;
+    wrong += cp_buf[4 * u] != src[4 * u];
+    if (t < 8) wrong += cp_buf[1024 + t] != src[8 * t];
+    out[t] = (float)wrong;
+}
+
+// cp_async_kernel in MODE; 0: every thread's checks passed
+static int cp_async_run(int mode) {
+    float *src, *out, h[768];
+    CUDA_CHECK(cudaMalloc(&src, sizeof(h)));
+    CUDA_CHECK(cudaMalloc(&out, 64 * sizeof(float)));
+    for (int i = 0; i < 768; i++) h[i] = 0.5f * (float)i + 1.0f;
+    CUDA_CHECK(cudaMemcpy(src, h, sizeof(h), cudaMemcpyHostToDevice));
+    cp_async_kernel<<<1, 64, (4 * 256 + 8) * sizeof(float)>>>(out, src, mode);
+    CUDA_CHECK(cudaMemcpy(h, out, 64 * sizeof(float), cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int i = 0; i < 64; i++) wrong += h[i] != 0.0f;
+    CUDA_CHECK(cudaFree(src));
+    CUDA_CHECK(cudaFree(out));
+    return wrong;
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "ok";
     float *x;
@@ -406,6 +469,14 @@ int main(int argc, char **argv) {
         return late && h[3] == 0.0f ? 0 : 1;
     }
     if (strncmp(c, "graph-", 6) == 0) return graph_case(c, x);
+    if (strcmp(c, "cp-async-ok") == 0 || strcmp(c, "cp-async-peek") == 0) {
+        const int wrong = cp_async_run(strcmp(c, "cp-async-ok") == 0 ? CP_OK : CP_PEEK);
+        printf("cp.async: %d of 64 threads saw a copy land before its wait or not at it\n", wrong);
+        return wrong == 0 ? 0 : 1;
+    }
+    if (strcmp(c, "cp-async-early") == 0) cp_async_run(CP_EARLY);
+    if (strcmp(c, "cp-async-source") == 0) cp_async_run(CP_SOURCE);
+    if (strcmp(c, "cp-async-unwaited") == 0) cp_async_run(CP_UNWAITED);
     if (strcmp(c, "nan-shared") == 0 || strcmp(c, "ok") == 0) {
         float h[64], out;
         for (int i = 0; i < 64; i++) h[i] = (float)i;

@@ -44,23 +44,17 @@ def _pairs(T, causal):
 
 
 # shared memory of the tensor-core kernels (mma.cuh): an A strip of 16 rows x
-# 16 features is one ldmatrix.x4 (4 matrices of 128 B), every mma's B fragment
-# one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk, the P V-like
-# products through mma_load_b_kn); tiles are written by tc_load_rows, a whole
-# tile of rows (zero past the valid ones) whatever is valid
+# 16 features is one ldmatrix.x4 (4 matrices of 128 B); in the backward every
+# mma's B fragment is one ldmatrix.x2 (256 B: S = Q K^T through mma_load_b_nk,
+# the P V-like products through mma_load_b_kn); tiles are written by
+# tc_load_rows (tc_load_rows_async in the forward: cp.async, counted as the
+# same bytes), a whole tile of rows (zero past the valid ones) whatever is valid
 LDMATRIX_MATRIX = 128
 B_FRAGMENT = 2 * LDMATRIX_MATRIX
 A_STRIP = 4 * LDMATRIX_MATRIX
-
-
-def _seen_pairs(first_row, rows, T, q0, queries, causal):
-    """(key row, query) pairs of a dk/dv warp strip and a query tile that the
-    mask keeps: the lse_s reads (made only for those)"""
-    n = 0
-    for tk in range(first_row, min(first_row + rows, T)):
-        lo = max(0, tk - q0) if causal else 0
-        n += max(0, queries - lo)
-    return n
+# the forward's warps own 32 rows (two strips): one ldmatrix.x4 (512 B) loads
+# two B fragments, each feeding both strips' mma: 4 mma a load, 128 B an mma
+B_PAIR_PER_MMA = 4 * LDMATRIX_MATRIX // 4
 
 
 def tc(B, T, C, NH, causal, forward):
@@ -70,13 +64,14 @@ def tc(B, T, C, NH, causal, forward):
 
 @functools.lru_cache(maxsize=None)
 def _tc_calls(B, T, C, NH, causal, forward):
-    """the tensor-core kernels: blocks of 64 rows (4 warps of 16), key tiles of
-    64 (backward: 32 at D = 128); a warp skips tiles past its rows (causal) and
-    16-key chunks past its last row; one mma covers 16 x 8 x 16. Shared memory:
-    every warp's A strips (forward q; dq q and dy, once; dk/dv k and v, again
-    for each query tile it works on), a B fragment each mma, the tiles written
-    whole, and dk/dv's lse and D of a query tile (written by the block; D read
-    for every score element of a lane, lse only where the mask keeps the pair)"""
+    """the tensor-core kernels, walked block by block: the forward (blocks of
+    128 query rows, 4 warps of 32) and the backward (blocks of 128 keys, 8
+    warps of 16, then the dQ reduce), each below; a warp skips tiles past its
+    rows (causal) and 16-key chunks past its last row; one mma covers 16 x 8 x
+    16. Shared memory: A strips and B fragments as ldmatrix loads them, tiles
+    written whole (cp.async counted as the same bytes), and the backward's
+    lse and D of a query tile (D read for every score element of a lane, lse
+    only where the mask keeps the pair) and its dS^T"""
     hs = C // NH
     D = padded_head(hs)
     bh = B * NH
@@ -86,77 +81,86 @@ def _tc_calls(B, T, C, NH, causal, forward):
     strip = (D // 16) * A_STRIP
     pairs = _pairs(T, causal)
     if forward:
-        r = w = mma = 0
-        for bx in range(nb):
-            q0 = 64 * bx
-            rows = min(64, T - q0)
+        # blocks of 128 query rows (4 warps of 32, two strips each), key tiles
+        # of 64 (32 at D = 128), double-buffered; Q's strips read once a warp
+        # (D <= 64: kept in registers) or once a tile the warp works on (D = 128)
+        BKf = 64 if D <= 64 else 32
+        r = w = mma = sw = sr_q = 0
+        for bx in range(ceil_div(T, 128)):
+            q0 = 128 * bx
+            rows = min(128, T - q0)
             r += rows * row_b
-            k_end = min(q0 + 64, T) if causal else T
-            for k0 in range(0, k_end, 64):
-                keys = min(64, T - k0)
+            k_end = min(q0 + 128, T) if causal else T
+            sw += 128 * tile_row + ceil_div(k_end, BKf) * 2 * BKf * tile_row
+            for k0 in range(0, k_end, BKf):
+                keys = min(BKf, T - k0)
                 r += 2 * keys * row_b
                 for warp in range(4):
-                    r0 = q0 + 16 * warp
-                    if r0 >= T or (causal and k0 > r0 + 15):
+                    r0 = q0 + 32 * warp
+                    if r0 >= T or (causal and k0 > r0 + 31):
                         continue
-                    seen = min(keys, r0 + 16 - k0) if causal else keys
-                    mma += ceil_div(seen, 16) * D // 4  # S (2 k16 n-tiles x D/16) + P V (k16 x D/8)
+                    seen = min(keys, r0 + 32 - k0) if causal else keys
+                    # S (D/16 x 2 n-tiles x 2 strips) + P V (D/8 x 2 strips) a 16-key chunk
+                    mma += ceil_div(seen, 16) * D // 2
+                    if D > 64:
+                        sr_q += 2 * strip
+            if D <= 64:
+                sr_q += 4 * 2 * strip
             w += rows * (row_b + F32)
-        tiles = sum(ceil_div(min(64 * bx + 64, T) if causal else T, 64) for bx in range(nb))
-        sw = nb * 64 * tile_row + tiles * 2 * 64 * tile_row
-        sr = nb * 4 * strip + B_FRAGMENT * mma
+        sr = sr_q + B_PAIR_PER_MMA * mma
         return [Call("flash_attention_tc_forward_kernel<D, CAUSAL>", "attention fwd", bh * r, bh * w,
                      _flash_style_unique(B, T, C, NH, "fwd"), mma=bh * mma, fma=bh * 8 * pairs,
                      sfu=bh * pairs, shared_read=bh * sr, shared_written=bh * sw)]
-    BK = 64 if D <= 64 else 32
-    rq = wq = mq = 0
-    rk = wk = mk = 0
-    srq = swq = srk = swk = 0
-    for bx in range(nb):
-        first = 64 * bx
-        rows = min(64, T - first)
-        # dq: q and dy rows; lse and D loaded by the 4 lanes of each row's quad
-        rq += 2 * rows * row_b + rows * 4 * 2 * F32
-        swq += 2 * 64 * tile_row
-        srq += 4 * 2 * strip
-        k_end = min(first + 64, T) if causal else T
-        for k0 in range(0, k_end, BK):
-            keys = min(BK, T - k0)
-            rq += 2 * keys * row_b
-            swq += 2 * BK * tile_row
-            for warp in range(4):
-                r0 = first + 16 * warp
-                if r0 >= T or (causal and k0 > r0 + 15):
-                    continue
-                seen = min(keys, r0 + 16 - k0) if causal else keys
-                mq += 3 * ceil_div(seen, 16) * D // 8  # S, dP, then dQ += dS K
-        wq += rows * row_b
-        # dk/dv: k and v rows; q, dy, lse, D of each query tile from the block's first key
-        rk += 2 * rows * row_b
-        swk += 2 * 64 * tile_row
-        for q0 in range(first if causal else 0, T, BK):
-            queries = min(BK, T - q0)
-            rk += 2 * queries * row_b + 2 * F32 * queries
-            swk += 2 * BK * tile_row + 2 * F32 * BK
-            for warp in range(4):
+    # backward: blocks of BKEYS keys (8 warps of 16) stream 32-query tiles from
+    # the block's first key (causal) or 0; per tile and warp that sees them:
+    # S^T, dP^T, dV += P^T dO, dK += dS^T Q (mma.cuh's x2 B fragments), dS^T to
+    # shared memory; then dQ's part of the tile, dS K, a warp a 16-query strip
+    # by 16 features (an x4.trans A and an x4 B pair a 16-key chunk: 2 mma),
+    # written as fp32 rows of hs; the reduce kernel sums them per query
+    BKEYS, BQ = 128, 32
+    nkb = ceil_div(T, BKEYS)
+    r = w = m = sr = sw = part_rows = 0
+    for kb in range(nkb):
+        first = BKEYS * kb
+        keys = min(BKEYS, T - first)
+        q_first = first if causal else 0
+        part_rows += T - q_first
+        r += 2 * keys * row_b
+        w += 2 * keys * row_b + (T - q_first) * F32 * hs  # dk, dv; the dQ partials
+        sw += 2 * BKEYS * tile_row
+        for q0 in range(q_first, T, BQ):
+            queries = min(BQ, T - q0)
+            r += 2 * queries * row_b + 2 * F32 * queries  # q, dy rows; lse, D (cp.async 4 B each)
+            sw += 2 * BQ * tile_row + 2 * BQ * F32
+            q16 = ceil_div(queries, 16)
+            for warp in range(8):
                 kr0 = first + 16 * warp
-                if kr0 >= T or (causal and q0 + BK - 1 < kr0):
+                if kr0 >= T or (causal and q0 + BQ - 1 < kr0):
                     continue
-                mk += ceil_div(queries, 16) * D // 2  # S^T, dP^T, dV += P^T dO, dK += dS^T Q
-                # k, v strips again; D_s for each of a lane's BK / 2 score elements; lse_s if kept
-                srk += 2 * strip + 32 * (BK // 2) * F32 + \
-                    F32 * _seen_pairs(kr0, 16, T, q0, queries, causal)
-        wk += 2 * rows * row_b
-    srq += B_FRAGMENT * mq
-    srk += B_FRAGMENT * mk
+                m += q16 * D // 2  # S^T, dP^T, P^T dO, dS^T Q: q16 x D/8 each
+                # k, v strips; the x2 B fragments; lse_s and D_s of a lane's two
+                # queries of each n-tile; dS^T stored
+                sr += 2 * strip + B_FRAGMENT * q16 * D // 2 + 32 * (BQ // 8) * 4 * F32
+                sw += (BQ // 8) * 32 * 4 * XB
+            DQF = min(D, 16)  # TC_DQ_FEATURES
+            for u in range((BQ // 16) * (D // DQF)):
+                qs = 16 * (u % (BQ // 16))
+                seen = min(keys, q0 + qs + 16 - first) if causal else keys
+                # a 16-key chunk: one x4.trans dS^T fragment, DQF / 16 x4 B pairs, DQF / 8 mma
+                m += (DQF // 8) * ceil_div(seen, 16)
+                sr += 4 * LDMATRIX_MATRIX * (1 + DQF // 16) * ceil_div(seen, 16)
+    # the reduce: each query's rows over the key blocks that add to it
+    adds = sum(t // BKEYS + 1 if causal else nkb for t in range(T))
     rd = row_dot(B, T, NH, hs, "attention bwd (D = dy . y)")
+    btc, rows = B * T * C, B * NH * T
+    partial_bytes = bh * part_rows * F32 * hs
     return [rd,
-            Call("flash_attention_tc_backward_dq_kernel<D, CAUSAL>", "attention bwd dq", bh * rq,
-                 bh * wq, _flash_style_unique(B, T, C, NH, "dq"), mma=bh * mq,
-                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srq, shared_written=bh * swq),
-            Call("flash_attention_tc_backward_dkdv_kernel<D, CAUSAL>", "attention bwd dk dv",
-                 bh * rk, bh * wk, _flash_style_unique(B, T, C, NH, "dkdv"), mma=bh * mk,
-                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * srk, shared_written=bh * swk)]
+            Call("flash_attention_tc_backward_kernel<D, CAUSAL>", "attention bwd", bh * r, bh * w,
+                 XB * 6 * btc + 2 * F32 * rows + partial_bytes, mma=bh * m,
+                 fma=bh * 5 * pairs, sfu=bh * pairs, shared_read=bh * sr, shared_written=bh * sw),
+            Call("flash_attention_tc_dq_reduce_kernel<CAUSAL>", "attention bwd dq (reduce)",
+                 bh * adds * F32 * hs, XB * btc, partial_bytes + XB * btc, fma=bh * adds * hs,
+                 shared_read=0, shared_written=0)]
 
 
 def flash(B, T, C, NH, causal, forward):
