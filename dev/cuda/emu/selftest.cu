@@ -472,6 +472,7 @@ int main(int argc, char **argv) {
     if (strcmp(c, "cp-async-ok") == 0 || strcmp(c, "cp-async-peek") == 0) {
         const int wrong = cp_async_run(strcmp(c, "cp-async-ok") == 0 ? CP_OK : CP_PEEK);
         printf("cp.async: %d of 64 threads saw a copy land before its wait or not at it\n", wrong);
+        CUDA_CHECK(cudaFree(x));
         return wrong == 0 ? 0 : 1;
     }
     if (strcmp(c, "cp-async-early") == 0) cp_async_run(CP_EARLY);
