@@ -95,6 +95,20 @@ mutant sync_zero cuda/norm.cuh "s.replace('i += blockDim.x) acc[i] = 0.0f;\\n   
 mutant index cuda/flash_attention.cuh "s.replace('to_float(src[(size_t)r * stride + d])', 'to_float(src[(size_t)r * stride + (d + 1) % hs])')"
 mutant tc-causal cuda/flash_attention_tc.cuh "s.replace('(!CAUSAL || tk <= tq) ? s * scale', '(!CAUSAL || tk <= tq + 1) ? s * scale')" bf16
 mutant tc-index cuda/attention_tc_warp.cuh "s.replace('mma_load_b_kn(b_tile + kk * 16 * ld + nt * 8, ld)', 'mma_load_b_kn(b_tile + kk * 16 * ld + (nt ^ 1) * 8, ld)')" bf16
+# build_dev_mutant NAME FILE PYTHON-EXPRESSION PROGRAM DIR: a copy of llmc/ in DIR with
+# FILE mutated, and the bf16 dev/cuda check PROGRAM built on it as DIR/check;
+# a mutation that no longer applies or does not build is counted a failure (status 1)
+build_dev_mutant() {
+    local name=$1 file=$2 expr=$3 prog=$4 dir=$5
+    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
+    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
+if t == s: sys.exit('mutation did not apply')
+open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return 1; }
+    if ! $compile -iquote "$dir/llmc" -x c++ -c "build/emu/src/dev/cuda/$prog.cu" -o "$dir/check.o" > "$dir/build.log" 2>&1 ||
+       ! g++ "$dir/check.o" $link -o "$dir/check" >> "$dir/build.log" 2>&1; then
+        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return 1
+    fi
+}
 # dev_mutant NAME FILE PYTHON-EXPRESSION PROGRAM RACE: the bf16 dev/cuda check PROGRAM
 # (its shapes put several warps' loads in one tile; the test model's T = 16 rows are
 # one warp's) must abort with the race detector's report on RACE; a barrier the
@@ -104,14 +118,7 @@ dev_mutant() {
     if [ $racecheck = 0 ]; then
         echo "SKIP $name: only the race detector sees it, and this build has none (SAN=1)"; return
     fi
-    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
-    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
-if t == s: sys.exit('mutation did not apply')
-open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return; }
-    if ! $compile -iquote "$dir/llmc" -x c++ -c "build/emu/src/dev/cuda/$prog.cu" -o "$dir/check.o" > "$dir/build.log" 2>&1 ||
-       ! g++ "$dir/check.o" $link -o "$dir/check" >> "$dir/build.log" 2>&1; then
-        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
-    fi
+    build_dev_mutant "$name" "$file" "$expr" "$prog" "$dir" || return
     if { DEV_CUDA_CHECK_ONLY=1 EMU_RACECHECK=1 "$dir/check"; } > "$dir/run.log" 2>&1; then
         echo "FAIL $name: dev/cuda/$prog (bf16) still passes with the mutation ($file)"; fails=$((fails + 1))
     elif grep -qF "on $race" "$dir/run.log" && grep -q '^emulated CUDA error.*: race (' "$dir/run.log"; then
@@ -133,14 +140,7 @@ dev_mutant tc-bwd-barrier cuda/flash_attention_tc.cuh "s.replace('        __sync
 # (T = 130: two key blocks of the tensor-core backward) must fail by its numbers
 dev_number_mutant() {
     local name=$1 file=$2 expr=$3 prog=$4 dir=$work/$1
-    rm -rf "$dir"; mkdir -p "$dir"; cp -r build/emu/src/llmc "$dir/llmc"
-    python3 -c "import sys; p = sys.argv[1]; s = open(p).read(); t = $expr
-if t == s: sys.exit('mutation did not apply')
-open(p, 'w').write(t)" "$dir/llmc/$file" || { echo "FAIL $name: the mutation no longer applies to $file"; fails=$((fails + 1)); return; }
-    if ! $compile -iquote "$dir/llmc" -x c++ -c "build/emu/src/dev/cuda/$prog.cu" -o "$dir/check.o" > "$dir/build.log" 2>&1 ||
-       ! g++ "$dir/check.o" $link -o "$dir/check" >> "$dir/build.log" 2>&1; then
-        echo "FAIL $name: the mutant does not build"; tail -5 "$dir/build.log"; fails=$((fails + 1)); return
-    fi
+    build_dev_mutant "$name" "$file" "$expr" "$prog" "$dir" || return
     if { DEV_CUDA_CHECK_ONLY=1 EMU_RACECHECK=0 "$dir/check"; } > "$dir/run.log" 2>&1; then
         echo "FAIL $name: dev/cuda/$prog (bf16) still passes with the mutation ($file)"; fails=$((fails + 1))
     else

@@ -315,6 +315,24 @@ static int cp_async_run(int mode) {
     return wrong;
 }
 
+// the cuBLASLt cases' set-up: a handle, an fp32 matmul descriptor, one 4x4
+// fp32 layout for every operand and a default preference
+typedef struct {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t l;
+    cublasLtMatmulPreference_t pref;
+} LtSmall;
+
+static LtSmall lt_small(void) {
+    LtSmall t;
+    CUBLAS_CHECK(cublasLtCreate(&t.lt));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&t.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&t.l, CUDA_R_32F, 4, 4, 4));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&t.pref));
+    return t;
+}
+
 int main(int argc, char **argv) {
     const char *c = argc > 1 ? argv[1] : "ok";
     float *x;
@@ -349,16 +367,13 @@ int main(int argc, char **argv) {
         CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, n, 8, &one, x, lda, x, 8, &zero, x, 8));
     }
     if (strcmp(c, "lt-align") == 0) { // an algorithm chosen for 256-byte operands, run 4 bytes off
-        cublasLtHandle_t lt;
-        cublasLtMatmulDesc_t op;
-        cublasLtMatrixLayout_t l;
-        cublasLtMatmulPreference_t pref;
+        LtSmall t = lt_small();
+        cublasLtHandle_t lt = t.lt;
+        cublasLtMatmulDesc_t op = t.op;
+        cublasLtMatrixLayout_t l = t.l;
+        cublasLtMatmulPreference_t pref = t.pref;
         cublasLtMatmulHeuristicResult_t h;
         int found = 0;
-        CUBLAS_CHECK(cublasLtCreate(&lt));
-        CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
         CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, l, l, l, l, pref, 1, &h, &found));
         const float one = 1.0f, zero = 0.0f;
         CUBLAS_CHECK(cublasLtMatmul(lt, op, &one, x + 1, l, x, l, &zero, x + 32, l, x + 32, l,
@@ -369,16 +384,13 @@ int main(int argc, char **argv) {
     // (cuBLASLt wants a multiple of 8); lt-aux-align: its aux 4 bytes off 16
     if (strcmp(c, "lt-epilogue") == 0 || strcmp(c, "lt-aux-ld") == 0 ||
         strcmp(c, "lt-aux-align") == 0) {
-        cublasLtHandle_t lt;
-        cublasLtMatmulDesc_t op;
-        cublasLtMatrixLayout_t l;
-        cublasLtMatmulPreference_t pref;
+        LtSmall t = lt_small();
+        cublasLtHandle_t lt = t.lt;
+        cublasLtMatmulDesc_t op = t.op;
+        cublasLtMatrixLayout_t l = t.l;
+        cublasLtMatmulPreference_t pref = t.pref;
         cublasLtMatmulHeuristicResult_t h;
         int found = 0;
-        CUBLAS_CHECK(cublasLtCreate(&lt));
-        CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-        CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4));
-        CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
         const int unknown = strcmp(c, "lt-epilogue") == 0;
         cublasLtEpilogue_t e = unknown ? (cublasLtEpilogue_t)130 : CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
         CUBLAS_CHECK(
