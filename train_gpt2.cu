@@ -30,6 +30,7 @@
 #include "cuda/gpt2_feed.cuh"
 #include "cuda/gpt2_mc_eval.cuh"
 #include "cuda/gpt2_step_graph.cuh"
+#include "cuda/gpu_trainer_cli.cuh"
 #include "cuda/grad_sync.cuh"
 #include "cuda/multi_gpu.cuh"
 #include "cuda/multi_gpu_ranks.cuh"
@@ -55,9 +56,7 @@ typedef Gpt2TrainArgs TrainArgs;
 // The flags only the GPU trainer takes.
 typedef struct {
     int inference_passes; // > 0: time this many forward passes on random tokens, no training
-    int num_processes;    // -pn: 0 = from mpirun's environment, else 1
-    int process_rank;     // -pr
-    const char *id_file;  // -pf: shared file for the NCCL unique id
+    GpuProcessArgs proc;  // -pn, -pr, -pf (llmc/cuda/gpu_trainer_cli.cuh)
     const char *attention_name; // -at: NULL = the build's default
     AttentionKind attention;    // from -at, checked against the build
     int recompute;              // -r: 0, 1 or 2 (llmc/cuda/transformer_block.cuh)
@@ -83,14 +82,7 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         if (strcmp(flags[i].name, "-vd") != 0) flags[n++] = flags[i];
     }
     const CliFlag gpu_flags[] = {
-        {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
-         "data parallel: number of processes, one GPU each (default: mpirun's\n"
-         "environment, else 1)", NULL, 0, 0},
-        {"-pr", CLI_INT, &gpu->process_rank, 0, 65535, "this process's rank, 0 .. pn-1 (with -pn)",
-         NULL, 0, 0},
-        {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
-         "shared file through which rank 0 hands the NCCL id to the others;\n"
-         "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+        GPU_PROCESS_CLI_FLAGS(&gpu->proc),
         {"-inf", CLI_INT, &gpu->inference_passes, 0, 1000000,
          "inference benchmark: time this many forward passes (B, T) on random\n"
          "tokens, no data, no training (default 0 = train)", NULL, 0, 0},
@@ -103,10 +95,7 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
         FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
         GEMM_ALGO_CLI_FLAG(&gpu->tune_algos),
-        {"-cg", CLI_INT, &gpu->cuda_graphs, 0, 1,
-         "CUDA graphs: 1 = each micro-step's forward and backward captured once\n"
-         "(after the first step) and launched as one graph (one rank, not SFT\n"
-         "data; else eager); 0 = every kernel launched on its own (default 1)", NULL, 0, 0},
+        CUDA_GRAPHS_CLI_FLAG(&gpu->cuda_graphs, "several ranks and SFT data"),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[256];
@@ -115,22 +104,8 @@ static TrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
              "No -vd (train_gpt2 only): the tokenizer is not linked, samples print as token ids.\n",
              FLOATX_NAME);
     CliSpec spec;
-    memset(&spec, 0, sizeof(spec));
-#ifdef FOLDNORM_FP32
-    spec.program = "train_gpt2fp32cu";
-#else
-    spec.program = "train_gpt2cu";
-#endif
-    spec.synopsis = "[options]";
-    spec.about = about;
-    spec.flags = flags;
-    spec.num_flags = n;
-    cli_parse(&spec, argc, argv, NULL);
+    gpu_trainer_parse(&spec, GPU_PROGRAM_NAME("train_gpt2"), about, flags, n, &gpu->proc, argc, argv);
     gpt2_train_args_check(&spec, &a);
-    if (gpu->num_processes > 0 && gpu->process_rank >= gpu->num_processes) {
-        cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
-                  gpu->process_rank);
-    }
     gpu->attention = attention_kind_default(false);
     if (gpu->attention_name != NULL) attention_kind_parse(gpu->attention_name, &gpu->attention);
     const char *refusal = attention_kind_refusal(gpu->attention, false);
@@ -359,7 +334,7 @@ int main(int argc, char **argv) {
     GpuArgs gpu;
     TrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE;
-    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
+    MultiGpu mg = multi_gpu_init(gpu.proc.num_processes, gpu.proc.process_rank, gpu.proc.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
     GPT2 host;
     if (gpu.inference_passes > 0) { // a benchmark of the forward: no run, no -o
@@ -376,7 +351,7 @@ int main(int argc, char **argv) {
         multi_gpu_free(&mg);
         return EXIT_SUCCESS;
     }
-    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.num_processes);
+    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.proc.num_processes);
     Gpt2TrainSetup run;
     gpt2_train_setup(&run, &host, &args, &ranks);
     const GPT2Config *cfg = &host.config;

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/gpu_trainer_cli.cuh"
 #include "cuda/multi_gpu.cuh"
 #include "cuda/multi_gpu_ranks.cuh"
 #include "cuda/vit_step_graph.cuh"
@@ -64,9 +65,7 @@ extern "C" {
 // vit_train_args.c's table, train_vit's too).
 typedef struct {
     int data_workers;     // -dw: host threads building batches ahead (0: between steps)
-    int num_processes;    // -pn: 0 = from mpirun's environment, else 1
-    int process_rank;     // -pr
-    const char *id_file;  // -pf: shared file for the NCCL unique id
+    GpuProcessArgs proc;  // -pn, -pr, -pf (llmc/cuda/gpu_trainer_cli.cuh)
     const char *attention_name; // -at: NULL = the build's default for the model's family
     int recompute;              // -r: 0, 1 or 2, ViT only (llmc/cuda/transformer_block.cuh)
     int fuse_epilogues;         // -fe: 0 or 1, ViT's blocks (llmc/cuda/matmul_plan.cuh)
@@ -90,14 +89,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
         {"-dw", CLI_INT, &gpu->data_workers, 0, 256,
          "host threads that augment the next batches while the GPU trains (default 8;\n"
          "0: each batch is built between steps); the same batches either way", NULL, 0, 0},
-        {"-pn", CLI_INT, &gpu->num_processes, 0, 65536,
-         "data parallel: number of processes, one GPU each, -b images each (default:\n"
-         "mpirun's environment, else 1)", NULL, 0, 0},
-        {"-pr", CLI_INT, &gpu->process_rank, 0, 65535, "this process's rank, 0 .. pn-1 (with -pn)",
-         NULL, 0, 0},
-        {"-pf", CLI_STRING, &gpu->id_file, 0, 0,
-         "shared file through which rank 0 hands the NCCL id to the others;\n"
-         "must not exist at launch, rank 0 removes it once all have joined", "file", 0, 0},
+        GPU_PROCESS_CLI_FLAGS(&gpu->proc),
         {"-at", CLI_CHOICE, &gpu->attention_name, 0, 0,
          "attention kernels: tc = tensor cores, flash-style (ViT) or per window\n"
          "(Swin), bf16 builds only; ViT: cublas = batched cuBLAS matmuls +\n"
@@ -108,10 +100,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
          "tc|cublas|flash|window|cudnn", 0, 0},
         RECOMPUTE_CLI_FLAG(&gpu->recompute),
         FUSE_EPILOGUES_CLI_FLAG(&gpu->fuse_epilogues),
-        {"-cg", CLI_INT, &gpu->cuda_graphs, 0, 1,
-         "CUDA graphs: 1 = each step's forward and backward captured once (after\n"
-         "the first step) and launched as one graph, ViT on one rank only (Swin\n"
-         "runs eager); 0 = every kernel launched on its own (default 1)", NULL, 0, 0},
+        CUDA_GRAPHS_CLI_FLAG(&gpu->cuda_graphs, "Swin and several ranks"),
     };
     for (int i = 0; i < CLI_COUNT(gpu_flags); i++) flags[n++] = gpu_flags[i];
     char about[200];
@@ -119,21 +108,7 @@ static VitTrainArgs parse_args(int argc, char **argv, GpuArgs *gpu) {
              "ViT and Swin training on an NVIDIA GPU, %s build (train_vit's flags).\n",
              FLOATX_NAME);
     CliSpec spec;
-    memset(&spec, 0, sizeof(spec));
-#ifdef FOLDNORM_FP32
-    spec.program = "train_vitfp32cu";
-#else
-    spec.program = "train_vitcu";
-#endif
-    spec.synopsis = "[options]";
-    spec.about = about;
-    spec.flags = flags;
-    spec.num_flags = n;
-    cli_parse(&spec, argc, argv, NULL);
-    if (gpu->num_processes > 0 && gpu->process_rank >= gpu->num_processes) {
-        cli_error(&spec, "-pn %d -pr %d: need 0 <= pr < pn", gpu->num_processes,
-                  gpu->process_rank);
-    }
+    gpu_trainer_parse(&spec, GPU_PROGRAM_NAME("train_vit"), about, flags, n, &gpu->proc, argc, argv);
     vit_train_args_check(&spec, &a);
     return a;
 }
@@ -343,9 +318,9 @@ int main(int argc, char **argv) {
     VitTrainArgs args = parse_args(argc, argv, &gpu);
     if (!cuda_device_present(argv[0])) return EXIT_FAILURE; // before any work, as train_gpt2cu
     // every process's, before the resume's run.txt check (-b x processes)
-    MultiGpu mg = multi_gpu_init(gpu.num_processes, gpu.process_rank, gpu.id_file);
+    MultiGpu mg = multi_gpu_init(gpu.proc.num_processes, gpu.proc.process_rank, gpu.proc.id_file);
     const int lead = mg.rank == 0; // prints, logs and writes checkpoints
-    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.num_processes);
+    const TrainRanks ranks = multi_gpu_train_ranks(&mg, gpu.proc.num_processes);
     Classifier host;
     VitTrainSetup run;
     vit_train_setup(&run, &host, &args, &ranks);

@@ -21,6 +21,14 @@
 
 #define STEP_GRAPH_KEY_BYTES 64
 
+// -cg's flag-table entry (train_gpt2cu, train_vitcu), dest an int *; eager
+// names the runs that launch every kernel on their own anyway
+#define CUDA_GRAPHS_CLI_FLAG(dest, eager)                                                      \
+    {"-cg", CLI_INT, dest, 0, 1,                                                                 \
+     "CUDA graphs: 1 = each micro-step's forward and backward captured once\n"                 \
+     "(after the first step) and launched as one graph (" eager " run eager);\n"               \
+     "0 = every kernel launched on its own (default 1)", NULL, 0, 0}
+
 typedef struct {
     cudaStream_t stream;  // the model's compute stream while graphs are on
     cudaGraphExec_t exec; // NULL: none captured yet
