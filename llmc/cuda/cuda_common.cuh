@@ -95,22 +95,6 @@ __device__ inline float block_sum(float x) {
     __syncthreads();
     return result;
 }
-__device__ inline float block_max(float x) {
-    __shared__ float warp_values[32];
-    __shared__ float result;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    x = warp_max(x);
-    __syncthreads();
-    if (lane == 0) warp_values[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-        float y = lane < warps ? warp_values[lane] : -INFINITY;
-        y = warp_max(y);
-        if (lane == 0) result = y;
-    }
-    __syncthreads();
-    return result;
-}
 
 static inline int ceil_div(long long a, long long b) { return (int)((a + b - 1) / b); }
 

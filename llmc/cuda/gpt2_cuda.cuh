@@ -174,10 +174,6 @@ struct GPT2BranchDropout {
     }
 };
 
-static inline void gpt2cuda_sync_params_x(GPT2Cuda *m) {
-    cuda_params_sync_x(m->params_x_memory, m->params_memory, m->num_parameters, m->mm.stream);
-}
-
 // Copies the parameters of a host model (loaded or initialised by llmc/gpt2/gpt2.c)
 // and allocates everything for micro-batches up to (max_B, max_T). inference:
 // forward passes only. attention: the kernels (attention_kind.cuh; tc, cublas, flash or cudnn).

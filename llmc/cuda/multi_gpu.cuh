@@ -235,11 +235,7 @@ static inline double multi_gpu_sum_double(MultiGpu *mg, double value) {
     return value;
 }
 
-// the smallest and the largest of a host integer over the ranks
-static inline int multi_gpu_min_int(MultiGpu *mg, int value) {
-    multi_gpu_reduce_scalar(mg, &value, sizeof(value), MULTI_GPU_NCCL(ncclInt32), MULTI_GPU_NCCL(ncclMin));
-    return value;
-}
+// the largest of a host integer over the ranks
 static inline int multi_gpu_max_int(MultiGpu *mg, int value) {
     multi_gpu_reduce_scalar(mg, &value, sizeof(value), MULTI_GPU_NCCL(ncclInt32), MULTI_GPU_NCCL(ncclMax));
     return value;
