@@ -401,24 +401,20 @@ GPT2StreamWeights gpt2_stream_weights(GPT2 *model) {
                                model->centred_fcprojw, model->centred_fcprojb};
 }
 
+// residual dropout and drop-path both act on the residual branches: one at a time
+static void stochastic_branch_check(const char *what, float value, float other) {
+    if (!(value >= 0.0f && value < 1.0f)) fatal("%s %g: must be in [0, 1)", what, (double)value);
+    if (value > 0.0f && other > 0.0f) fatal("residual dropout and drop-path: choose one");
+}
+
 void gpt2_set_resid_dropout(GPT2 *model, float p, uint64_t seed) {
-    if (!(p >= 0.0f && p < 1.0f)) {
-        fatal("residual dropout %g: must be in [0, 1)", (double)p);
-    }
-    if (p > 0.0f && model->drop_path > 0.0f) {
-        fatal("residual dropout and drop-path: choose one");
-    }
+    stochastic_branch_check("residual dropout", p, model->drop_path);
     model->resid_dropout = p;
     model->dropout_seed = seed;
 }
 
 void gpt2_set_drop_path(GPT2 *model, float rate, uint64_t seed) {
-    if (!(rate >= 0.0f && rate < 1.0f)) {
-        fatal("drop-path rate %g: must be in [0, 1)", (double)rate);
-    }
-    if (rate > 0.0f && model->resid_dropout > 0.0f) {
-        fatal("drop-path and residual dropout: choose one");
-    }
+    stochastic_branch_check("drop-path rate", rate, model->resid_dropout);
     model->drop_path = rate;
     model->drop_path_seed = seed;
 }
