@@ -294,12 +294,14 @@ sft)
     mkdir -p "$out/data"
     bin/gcide_to_alpaca -nh $headwords -tf 0.1 "$dict" "$out/data/gcide" | tee "$out/data/gcide.txt"
     # the multiple-choice set of the held-out headwords (pick the word for its definition
-    # among 4 of its part of speech; chance 0.25), scored on each run's final checkpoint
+    # among 4 of its part of speech; chance 0.25), scored on each run's final checkpoint;
+    # the 3 others also held out (-dh 1): the fine-tuning has seen the train headwords,
+    # and a familiar word's lower loss would pull the answers to it (docs/results.md)
     # (mc_accuracy: the CPU trainer's -mc; DEVICE=gpu runs leave its column nan: train_gpt2cu takes -mc, but
     # scoring the set under the emulator takes minutes a run)
     mc=()
     if [ $device = cpu ]; then
-        bin/gcide_to_mc -nh $headwords -tf 0.1 -t $T "$dict" "$out/data/gcide_mc.bin" | tee -a "$out/data/gcide.txt"
+        bin/gcide_to_mc -nh $headwords -tf 0.1 -dh 1 -t $T "$dict" "$out/data/gcide_mc.bin" | tee -a "$out/data/gcide.txt"
         mc=(-mc "$out/data/gcide_mc.bin")
     fi
     # records longer than the context are left out (alpaca_to_sft -sk 1 counts them)

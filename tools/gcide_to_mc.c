@@ -4,8 +4,11 @@
 // sft study never trains on it), the context "Definition: <its first
 // sense>\nWord:" and four completions " <word>": the headword and three
 // others of the same part of speech among the first -nh headwords, drawn
-// with -sd, the answer at a random place. Chance is 25 %.
-//   gcide_to_mc [-tf F] [-nh N] [-mb B] [-sd SEED] [-t T] [-vd DIR] DICT OUT.bin
+// with -sd, the answer at a random place. Chance is 25 %. -dh 1 draws the
+// others from the held-out headwords only: a model fine-tuned on the train
+// split has seen most of the first -nh headwords, and a familiar word has a
+// lower loss whatever the definition, which pulls its answers to them.
+//   gcide_to_mc [-tf F] [-nh N] [-mb B] [-sd SEED] [-dh 0|1] [-t T] [-vd DIR] DICT OUT.bin
 // Also writes OUT.bin.txt: one line per example, "index label answer | choice | ...".
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +40,7 @@ int main(int argc, char **argv) {
     int max_headwords_flag = 0, min_definition_flag = 20;
     unsigned long long seed = 1337;
     const char *vocab_dir = "data/gpt2";
-    int max_row = 1024;
+    int max_row = 1024, held_out_distractors = 0;
     CliFlag flags[] = {
         {"-tf", CLI_DOUBLE, &test_fraction, 0, 1,
          "fraction of headwords held out, as gcide_to_alpaca's (default 0.05)", NULL,
@@ -48,6 +51,9 @@ int main(int argc, char **argv) {
          "shortest definition kept, in bytes, as gcide_to_alpaca's (default 20)", NULL, 0, 0},
         {"-sd", CLI_SEED, &seed, 0, 0, "seed for the distractors and the answers' places "
          "(default 1337)", NULL, 0, 0},
+        {"-dh", CLI_INT, &held_out_distractors, 0, 1,
+         "the three others: 0 = any of the first -nh headwords, 1 = held-out\n"
+         "headwords only, none of them in the fine-tuning data (default 0)", NULL, 0, 0},
         {"-t", CLI_INT, &max_row, 2, 65535,
          "leave out examples with a row (context + completion - 1 tokens) longer\n"
          "than this: train_gpt2 -mc needs rows within its -t (default 1024)", NULL, 0, 0},
@@ -89,7 +95,8 @@ int main(int argc, char **argv) {
         for (int tries = 0; found < CHOICES - 1 && tries < 100000; tries++) {
             const GcideEntry *d = words[rng_u32(&rng) % n];
             int fresh = strcmp(d->part_of_speech, words[w]->part_of_speech) == 0 &&
-                        strcasecmp(d->headword, words[w]->headword) != 0;
+                        strcasecmp(d->headword, words[w]->headword) != 0 &&
+                        (!held_out_distractors || gcide_headword_is_test(d->headword, test_fraction));
             for (int k = 0; k < found && fresh; k++) {
                 fresh = strcasecmp(others[k]->headword, d->headword) != 0;
             }

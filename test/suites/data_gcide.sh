@@ -72,6 +72,21 @@ assert answers <= vw and not answers & tw and len(answers) + int(sys.argv[4]) ==
 assert places == {0, 1, 2, 3}, places
 PYEOF
 else bad "gcide_to_mc on 3000 headwords: $(cat "$work/mc.out")"; fi
+# -dh 1: the three others are held-out headwords too (never a train one), where -dh 0's
+# are mostly train headwords (the control: otherwise the check would hold vacuously)
+if bin/gcide_to_mc -nh 3000 -tf 0.1 -sd 5 -dh 1 $dict "$work/mc_dh.bin" > "$work/mc_dh.out" 2>&1; then
+    $PY - "$work/mc_train.json" "$work/mc_test.json" "$work/mc_dh.bin.txt" "$work/mc.bin.txt" <<'PYEOF' && ok "gcide_to_mc -dh 1: every choice a held-out headword ($(grep -oE '[0-9]+ held out as examples' "$work/mc_dh.out"))" || bad "gcide_to_mc -dh 1's choices"
+import json, re, sys
+train, test = (json.load(open(p)) for p in sys.argv[1:3])
+words = lambda rs: {m.group(1) for r in rs for m in [re.match(r'Define the word "(.*)"\.$', r["instruction"])] if m}
+tw, vw = words(train), words(test)
+choices = lambda path: [c for l in open(path).read().splitlines() for c in l.split(" | ")[1:]]
+held, control = choices(sys.argv[3]), choices(sys.argv[4])
+assert held and set(held) <= vw, sorted(set(held) - vw)[:5]
+seen = sum(c in tw for c in control)
+assert seen > len(control) / 2, (seen, len(control))  # -dh 0: most others are train headwords
+PYEOF
+else bad "gcide_to_mc -dh 1 on 3000 headwords: $(cat "$work/mc_dh.out")"; fi
 cat llmc/*/*.c > "$work/text.txt"
 bin/text_to_shard "$work/text.txt" "$work/bytes" 0.1 > /dev/null
 bin/gcide_to_mc -nh 400 -tf 0.1 -t 64 $dict "$work/mc_small.bin" > /dev/null 2>&1
