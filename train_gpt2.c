@@ -279,8 +279,6 @@ int main(int argc, char **argv) {
     const int max_steps = run.max_steps, resumed_from = run.resumed_from;
     const int have_val = run.have_val;
     DataLoader *train = &run.train;
-    McEvalSet mc;
-    const int have_mc = mc_eval_load_for_trainer(&mc, args.mc_eval_path, cfg->vocab_size, T);
     Tokenizer tokenizer;
     const Tokenizer *sample_tokenizer = NULL;
     char encoder_path[4096];
@@ -351,12 +349,12 @@ int main(int argc, char **argv) {
                           .tokenizer = sample_tokenizer, .async = async, .B = B, .T = T,
                           .grad_accum = grad_accum, .total_tokens = total_tokens,
                           .max_steps = max_steps, .sharded = sharded,
-                          .outliers = &run.progress.outliers, .mc = have_mc ? &mc : NULL};
+                          .outliers = &run.progress.outliers, .mc = run.have_mc ? &run.mc : NULL};
     const Gpt2TrainHooks hooks = {
         .ctx = &trainer, .evaluate = cpu_evaluate, .sample = cpu_sample,
         .checkpoint = cpu_checkpoint, .forward_backward = cpu_forward_backward,
         .update = cpu_update, .step_done = cpu_step_done, .max_over_ranks = cpu_max_over_ranks,
-        .mc_eval = have_mc && have_val ? cpu_mc_eval : NULL};
+        .mc_eval = run.have_mc && have_val ? cpu_mc_eval : NULL};
     const Gpt2LoopConfig loop = gpt2_train_loop_config(&run, &args, &ranks, argc, argv);
     const int stopped_by = gpt2_train_loop(&hooks, &loop, logger);
     if (sample_tokenizer != NULL) {
@@ -364,9 +362,6 @@ int main(int argc, char **argv) {
     }
     gpt2_train_setup_free(&run);
     comm_async_free(async);
-    if (have_mc) {
-        mc_eval_free(&mc);
-    }
     gpt2_free(&model);
     comm_finalize(&comm);
     return stopped_by != 0 ? 128 + stopped_by : EXIT_SUCCESS;

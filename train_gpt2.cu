@@ -360,8 +360,6 @@ int main(int argc, char **argv) {
     const int max_steps = run.max_steps, resumed_from = run.resumed_from;
     const int have_val = run.have_val;
     Logger *logger = &run.logger;
-    McEvalSet mc;
-    const int have_mc = mc_eval_load_for_trainer(&mc, args.mc_eval_path, cfg->vocab_size, T);
     const char *const record_data[] = {"train", args.train_pattern, "val",
                                        have_val ? args.val_pattern : NULL, NULL};
     logger_log_run_record(logger, argc, argv, record_data,
@@ -451,7 +449,7 @@ int main(int argc, char **argv) {
     trainer.feed = &feed;
     trainer.graph = use_graphs ? &graph : NULL;
     trainer.val = have_val ? &run.val : NULL;
-    trainer.mc = have_mc ? &mc : NULL;
+    trainer.mc = run.have_mc ? &run.mc : NULL;
     trainer.T = T;
     trainer.rng = &run.rng;
     trainer.grad_accum = grad_accum;
@@ -466,7 +464,7 @@ int main(int argc, char **argv) {
     memset(&hooks, 0, sizeof(hooks));
     hooks.ctx = &trainer;
     hooks.evaluate = gpu_evaluate;
-    hooks.mc_eval = have_mc && have_val ? gpu_mc_eval : NULL;
+    hooks.mc_eval = run.have_mc && have_val ? gpu_mc_eval : NULL;
     hooks.sample = gpu_sample;
     hooks.checkpoint = gpu_checkpoint;
     hooks.forward_backward = gpu_forward_backward;
@@ -493,7 +491,6 @@ int main(int argc, char **argv) {
     }
     gpt2_feed_free(&feed); // joins the thread before the loader goes
     gpt2_train_setup_free(&run);
-    if (have_mc) mc_eval_free(&mc);
     grad_sync_free(&sync);
     gpt2cuda_free(&model);
     gpt2_free(&host);

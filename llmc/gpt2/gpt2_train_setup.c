@@ -82,6 +82,7 @@ void gpt2_train_setup(Gpt2TrainSetup *s, GPT2 *model, const Gpt2TrainArgs *args,
                         (size_t)train_progress_cursor(&s->progress, B * ranks->world));
     }
     logger_init(&s->logger, lead ? args->output_dir : NULL, s->resumed_from);
+    s->have_mc = mc_eval_load_for_trainer(&s->mc, args->mc_eval_path, model->config.vocab_size, s->T);
 }
 
 Gpt2LoopConfig gpt2_train_loop_config(Gpt2TrainSetup *s, const Gpt2TrainArgs *args,
@@ -104,6 +105,7 @@ void gpt2_train_setup_free(Gpt2TrainSetup *s) {
     if (s->have_val) {
         dataloader_free(&s->val);
     }
+    if (s->have_mc) mc_eval_free(&s->mc);
 }
 
 void gpt2_train_setup_model(GPT2 *model, const Gpt2TrainArgs *args) {

@@ -14,6 +14,7 @@
 #include "gpt2/gpt2.h"
 #include "gpt2/gpt2_train_args.h"
 #include "gpt2/gpt2_train_loop.h"
+#include "gpt2/mc_eval.h"
 
 typedef struct {
     TrainProgress progress; // the checkpoint's; zero for a new run
@@ -26,6 +27,8 @@ typedef struct {
     DataLoader train, val;  // each rank reads its own slice of every shard
     int have_val;           // -v > 0: val is loaded
     Logger logger;          // -o/main.log on rank 0; off elsewhere
+    McEvalSet mc;           // -mc's examples, checked against the vocabulary and -t
+    int have_mc;            // -mc given: mc is loaded
 } Gpt2TrainSetup;
 
 // Every rank calls it, in this order: with -o, the newest checkpoint, the
@@ -34,7 +37,7 @@ typedef struct {
 // whose mode -N's; else the model (gpt2_train_setup_model). Then -t against
 // the model, -d into micro-steps, the loaders (with -sft's check) and the
 // step count; on rank 0, -o made and announced, run.txt checked; the train
-// loader's cursor moved to the checkpoint's; the logger. Dies with the flag
+// loader's cursor moved to the checkpoint's; the logger; -mc's set. Dies with the flag
 // and the reason on bad input.
 void gpt2_train_setup(Gpt2TrainSetup *s, GPT2 *model, const Gpt2TrainArgs *args,
                       const TrainRanks *ranks);
@@ -44,7 +47,7 @@ void gpt2_train_setup(Gpt2TrainSetup *s, GPT2 *model, const Gpt2TrainArgs *args,
 Gpt2LoopConfig gpt2_train_loop_config(Gpt2TrainSetup *s, const Gpt2TrainArgs *args,
                                       const TrainRanks *ranks, int argc, char **argv);
 
-// Frees the loaders and the logger.
+// Frees the loaders, the logger and -mc's set.
 void gpt2_train_setup_free(Gpt2TrainSetup *s);
 
 // A descriptor (-e d12, ...) gets a random init from -sd in -N's mode (ln by
