@@ -29,6 +29,7 @@
 set -euo pipefail
 quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
 cd "$(dirname "$0")/../.."
+. test/trainer_curves.sh # curve_diff, same_step_files
 work=${1:-$(mktemp -d)}
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
@@ -112,9 +113,7 @@ gpt2_checks() {
     mkdir "$work/g_resumed"
     cp "$work/g_full/model_00000002.bin" "$work/g_full/state_00000002.bin" "$work/g_resumed/"
     bin/train_gpt2 "${g[@]}" -x 4 -n 2 -dp "$rate" -y 1 -o "$work/g_resumed" > "$work/g_resumed.out"
-    for f in model_00000004.bin state_00000004.bin; do
-        cmp "$work/g_full/$f" "$work/g_resumed/$f" || { echo "FAIL: GPT-2 $f differs after the resume"; exit 1; }
-    done
+    same_step_files "$work/g_full" "$work/g_resumed" 4 || exit 1
     echo "  ok: the same model and state at step 4"
     local v0 v1
     v0=$(grep -E '^s:0 tel:' "$work/g_nodp/main.log"); v1=$(grep -E '^s:0 tel:' "$work/g_full/main.log")
@@ -128,7 +127,6 @@ gpt2_checks() {
     echo "== $emu -dp $rate (emulated): train_gpt2 -dp's curve (1e-5 relative); train_gpt2 -dp 0 differs"
     OMP_NUM_THREADS=1 EMU_RACECHECK=0 $emu "${g[@]}" -x 4 -dp "$rate" -o "$work/g_emu" > "$work/g_emu.out" 2>&1 ||
         { tail "$work/g_emu.out"; exit 1; }
-    . test/trainer_curves.sh # curve_diff
     local same other
     same=$(curve_diff "$work/g_full" "$work/g_emu"); other=$(curve_diff "$work/g_nodp" "$work/g_emu")
     echo "  CPU vs emulated GPU with -dp $rate: $same; CPU -dp 0 vs emulated GPU: $other"
@@ -149,9 +147,7 @@ rm -rf "$work/full" "$work/resumed" "$work/nodp"
 cp -r "$work/full" "$work/resumed"
 rm "$work/resumed/model_00000008.bin" "$work/resumed/state_00000008.bin"
 "${run[@]}" -dp 0.3 -o "$work/resumed" -y 1 > "$work/resumed.out"
-for f in model_00000008.bin state_00000008.bin; do
-    cmp "$work/full/$f" "$work/resumed/$f" || { echo "FAIL: $f differs after the resume"; exit 1; }
-done
+same_step_files "$work/full" "$work/resumed" 8 || exit 1
 echo "  ok: the same model and state (augment RNG, moments) at step 8"
 "${run[@]}" -dp 0 -o "$work/nodp" > "$work/nodp.out"
 if cmp -s "$work/full/model_00000008.bin" "$work/nodp/model_00000008.bin"; then
@@ -171,7 +167,6 @@ rm -rf "$work/g_cpu" "$work/g_gpu" "$work/g_gpu0"
 bin/train_vit "${gpu[@]}" -dp 0.3 -o "$work/g_cpu" > /dev/null
 $emu "${gpu[@]}" -dp 0.3 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
 $emu "${gpu[@]}" -dp 0 -o "$work/g_gpu0" > "$work/g_gpu0.out" 2>&1 || { tail "$work/g_gpu0.out"; exit 1; }
-. test/trainer_curves.sh # curve_diff
 same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_gpu0" "$work/g_gpu")
 echo "  CPU vs emulated GPU with -dp 0.3: $same; emulated GPU -dp 0 vs 0.3: $other"
 $PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||

@@ -29,6 +29,7 @@
 set -euo pipefail
 quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
 cd "$(dirname "$0")/../.."
+. test/trainer_curves.sh # curve_diff, same_step_files
 work=${1:-$(mktemp -d)}
 PY=${PYTHON:-/usr/bin/python3}
 seed=${FOLDNORM_TEST_SEED:-$(( (RANDOM << 15 | RANDOM) % 1000000000 ))}
@@ -208,16 +209,13 @@ rm -rf "$work/full" "$work/resumed" "$work/plain"
 cp -r "$work/full" "$work/resumed"
 rm "$work/resumed/model_00000008.bin" "$work/resumed/state_00000008.bin"
 "${run[@]}" "${ops[@]}" -o "$work/resumed" -y 1 > "$work/resumed.out"
-for f in model_00000008.bin state_00000008.bin; do
-    cmp "$work/full/$f" "$work/resumed/$f" || { echo "FAIL: $f differs after the resume"; exit 1; }
-done
+same_step_files "$work/full" "$work/resumed" 8 || exit 1
 echo "  ok: the same model and state (augment RNG, moments) at step 8 (6 batches of 16 an epoch: the resume crosses an epoch)"
 "${run[@]}" -o "$work/plain" > "$work/plain.out"
 if cmp -s "$work/full/model_00000008.bin" "$work/plain/model_00000008.bin"; then
     echo "FAIL: the ops trained the model that training without them trains"; exit 1
 fi
 echo "  control: without the ops, another model"
-. test/trainer_curves.sh # curve_diff
 echo "== train_vit ${ops[*]}: ln == cbwc over 40 steps (the logged losses, 6 decimals: within 1e-5); rms differs"
 eq=(bin/train_vit -e vit -C 16 -L 2 -H 2 -b 16 -x 40 -nt 320 -ne 32 -u 2 -pe 1 -sd $((seed % 1000 + 2)))
 for m in ln cbwc rms; do rm -rf "$work/eq_$m"; "${eq[@]}" "${ops[@]}" -N $m -o "$work/eq_$m" > /dev/null; done

@@ -27,6 +27,7 @@
 set -euo pipefail
 quick=0; [ "${FOLDNORM_TEST_TIER:-full}" = check ] && quick=1
 cd "$(dirname "$0")/../.."
+. test/trainer_curves.sh # curve_diff, same_step_files
 work=${1:-$(mktemp -d)}
 mkdir -p "$work"
 PY=${PYTHON:-/usr/bin/python3}
@@ -83,9 +84,7 @@ rm -rf "$work/full" "$work/resumed" "$work/noaa"
 mkdir -p "$work/resumed"
 cp "$work/full/model_00000004.bin" "$work/full/state_00000004.bin" "$work/resumed/"
 "${run[@]}" -aa rand-m9-mstd0.5-inc1 -o "$work/resumed" -y 1 > "$work/resumed.out"
-for f in model_00000008.bin state_00000008.bin; do
-    cmp "$work/full/$f" "$work/resumed/$f" || { echo "FAIL: $f differs after the resume"; exit 1; }
-done
+same_step_files "$work/full" "$work/resumed" 8 || exit 1
 echo "  ok: the same model and state (augment RNG, moments) at step 8"
 "${run[@]}" -o "$work/noaa" > "$work/noaa.out"
 if cmp -s "$work/full/model_00000008.bin" "$work/noaa/model_00000008.bin"; then
@@ -105,7 +104,6 @@ rm -rf "$work/g_cpu" "$work/g_cpu0" "$work/g_gpu"
 bin/train_vit "${gpu[@]}" -aa rand-m9-mstd0.5-inc1 -o "$work/g_cpu" > /dev/null
 bin/train_vit "${gpu[@]}" -o "$work/g_cpu0" > /dev/null
 $emu "${gpu[@]}" -aa rand-m9-mstd0.5-inc1 -o "$work/g_gpu" > "$work/g_gpu.out" 2>&1 || { tail "$work/g_gpu.out"; exit 1; }
-. test/trainer_curves.sh # curve_diff
 same=$(curve_diff "$work/g_cpu" "$work/g_gpu"); other=$(curve_diff "$work/g_cpu0" "$work/g_gpu")
 echo "  CPU vs emulated GPU with -aa: $same; CPU without -aa vs emulated GPU with: $other"
 $PY -c "import sys; s, o = map(float, sys.argv[1:]); sys.exit(not (s <= 1e-5 and o > 1e-4))" "$same" "$other" ||
