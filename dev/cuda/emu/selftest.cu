@@ -317,20 +317,12 @@ static int cp_async_run(int mode) {
 
 // the cuBLASLt cases' set-up: a handle, an fp32 matmul descriptor, one 4x4
 // fp32 layout for every operand and a default preference
-typedef struct {
-    cublasLtHandle_t lt;
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t l;
-    cublasLtMatmulPreference_t pref;
-} LtSmall;
-
-static LtSmall lt_small(void) {
-    LtSmall t;
-    CUBLAS_CHECK(cublasLtCreate(&t.lt));
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&t.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&t.l, CUDA_R_32F, 4, 4, 4));
-    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&t.pref));
-    return t;
+static void lt_small(cublasLtHandle_t *lt, cublasLtMatmulDesc_t *op, cublasLtMatrixLayout_t *l,
+                     cublasLtMatmulPreference_t *pref) {
+    CUBLAS_CHECK(cublasLtCreate(lt));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, 4, 4, 4));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(pref));
 }
 
 int main(int argc, char **argv) {
@@ -367,11 +359,11 @@ int main(int argc, char **argv) {
         CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, n, 8, &one, x, lda, x, 8, &zero, x, 8));
     }
     if (strcmp(c, "lt-align") == 0) { // an algorithm chosen for 256-byte operands, run 4 bytes off
-        LtSmall t = lt_small();
-        cublasLtHandle_t lt = t.lt;
-        cublasLtMatmulDesc_t op = t.op;
-        cublasLtMatrixLayout_t l = t.l;
-        cublasLtMatmulPreference_t pref = t.pref;
+        cublasLtHandle_t lt;
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t l;
+        cublasLtMatmulPreference_t pref;
+        lt_small(&lt, &op, &l, &pref);
         cublasLtMatmulHeuristicResult_t h;
         int found = 0;
         CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, l, l, l, l, pref, 1, &h, &found));
@@ -384,11 +376,11 @@ int main(int argc, char **argv) {
     // (cuBLASLt wants a multiple of 8); lt-aux-align: its aux 4 bytes off 16
     if (strcmp(c, "lt-epilogue") == 0 || strcmp(c, "lt-aux-ld") == 0 ||
         strcmp(c, "lt-aux-align") == 0) {
-        LtSmall t = lt_small();
-        cublasLtHandle_t lt = t.lt;
-        cublasLtMatmulDesc_t op = t.op;
-        cublasLtMatrixLayout_t l = t.l;
-        cublasLtMatmulPreference_t pref = t.pref;
+        cublasLtHandle_t lt;
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t l;
+        cublasLtMatmulPreference_t pref;
+        lt_small(&lt, &op, &l, &pref);
         cublasLtMatmulHeuristicResult_t h;
         int found = 0;
         const int unknown = strcmp(c, "lt-epilogue") == 0;
